@@ -1,0 +1,195 @@
+#pragma once
+// The validated, immutable configuration. A Config is only ever built by the loader
+// (parse -> validate everything -> freeze) and then shared as std::shared_ptr<const Config>;
+// a request keeps the snapshot it started with, a reload publishes a new one.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "floodgate/config/address.hpp"
+#include "floodgate/config/units.hpp"
+
+namespace floodgate::config {
+
+using namespace std::chrono_literals;
+
+struct TlsCertificate {
+  std::string cert;
+  std::string key;
+};
+
+struct TlsSettings {
+  std::vector<TlsCertificate> certificates;  // chosen by SNI; the first is the default
+  std::string min_version = "1.2";
+};
+
+struct Listener {
+  Endpoint address;
+  std::optional<TlsSettings> tls;
+};
+
+struct ClientIpSettings {
+  std::string header = "X-Forwarded-For";
+  std::vector<Cidr> trusted_proxies;
+  int ipv6_prefix = 64;
+};
+
+struct Timeouts {
+  Duration header_read = 10s;
+  Duration idle = 60s;
+  Duration drain = 15s;
+};
+
+struct ServerSettings {
+  std::vector<Listener> listen;
+  int threads = 0;  // 0 = one per core
+  std::string pop = "floodgate";
+  ClientIpSettings client_ip;
+  Timeouts timeouts;
+  std::uint64_t max_header_bytes = 16 * 1024;
+  std::uint64_t max_body_bytes = 10 * 1024 * 1024;
+};
+
+struct AdminSettings {
+  std::optional<Endpoint> listen;
+};
+
+enum class LogLevel { trace, debug, info, warn, error, off };
+enum class LogFormat { text, json };
+
+struct LogSettings {
+  LogLevel level = LogLevel::info;
+  LogFormat format = LogFormat::text;
+  bool access_log = false;
+};
+
+struct Upstream {
+  std::string name;
+  std::string url;
+  bool tls = false;  // https
+  std::string host;
+  std::uint16_t port = 80;
+  Duration connect_timeout = 1s;
+  Duration response_timeout = 30s;
+  std::size_t max_idle_connections = 256;
+  std::string ca_file;
+};
+
+enum class StoreBackend { memory, redis, redis_cluster };
+
+struct RedisSettings {
+  Endpoint address{"127.0.0.1", 6379};
+  std::vector<Endpoint> nodes;
+  std::string username;
+  std::string password;
+  Duration timeout = 45ms;
+};
+
+struct StoreSettings {
+  StoreBackend backend = StoreBackend::memory;
+  RedisSettings redis;
+  std::string key_prefix = "rl";
+  std::string key_secret;  // empty: a built-in constant is used, with a warning
+  int instances = 1;
+  std::uint64_t max_keys = 1'000'000;  // memory store: cap on live keys (evictions are counted)
+};
+
+enum class JwtAlgorithm { hs256, rs256, es256 };
+
+struct JwtSettings {
+  std::string header = "Authorization";
+  std::vector<JwtAlgorithm> algorithms;
+  std::string hs256_secret;
+  std::vector<std::string> public_keys;
+  std::string issuer;    // empty: not checked
+  std::string audience;  // empty: not checked
+  Duration leeway = 30s;
+};
+
+enum class Algorithm { token_bucket, gcra, sliding_window, sliding_log, fixed_window, concurrency };
+
+// The parameters a limit (or one of its tiers) sets. Which are meaningful depends on the
+// algorithm: buckets use capacity + refill_rate, windows limit + window, concurrency limit.
+struct LimitParams {
+  std::int64_t capacity = 0;
+  Rate refill_rate;
+  std::int64_t limit = 0;
+  Duration window{0};
+};
+
+struct KeyPart {
+  enum class Kind { ip, route, method, host, path, header, query, jwt };
+  Kind kind = Kind::ip;
+  std::string name;  // header / query parameter / claim name
+  std::string text;  // as written, for messages and summaries
+};
+
+enum class OnMissingKey { reject, skip, shared };
+enum class LimitMode { enforce, shadow };
+
+struct Cost {
+  std::string from_header;  // empty: every request costs `fixed`
+  std::int64_t fixed = 1;   // also the default when the header is absent or empty
+  std::int64_t max = 0;     // clamp; defaults to the limit's capacity (or limit)
+};
+
+struct Overrides {
+  KeyPart by;  // a jwt:CLAIM
+  std::map<std::string, LimitParams> values;
+};
+
+struct Limit {
+  std::string name;
+  Algorithm algorithm = Algorithm::token_bucket;
+  LimitParams params;
+  std::vector<KeyPart> key;
+  OnMissingKey on_missing_key = OnMissingKey::reject;
+  std::optional<Overrides> overrides;
+  Cost cost;
+  std::string settle_header;  // response header carrying the true cost; empty: none
+  LimitMode mode = LimitMode::enforce;
+};
+
+enum class OnStoreError { fail_open, fail_closed, local };
+
+struct RouteMatch {
+  std::string path_prefix;  // empty with path empty: every path
+  std::string path;         // exact path
+  std::vector<std::string> methods;  // upper case; empty: every method
+  std::string host;                  // lower case, without port; empty: every host
+};
+
+struct Route {
+  std::string name;
+  RouteMatch match;
+  std::string upstream;
+  std::size_t upstream_index = 0;  // into Config::upstreams
+  OnStoreError on_store_error = OnStoreError::fail_open;
+  std::vector<Limit> limits;
+};
+
+struct Config {
+  std::string source;  // the file it came from
+  ServerSettings server;
+  AdminSettings admin;
+  LogSettings log;
+  std::vector<Upstream> upstreams;
+  StoreSettings store;
+  std::optional<JwtSettings> jwt;
+  std::vector<Route> routes;
+
+  const Upstream& upstream_of(const Route& r) const { return upstreams[r.upstream_index]; }
+};
+
+using ConfigPtr = std::shared_ptr<const Config>;
+
+const char* to_string(Algorithm a);
+const char* to_string(StoreBackend b);
+const char* to_string(OnStoreError e);
+const char* to_string(LogLevel l);
+
+}  // namespace floodgate::config

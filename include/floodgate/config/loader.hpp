@@ -1,0 +1,41 @@
+#pragma once
+// YAML -> validated Config. Every problem is collected (never only the first) and reported
+// with the file, line and column it comes from; a config with errors yields no snapshot.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "floodgate/config/config.hpp"
+
+namespace floodgate::config {
+
+struct Diagnostic {
+  std::string file;
+  int line = 0;    // 1-based; 0 when unknown
+  int column = 0;  // 1-based
+  std::string message;
+
+  std::string to_string() const;  // "FILE:LINE:COL: message"
+};
+
+struct LoadResult {
+  ConfigPtr config;  // null when errors is not empty
+  std::vector<Diagnostic> errors;
+  std::vector<Diagnostic> warnings;
+};
+
+// Looks up ${NAME}; injected so tests need not touch the process environment.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup process_env();
+
+LoadResult load_config_file(const std::string& path, const EnvLookup& env = process_env());
+LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
+                            const EnvLookup& env);
+
+// The one-screen summary printed by --check-config.
+std::string summarize(const Config& config);
+
+}  // namespace floodgate::config

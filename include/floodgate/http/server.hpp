@@ -1,0 +1,40 @@
+#pragma once
+// The traffic side of floodgate: share-nothing workers, each with its own event loop,
+// its own SO_REUSEPORT acceptor per listener and its own upstream connection pools.
+// Asio and Beast stay behind this pimpl so that including it costs nothing.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "floodgate/config/config_source.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace floodgate::http {
+
+class Server {
+ public:
+  Server(config::ConfigSource& config, std::shared_ptr<spdlog::logger> log);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds every listener (throws std::system_error naming the address on failure) and starts
+  // the worker threads. Returns once the sockets are listening.
+  void start();
+  // The bound port of each traffic listener, in config order (useful with port 0).
+  std::vector<std::uint16_t> ports() const;
+  // Stops accepting, lets in-flight requests finish for up to `grace`, then stops the workers
+  // and joins their threads.
+  void drain(std::chrono::milliseconds grace);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace floodgate::http

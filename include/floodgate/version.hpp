@@ -1,0 +1,5 @@
+#pragma once
+
+namespace floodgate {
+const char* version();
+}

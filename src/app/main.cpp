@@ -1,0 +1,124 @@
+// floodgate: command line, wiring and signals. Everything else lives in floodgate_core.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "floodgate/config/config_source.hpp"
+#include "floodgate/config/loader.hpp"
+#include "floodgate/http/server.hpp"
+#include "floodgate/version.hpp"
+#include "logging.hpp"
+
+namespace {
+
+using namespace floodgate;
+
+constexpr int kExitOk = 0;
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;  // also: invalid config
+
+const char* kUsage =
+    "usage: floodgate --config FILE        run the proxy\n"
+    "       floodgate --check-config FILE  validate FILE and print a summary\n"
+    "       floodgate --version            print the version\n";
+
+void print_diagnostics(const config::LoadResult& r) {
+  for (const auto& w : r.warnings) std::cerr << w.to_string() << " (warning)\n";
+  for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
+}
+
+int check_config(const std::string& path) {
+  auto r = config::load_config_file(path);
+  print_diagnostics(r);
+  if (!r.config) {
+    std::cerr << path << ": " << r.errors.size() << " error" << (r.errors.size() == 1 ? "" : "s")
+              << "\n";
+    return kExitUsage;
+  }
+  std::cout << config::summarize(*r.config);
+  return kExitOk;
+}
+
+// SIGHUP reloads: the new file is validated aside and published only when valid.
+void reload(const std::string& path, config::ConfigSource& source, spdlog::logger& log) {
+  auto r = config::load_config_file(path);
+  if (!r.config) {
+    for (const auto& e : r.errors) log.error("reload rejected: {}", e.to_string());
+    log.error("reload rejected: {} errors; the previous config keeps serving", r.errors.size());
+    return;
+  }
+  for (const auto& w : r.warnings) log.warn("{}", w.to_string());
+  auto old = source.get();
+  if (old->server.listen.size() != r.config->server.listen.size())
+    log.warn("reload: listener changes take effect only after a restart");
+  app::apply_log_settings(log, r.config->log);
+  source.publish(r.config);
+  log.info("reload: config from {} is now serving", path);
+}
+
+int run(const std::string& path) {
+  auto r = config::load_config_file(path);
+  if (!r.config) {
+    print_diagnostics(r);
+    return kExitUsage;
+  }
+  auto log = app::make_logger(r.config->log);
+  for (const auto& w : r.warnings) log->warn("{}", w.to_string());
+  config::ConfigSource source(r.config);
+  http::Server server(source, log);
+  try {
+    server.start();
+  } catch (const std::system_error& e) {
+    log->critical("{}", e.what());
+    return kExitRuntime;
+  }
+  std::string ports;
+  for (auto p : server.ports()) ports += (ports.empty() ? "" : ", ") + std::to_string(p);
+  log->info("floodgate {} serving {} on port(s) {}", version(), path, ports);
+
+  boost::asio::io_context signals_ioc;
+  boost::asio::signal_set signals(signals_ioc, SIGINT, SIGTERM, SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int sig) {
+        if (ec) return;
+        if (sig == SIGHUP) {
+          reload(path, source, *log);
+          signals.async_wait(on_signal);
+          return;
+        }
+        auto grace = source.get()->server.timeouts.drain;
+        log->info("signal {}: draining for up to {} ms", sig, grace.count());
+        server.drain(grace);
+        log->info("drained; exiting");
+      };
+  signals.async_wait(on_signal);
+  signals_ioc.run();
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  if (args.size() == 1 && args[0] == "--version") {
+    std::cout << "floodgate " << version() << "\n";
+    return kExitOk;
+  }
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (args.size() == 2 && args[0] == "--check-config") return check_config(std::string(args[1]));
+  if (args.size() == 2 && args[0] == "--config") return run(std::string(args[1]));
+  if (!args.empty() && args[0] == "replay") {
+    std::cerr << "floodgate replay: not available in this build yet\n";
+    return kExitUsage;
+  }
+  std::cerr << kUsage;
+  return kExitUsage;
+}

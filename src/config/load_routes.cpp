@@ -1,0 +1,273 @@
+// routes and their limits.
+#include <algorithm>
+#include <set>
+
+#include "sections.hpp"
+
+namespace floodgate::config {
+namespace {
+
+std::optional<KeyPart> key_part(YamlReader& r, const YAML::Node& n, const std::string& path) {
+  auto text = r.string(n, path);
+  if (!text) return std::nullopt;
+  KeyPart k;
+  k.text = *text;
+  static const std::pair<std::string_view, KeyPart::Kind> plain[] = {
+      {"ip", KeyPart::Kind::ip},         {"route", KeyPart::Kind::route},
+      {"method", KeyPart::Kind::method}, {"host", KeyPart::Kind::host},
+      {"path", KeyPart::Kind::path}};
+  static const std::pair<std::string_view, KeyPart::Kind> named[] = {
+      {"header", KeyPart::Kind::header}, {"query", KeyPart::Kind::query}, {"jwt", KeyPart::Kind::jwt}};
+  for (auto [word, kind] : plain)
+    if (*text == word) return KeyPart{kind, "", *text};
+  auto colon = text->find(':');
+  if (colon != std::string::npos) {
+    auto prefix = std::string_view(*text).substr(0, colon);
+    for (auto [word, kind] : named) {
+      if (prefix != word) continue;
+      k.kind = kind;
+      k.name = text->substr(colon + 1);
+      if (k.name.empty()) break;
+      if (kind == KeyPart::Kind::header)
+        std::transform(k.name.begin(), k.name.end(), k.name.begin(), ::tolower);
+      return k;
+    }
+  }
+  r.error(n, path,
+          "unknown key part \"" + *text +
+              "\" (expected ip, route, method, host, path, header:NAME, query:NAME or jwt:CLAIM)" +
+              YamlReader::hint(*text, {"ip", "route", "method", "host", "path"}));
+  return std::nullopt;
+}
+
+bool is_bucket(Algorithm a) { return a == Algorithm::token_bucket || a == Algorithm::gcra; }
+
+// The ceiling a single request's cost may reach under these parameters.
+std::int64_t ceiling(Algorithm a, const LimitParams& p) {
+  return is_bucket(a) ? p.capacity : p.limit;
+}
+
+// Reads the algorithm's parameters from `s` into `p`. `partial` (an override tier) allows any
+// subset; otherwise every parameter the algorithm needs is required.
+void read_params(const Section& s, Algorithm a, LimitParams& p, bool partial) {
+  auto& r = s.reader();
+  auto forbid = [&](const char* key) {
+    if (s.has(key))
+      r.error(s[key], s.at(key), std::string("does not apply to ") + to_string(a));
+  };
+  auto need = [&](const char* key) { return partial ? s.has(key) : s.require(key); };
+  if (is_bucket(a)) {
+    if (need("capacity")) s.integer("capacity", p.capacity, 1, std::int64_t(1) << 50);
+    if (need("refill_rate") && s.has("refill_rate"))
+      if (auto v = r.rate(s["refill_rate"], s.at("refill_rate"))) p.refill_rate = *v;
+    forbid("limit");
+    forbid("window");
+  } else {
+    if (need("limit")) s.integer("limit", p.limit, 1, std::int64_t(1) << 50);
+    if (a == Algorithm::concurrency) {
+      forbid("window");
+    } else if (need("window")) {
+      s.duration("window", p.window);
+    }
+    forbid("capacity");
+    forbid("refill_rate");
+  }
+}
+
+void read_cost(const Section& s, Limit& l) {
+  auto& r = s.reader();
+  const auto& n = s["cost"];
+  std::string path = s.at("cost");
+  if (l.algorithm == Algorithm::concurrency) {
+    r.error(n, path, "does not apply to concurrency (each request holds one lease)");
+    return;
+  }
+  if (n.IsScalar()) {
+    if (auto v = r.integer(n, path, 0, std::int64_t(1) << 50)) l.cost.fixed = *v;
+    return;
+  }
+  Section c(r, n, path);
+  if (!r.map(n, path, {"from", "default", "max"})) return;
+  if (c.require("from")) {
+    if (auto from = r.string(c["from"], c.at("from"))) {
+      if (from->rfind("header:", 0) == 0 && from->size() > 7) {
+        l.cost.from_header = from->substr(7);
+      } else {
+        r.error(c["from"], c.at("from"), "expected header:NAME, got \"" + *from + "\"");
+      }
+    }
+  }
+  c.integer("default", l.cost.fixed, 0, std::int64_t(1) << 50);
+  c.integer("max", l.cost.max, 1, std::int64_t(1) << 50);
+}
+
+void check_cost_fits(const Section& s, Limit& l) {
+  auto& r = s.reader();
+  std::int64_t smallest = ceiling(l.algorithm, l.params);
+  std::string smallest_name = "the limit";
+  if (l.overrides) {
+    for (const auto& [tier, p] : l.overrides->values) {
+      if (ceiling(l.algorithm, p) < smallest) smallest = ceiling(l.algorithm, p), smallest_name = "tier \"" + tier + "\"";
+    }
+  }
+  if (l.algorithm == Algorithm::concurrency || smallest <= 0) return;
+  const char* what = is_bucket(l.algorithm) ? "capacity" : "limit";
+  if (l.cost.max == 0) l.cost.max = smallest;
+  if (l.cost.max > smallest)
+    r.error(s["cost"], s.at("cost"), "max " + std::to_string(l.cost.max) + " exceeds the " + what +
+                                         " of " + smallest_name + " (" + std::to_string(smallest) + ")");
+  if (l.cost.fixed > smallest)
+    r.error(s["cost"], s.at("cost"), "cost " + std::to_string(l.cost.fixed) + " exceeds the " +
+                                         what + " of " + smallest_name + " (" +
+                                         std::to_string(smallest) + ")");
+}
+
+std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string& path) {
+  Section s(r, n, path);
+  if (!r.map(n, path,
+             {"name", "algorithm", "capacity", "refill_rate", "limit", "window", "key",
+              "on_missing_key", "overrides", "cost", "settle", "mode"}))
+    return std::nullopt;
+  Limit l;
+  if (s.require("name")) {
+    s.string("name", l.name);
+    if (!valid_name(l.name))
+      r.error(s["name"], s.at("name"), "must be letters, digits, '-', '_' or '.' (it goes into headers)");
+  }
+  if (!s.require("algorithm")) return std::nullopt;
+  auto algo = r.choice<Algorithm>(s["algorithm"], s.at("algorithm"),
+                                  {{"token_bucket", Algorithm::token_bucket},
+                                   {"gcra", Algorithm::gcra},
+                                   {"sliding_window", Algorithm::sliding_window},
+                                   {"sliding_log", Algorithm::sliding_log},
+                                   {"fixed_window", Algorithm::fixed_window},
+                                   {"concurrency", Algorithm::concurrency}});
+  if (!algo) return std::nullopt;
+  l.algorithm = *algo;
+  read_params(s, l.algorithm, l.params, false);
+  if (s.require("key")) {
+    auto parts = r.sequence(s["key"], s.at("key"));
+    for (const auto& p : parts)
+      if (auto k = key_part(r, p, s.at("key"))) l.key.push_back(*k);
+    if (parts.empty() && s["key"].IsSequence())
+      r.error(s["key"], s.at("key"), "needs at least one part (use [route] for one bucket per route)");
+  }
+  s.choice<OnMissingKey>("on_missing_key", l.on_missing_key,
+                         {{"reject", OnMissingKey::reject},
+                          {"skip", OnMissingKey::skip},
+                          {"shared", OnMissingKey::shared}});
+  s.choice<LimitMode>("mode", l.mode, {{"enforce", LimitMode::enforce}, {"shadow", LimitMode::shadow}});
+  if (s.has("overrides")) {
+    Section o(r, s["overrides"], s.at("overrides"));
+    if (r.map(o.node(), o.path(), {"by", "values"}) && o.require("by") && o.require("values")) {
+      Overrides ov;
+      if (auto by = key_part(r, o["by"], o.at("by"))) {
+        if (by->kind != KeyPart::Kind::jwt)
+          r.error(o["by"], o.at("by"), "tiers are chosen by a verified claim: expected jwt:CLAIM");
+        ov.by = *by;
+      }
+      if (o["values"].IsMap()) {
+        for (auto it = o["values"].begin(); it != o["values"].end(); ++it) {
+          std::string tier = it->first.Scalar();
+          Section t(r, it->second, o.at("values") + "." + tier);
+          if (!r.map(t.node(), t.path(), {"capacity", "refill_rate", "limit", "window"})) continue;
+          LimitParams p = l.params;
+          read_params(t, l.algorithm, p, true);
+          ov.values[tier] = p;
+        }
+      } else {
+        r.error(o["values"], o.at("values"), "expected a map of tier names to parameters");
+      }
+      l.overrides = std::move(ov);
+    }
+  }
+  if (s.has("cost")) read_cost(s, l);
+  check_cost_fits(s, l);
+  if (s.has("settle")) {
+    auto settle = r.string(s["settle"], s.at("settle"));
+    bool settles = l.algorithm == Algorithm::token_bucket || l.algorithm == Algorithm::gcra ||
+                   l.algorithm == Algorithm::sliding_window || l.algorithm == Algorithm::fixed_window;
+    if (!settles) {
+      r.error(s["settle"], s.at("settle"),
+              std::string("settle applies to token_bucket, gcra, sliding_window and fixed_window, not ") +
+                  to_string(l.algorithm));
+    } else if (settle && settle->rfind("response_header:", 0) == 0 && settle->size() > 16) {
+      l.settle_header = settle->substr(16);
+    } else if (settle) {
+      r.error(s["settle"], s.at("settle"), "expected response_header:NAME, got \"" + *settle + "\"");
+    }
+  }
+  return l;
+}
+
+std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string& path) {
+  Section s(r, n, path);
+  if (!r.map(n, path, {"name", "match", "upstream", "on_store_error", "limits"})) return std::nullopt;
+  Route rt;
+  if (s.require("name")) {
+    s.string("name", rt.name);
+    if (!valid_name(rt.name))
+      r.error(s["name"], s.at("name"), "must be letters, digits, '-', '_' or '.'");
+  }
+  if (s.require("upstream")) s.string("upstream", rt.upstream);
+  s.choice<OnStoreError>("on_store_error", rt.on_store_error,
+                         {{"fail_open", OnStoreError::fail_open},
+                          {"fail_closed", OnStoreError::fail_closed},
+                          {"local", OnStoreError::local}});
+  if (s.require("match")) {
+    Section m(r, s["match"], s.at("match"));
+    if (r.map(m.node(), m.path(), {"path_prefix", "path", "methods", "host"})) {
+      m.string("path_prefix", rt.match.path_prefix);
+      m.string("path", rt.match.path);
+      m.string("host", rt.match.host);
+      std::transform(rt.match.host.begin(), rt.match.host.end(), rt.match.host.begin(), ::tolower);
+      if (m.has("path_prefix") && m.has("path"))
+        r.error(m.node(), m.path(), "set either path_prefix or path, not both");
+      for (const char* key : {"path_prefix", "path"})
+        if (m.has(key) && (m[key].Scalar().empty() || m[key].Scalar()[0] != '/'))
+          r.error(m[key], m.at(key), "must start with \"/\"");
+      if (m.has("methods")) {
+        for (const auto& e : r.sequence(m["methods"], m.at("methods"))) {
+          auto method = r.string(e, m.at("methods"));
+          if (!method) continue;
+          std::transform(method->begin(), method->end(), method->begin(), ::toupper);
+          bool token = !method->empty() && std::all_of(method->begin(), method->end(), ::isalpha);
+          if (!token)
+            r.error(e, m.at("methods"), "\"" + *method + "\" is not an HTTP method");
+          else
+            rt.match.methods.push_back(*method);
+        }
+      }
+    }
+  }
+  if (s.has("limits")) {
+    auto items = r.sequence(s["limits"], s.at("limits"));
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      auto l = limit(r, items[i], s.at("limits") + "[" + std::to_string(i) + "]");
+      if (!l) continue;
+      if (!names.insert(l->name).second)
+        r.error(items[i], s.at("limits"), "limit name \"" + l->name + "\" is used twice in this route");
+      rt.limits.push_back(std::move(*l));
+    }
+  }
+  return rt;
+}
+
+}  // namespace
+
+void read_routes(YamlReader& r, const YAML::Node& n, std::vector<Route>& out) {
+  auto items = r.sequence(n, "routes");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto rt = route(r, items[i], "routes[" + std::to_string(i) + "]");
+    if (!rt) continue;
+    if (!rt->name.empty() && !names.insert(rt->name).second)
+      r.error(items[i]["name"], "routes[" + std::to_string(i) + "].name",
+              "route name \"" + rt->name + "\" is used twice");
+    out.push_back(std::move(*rt));
+  }
+  if (items.empty() && n.IsSequence()) r.error(n, "routes", "at least one route is required");
+}
+
+}  // namespace floodgate::config

@@ -1,0 +1,272 @@
+// server, admin, log, upstreams, store and jwt sections.
+#include <boost/url/parse.hpp>
+
+#include <algorithm>
+
+#include "sections.hpp"
+
+namespace floodgate::config {
+namespace {
+
+std::optional<Endpoint> endpoint(YamlReader& r, const YAML::Node& n, const std::string& path) {
+  auto text = r.string(n, path);
+  if (!text) return std::nullopt;
+  auto parsed = parse_endpoint(*text);
+  if (auto* msg = std::get_if<std::string>(&parsed)) {
+    r.error(n, path, *msg);
+    return std::nullopt;
+  }
+  return std::get<Endpoint>(parsed);
+}
+
+std::optional<Listener> listener(YamlReader& r, const YAML::Node& n, const std::string& path) {
+  if (n.IsScalar()) {
+    auto ep = endpoint(r, n, path);
+    if (!ep) return std::nullopt;
+    return Listener{*ep, std::nullopt};
+  }
+  Section s(r, n, path);
+  if (!r.map(n, path, {"address", "tls"}) || !s.require("address")) return std::nullopt;
+  auto ep = endpoint(r, s["address"], s.at("address"));
+  if (!ep) return std::nullopt;
+  Listener l{*ep, std::nullopt};
+  if (s.has("tls")) {
+    Section t(r, s["tls"], s.at("tls"));
+    if (!r.map(t.node(), t.path(), {"certificates", "min_version"})) return l;
+    TlsSettings tls;
+    t.choice<std::string>("min_version", tls.min_version, {{"1.2", "1.2"}, {"1.3", "1.3"}});
+    if (t.require("certificates")) {
+      auto certs = r.sequence(t["certificates"], t.at("certificates"));
+      for (std::size_t i = 0; i < certs.size(); ++i) {
+        Section c(r, certs[i], t.at("certificates") + "[" + std::to_string(i) + "]");
+        if (!r.map(c.node(), c.path(), {"cert", "key"})) continue;
+        TlsCertificate cert;
+        if (c.require("cert")) c.string("cert", cert.cert);
+        if (c.require("key")) c.string("key", cert.key);
+        tls.certificates.push_back(cert);
+      }
+      if (certs.empty() && t["certificates"].IsSequence())
+        r.error(t["certificates"], t.at("certificates"), "at least one certificate is required");
+    }
+    l.tls = tls;
+  }
+  return l;
+}
+
+}  // namespace
+
+bool valid_name(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+         });
+}
+
+void read_server(const Section& s, ServerSettings& out) {
+  auto& r = s.reader();
+  if (!r.map(s.node(), s.path(),
+             {"listen", "threads", "pop", "client_ip", "timeouts", "max_header_bytes",
+              "max_body_bytes"}))
+    return;
+  if (s.require("listen")) {
+    const auto& n = s["listen"];
+    auto items = n.IsSequence() ? r.sequence(n, s.at("listen")) : std::vector<YAML::Node>{n};
+    for (std::size_t i = 0; i < items.size(); ++i)
+      if (auto l = listener(r, items[i], s.at("listen") + "[" + std::to_string(i) + "]"))
+        out.listen.push_back(*l);
+    if (items.empty()) r.error(n, s.at("listen"), "at least one address is required");
+  }
+  s.integer("threads", out.threads, 0, 256);
+  s.string("pop", out.pop);
+  if (s.has("pop") && !valid_name(out.pop))
+    r.error(s["pop"], s.at("pop"), "must be letters, digits, '-', '_' or '.' (it goes into Via)");
+  if (s.has("client_ip")) {
+    Section c(r, s["client_ip"], s.at("client_ip"));
+    if (r.map(c.node(), c.path(), {"header", "trusted_proxies", "ipv6_prefix"})) {
+      c.string("header", out.client_ip.header);
+      c.integer("ipv6_prefix", out.client_ip.ipv6_prefix, 1, 128);
+      if (c.has("trusted_proxies")) {
+        for (const auto& e : r.sequence(c["trusted_proxies"], c.at("trusted_proxies"))) {
+          auto text = r.string(e, c.at("trusted_proxies"));
+          if (!text) continue;
+          auto parsed = parse_cidr(*text);
+          if (auto* msg = std::get_if<std::string>(&parsed))
+            r.error(e, c.at("trusted_proxies"), *msg);
+          else
+            out.client_ip.trusted_proxies.push_back(std::get<Cidr>(parsed));
+        }
+      }
+    }
+  }
+  if (s.has("timeouts")) {
+    Section t(r, s["timeouts"], s.at("timeouts"));
+    if (r.map(t.node(), t.path(), {"header_read", "idle", "drain"})) {
+      t.duration("header_read", out.timeouts.header_read);
+      t.duration("idle", out.timeouts.idle);
+      t.duration("drain", out.timeouts.drain, Duration(0));
+    }
+  }
+  s.size("max_header_bytes", out.max_header_bytes);
+  if (s.has("max_header_bytes") && (out.max_header_bytes < 1024 || out.max_header_bytes > (1u << 24)))
+    r.error(s["max_header_bytes"], s.at("max_header_bytes"), "must be between 1KiB and 16MiB");
+  s.size("max_body_bytes", out.max_body_bytes);
+}
+
+void read_admin(const Section& s, AdminSettings& out) {
+  auto& r = s.reader();
+  if (!r.map(s.node(), s.path(), {"listen"})) return;
+  if (s.has("listen")) out.listen = endpoint(r, s["listen"], s.at("listen"));
+}
+
+void read_log(const Section& s, LogSettings& out) {
+  auto& r = s.reader();
+  if (!r.map(s.node(), s.path(), {"level", "format", "access_log"})) return;
+  s.choice<LogLevel>("level", out.level,
+                     {{"trace", LogLevel::trace},
+                      {"debug", LogLevel::debug},
+                      {"info", LogLevel::info},
+                      {"warn", LogLevel::warn},
+                      {"error", LogLevel::error},
+                      {"off", LogLevel::off}});
+  s.choice<LogFormat>("format", out.format, {{"text", LogFormat::text}, {"json", LogFormat::json}});
+  s.boolean("access_log", out.access_log);
+}
+
+void read_upstreams(const Section& s, std::vector<Upstream>& out) {
+  auto& r = s.reader();
+  if (!s.node().IsMap()) {
+    r.error(s.node(), s.path(), "expected a map of upstream names to their settings");
+    return;
+  }
+  for (auto it = s.node().begin(); it != s.node().end(); ++it) {
+    Upstream u;
+    u.name = it->first.Scalar();
+    std::string path = s.at(u.name.c_str());
+    if (!valid_name(u.name))
+      r.error_at(it->first.Mark(), path + ": upstream names are letters, digits, '-', '_' or '.'");
+    if (std::any_of(out.begin(), out.end(), [&](const Upstream& o) { return o.name == u.name; }))
+      r.error_at(it->first.Mark(), "duplicate upstream \"" + u.name + "\"");
+    Section us(r, it->second, path);
+    if (!r.map(us.node(), path,
+               {"url", "connect_timeout", "response_timeout", "max_idle_connections", "ca_file"}))
+      continue;
+    us.duration("connect_timeout", u.connect_timeout);
+    us.duration("response_timeout", u.response_timeout);
+    us.integer("max_idle_connections", u.max_idle_connections, 0, 100000);
+    us.string("ca_file", u.ca_file);
+    if (us.require("url")) {
+      us.string("url", u.url);
+      auto parsed = boost::urls::parse_uri(u.url);
+      const std::string why = "expected http://HOST[:PORT] or https://HOST[:PORT], got \"" + u.url + "\"";
+      if (!parsed || !parsed->has_authority() || parsed->host().empty()) {
+        r.error(us["url"], us.at("url"), why);
+      } else if (parsed->scheme() != "http" && parsed->scheme() != "https") {
+        r.error(us["url"], us.at("url"), why);
+      } else if (!parsed->encoded_path().empty() && parsed->encoded_path() != "/") {
+        r.error(us["url"], us.at("url"),
+                "a path in an upstream url is not supported (requests keep their own path)");
+      } else {
+        u.tls = parsed->scheme() == "https";
+        u.host = parsed->host_address();
+        u.port = parsed->has_port() ? parsed->port_number() : (u.tls ? 443 : 80);
+        if (parsed->has_port() && u.port == 0)
+          r.error(us["url"], us.at("url"), "port must be from 1 to 65535");
+      }
+    }
+    if (!u.ca_file.empty() && !u.tls)
+      r.error(us["ca_file"], us.at("ca_file"), "ca_file only applies to an https upstream");
+    out.push_back(std::move(u));
+  }
+}
+
+void read_store(const Section& s, StoreSettings& out) {
+  auto& r = s.reader();
+  if (!r.map(s.node(), s.path(),
+             {"backend", "redis", "key_prefix", "key_secret", "instances", "max_keys"}))
+    return;
+  s.choice<StoreBackend>("backend", out.backend,
+                         {{"memory", StoreBackend::memory},
+                          {"redis", StoreBackend::redis},
+                          {"redis_cluster", StoreBackend::redis_cluster}});
+  s.string("key_prefix", out.key_prefix);
+  s.string("key_secret", out.key_secret);
+  s.integer("instances", out.instances, 1, 10000);
+  s.integer("max_keys", out.max_keys, 1000, 1'000'000'000);
+  if (s.has("key_prefix") && out.key_prefix.find_first_of("{} \t") != std::string::npos)
+    r.error(s["key_prefix"], s.at("key_prefix"), "must not contain braces or spaces");
+  bool wants_redis = out.backend != StoreBackend::memory;
+  if (s.has("redis")) {
+    Section rs(r, s["redis"], s.at("redis"));
+    if (r.map(rs.node(), rs.path(), {"address", "nodes", "username", "password", "timeout"})) {
+      if (rs.has("address")) {
+        auto text = r.string(rs["address"], rs.at("address"));
+        if (text) {
+          auto parsed = parse_endpoint(*text);
+          if (auto* msg = std::get_if<std::string>(&parsed))
+            r.error(rs["address"], rs.at("address"), *msg);
+          else
+            out.redis.address = std::get<Endpoint>(parsed);
+        }
+      }
+      if (rs.has("nodes")) {
+        for (const auto& e : r.sequence(rs["nodes"], rs.at("nodes"))) {
+          auto text = r.string(e, rs.at("nodes"));
+          if (!text) continue;
+          auto parsed = parse_endpoint(*text);
+          if (auto* msg = std::get_if<std::string>(&parsed))
+            r.error(e, rs.at("nodes"), *msg);
+          else
+            out.redis.nodes.push_back(std::get<Endpoint>(parsed));
+        }
+      }
+      rs.string("username", out.redis.username);
+      rs.string("password", out.redis.password);
+      rs.duration("timeout", out.redis.timeout);
+    }
+  }
+  if (wants_redis && !s.has("redis"))
+    r.error(s.node(), s.path(), std::string("backend ") + to_string(out.backend) +
+                                    " needs a \"redis\" section");
+  if (out.backend == StoreBackend::redis_cluster && s.has("redis") && out.redis.nodes.empty())
+    r.error(s["redis"], s.at("redis"), "backend redis_cluster needs at least one address in \"nodes\"");
+  if (s.has("key_secret") && !out.key_secret.empty() && out.key_secret.size() < 16)
+    r.warn(s["key_secret"], s.at("key_secret"), "shorter than 16 bytes: easy to guess");
+}
+
+void read_jwt(const Section& s, JwtSettings& out) {
+  auto& r = s.reader();
+  if (!r.map(s.node(), s.path(),
+             {"header", "algorithms", "hs256_secret", "public_keys", "issuer", "audience",
+              "leeway"}))
+    return;
+  s.string("header", out.header);
+  s.string("hs256_secret", out.hs256_secret);
+  s.string("issuer", out.issuer);
+  s.string("audience", out.audience);
+  s.duration("leeway", out.leeway, Duration(0));
+  if (s.has("public_keys"))
+    for (const auto& e : r.sequence(s["public_keys"], s.at("public_keys")))
+      if (auto p = r.string(e, s.at("public_keys"))) out.public_keys.push_back(*p);
+  if (s.require("algorithms")) {
+    for (const auto& e : r.sequence(s["algorithms"], s.at("algorithms"))) {
+      if (e.IsScalar() && (e.Scalar() == "none" || e.Scalar() == "NONE")) {
+        r.error(e, s.at("algorithms"), "\"none\" is never accepted: tokens must be signed");
+        continue;
+      }
+      auto a = r.choice<JwtAlgorithm>(e, s.at("algorithms"),
+                                      {{"HS256", JwtAlgorithm::hs256},
+                                       {"RS256", JwtAlgorithm::rs256},
+                                       {"ES256", JwtAlgorithm::es256}});
+      if (a && std::find(out.algorithms.begin(), out.algorithms.end(), *a) == out.algorithms.end())
+        out.algorithms.push_back(*a);
+    }
+  }
+  auto uses = [&](JwtAlgorithm a) {
+    return std::find(out.algorithms.begin(), out.algorithms.end(), a) != out.algorithms.end();
+  };
+  if (uses(JwtAlgorithm::hs256) && out.hs256_secret.empty())
+    r.error(s.node(), s.path(), "HS256 needs \"hs256_secret\"");
+  if ((uses(JwtAlgorithm::rs256) || uses(JwtAlgorithm::es256)) && out.public_keys.empty())
+    r.error(s.node(), s.path(), "RS256 and ES256 need \"public_keys\"");
+}
+
+}  // namespace floodgate::config

@@ -1,0 +1,163 @@
+#include "floodgate/config/loader.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "sections.hpp"
+
+namespace floodgate::config {
+namespace {
+
+// Checks that need more than one section: references between them and the JWT claims the
+// limits rely on.
+void cross_check(YamlReader& r, const YAML::Node& root, Config& c) {
+  for (std::size_t i = 0; i < c.routes.size(); ++i) {
+    auto& rt = c.routes[i];
+    const YAML::Node node = root["routes"][i];
+    std::string path = "routes[" + std::to_string(i) + "]";
+    bool found = false;
+    std::vector<std::string_view> names;
+    for (std::size_t u = 0; u < c.upstreams.size(); ++u) {
+      names.push_back(c.upstreams[u].name);
+      if (c.upstreams[u].name == rt.upstream) rt.upstream_index = u, found = true;
+    }
+    if (!found && !rt.upstream.empty())
+      r.error(node["upstream"], path + ".upstream",
+              "no upstream named \"" + rt.upstream + "\"" + YamlReader::hint(rt.upstream, names));
+    for (std::size_t j = 0; j < rt.limits.size(); ++j) {
+      const auto& l = rt.limits[j];
+      bool needs_jwt = l.overrides.has_value();
+      for (const auto& k : l.key) needs_jwt |= k.kind == KeyPart::Kind::jwt;
+      if (needs_jwt && !c.jwt)
+        r.error(node["limits"][j], path + ".limits[" + std::to_string(j) + "]",
+                "uses a jwt: claim but there is no \"jwt\" section to verify tokens");
+    }
+  }
+  if (c.admin.listen) {
+    for (const auto& l : c.server.listen)
+      if (l.address.port != 0 && l.address.port == c.admin.listen->port &&
+          l.address.host == c.admin.listen->host)
+        r.error(root["admin"]["listen"], "admin.listen",
+                "must differ from the traffic listeners (" + l.address.to_string() + ")");
+  }
+}
+
+void read_root(YamlReader& r, const YAML::Node& root, Config& c) {
+  if (!r.map(root, "", {"server", "admin", "log", "upstreams", "store", "jwt", "routes"})) return;
+  Section top(r, root, "");
+  if (top.require("server")) read_server(Section(r, root["server"], "server"), c.server);
+  if (top.has("admin")) read_admin(Section(r, root["admin"], "admin"), c.admin);
+  if (top.has("log")) read_log(Section(r, root["log"], "log"), c.log);
+  if (top.require("upstreams")) read_upstreams(Section(r, root["upstreams"], "upstreams"), c.upstreams);
+  if (top.has("store")) read_store(Section(r, root["store"], "store"), c.store);
+  if (top.has("jwt")) {
+    c.jwt.emplace();
+    read_jwt(Section(r, root["jwt"], "jwt"), *c.jwt);
+  }
+  if (top.require("routes")) read_routes(r, root["routes"], c.routes);
+  cross_check(r, root, c);
+  bool limits = std::any_of(c.routes.begin(), c.routes.end(),
+                            [](const Route& rt) { return !rt.limits.empty(); });
+  if (limits && c.store.key_secret.empty())
+    r.warn(top.has("store") ? root["store"] : root, "store.key_secret",
+           "not set: client identifiers are hashed with a built-in key; set it (the same on "
+           "every instance) so that store keys cannot be linked to clients");
+}
+
+}  // namespace
+
+std::string Diagnostic::to_string() const {
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message;
+}
+
+EnvLookup process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    if (const char* v = std::getenv(name.c_str())) return std::string(v);
+    return std::nullopt;
+  };
+}
+
+LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
+                            const EnvLookup& env) {
+  LoadResult result;
+  auto config = std::make_shared<Config>();
+  config->source = file_name;
+  YamlReader reader(file_name, env, result.errors, result.warnings);
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    reader.error_at(e.mark, "invalid YAML: " + e.msg);
+    return result;
+  }
+  if (!given(root)) {
+    reader.error_at(YAML::Mark(), "the file is empty");
+    return result;
+  }
+  try {
+    read_root(reader, root, *config);
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp throws on shapes our readers did not anticipate (a map used as a key, ...).
+    reader.error_at(e.mark, "unexpected structure: " + e.msg);
+  }
+  if (result.errors.empty()) result.config = std::move(config);
+  return result;
+}
+
+LoadResult load_config_file(const std::string& path, const EnvLookup& env) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    LoadResult r;
+    r.errors.push_back({path, 0, 0, "cannot read the file"});
+    return r;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_config_text(text.str(), path, env);
+}
+
+const char* to_string(Algorithm a) {
+  switch (a) {
+    case Algorithm::token_bucket: return "token_bucket";
+    case Algorithm::gcra: return "gcra";
+    case Algorithm::sliding_window: return "sliding_window";
+    case Algorithm::sliding_log: return "sliding_log";
+    case Algorithm::fixed_window: return "fixed_window";
+    case Algorithm::concurrency: return "concurrency";
+  }
+  return "?";
+}
+
+const char* to_string(StoreBackend b) {
+  switch (b) {
+    case StoreBackend::memory: return "memory";
+    case StoreBackend::redis: return "redis";
+    case StoreBackend::redis_cluster: return "redis_cluster";
+  }
+  return "?";
+}
+
+const char* to_string(OnStoreError e) {
+  switch (e) {
+    case OnStoreError::fail_open: return "fail_open";
+    case OnStoreError::fail_closed: return "fail_closed";
+    case OnStoreError::local: return "local";
+  }
+  return "?";
+}
+
+const char* to_string(LogLevel l) {
+  switch (l) {
+    case LogLevel::trace: return "trace";
+    case LogLevel::debug: return "debug";
+    case LogLevel::info: return "info";
+    case LogLevel::warn: return "warn";
+    case LogLevel::error: return "error";
+    case LogLevel::off: return "off";
+  }
+  return "?";
+}
+
+}  // namespace floodgate::config

@@ -1,0 +1,21 @@
+#pragma once
+// One reader per top-level section of the YAML; each fills its part of the Config and
+// reports problems through the YamlReader. Cross-section checks live in loader.cpp.
+
+#include "floodgate/config/config.hpp"
+#include "yaml_reader.hpp"
+
+namespace floodgate::config {
+
+void read_server(const Section& s, ServerSettings& out);
+void read_admin(const Section& s, AdminSettings& out);
+void read_log(const Section& s, LogSettings& out);
+void read_upstreams(const Section& s, std::vector<Upstream>& out);
+void read_store(const Section& s, StoreSettings& out);
+void read_jwt(const Section& s, JwtSettings& out);
+void read_routes(YamlReader& r, const YAML::Node& n, std::vector<Route>& out);
+
+// A name used in headers, metrics labels and logs: letters, digits, '-', '_' and '.'.
+bool valid_name(std::string_view name);
+
+}  // namespace floodgate::config

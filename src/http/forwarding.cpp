@@ -1,0 +1,97 @@
+#include "forwarding.hpp"
+
+#include <boost/beast/http/field.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace floodgate::http {
+
+namespace bhttp = boost::beast::http;
+
+void strip_hop_by_hop(bhttp::fields& fields) {
+  // Collect the names listed in Connection before erasing it: "Connection: close, X-Foo"
+  // makes X-Foo hop-by-hop too.
+  std::vector<std::string> named;
+  for (auto it = fields.find(bhttp::field::connection);
+       it != fields.end() && it->name() == bhttp::field::connection; ++it) {
+    std::string_view v = it->value();
+    while (!v.empty()) {
+      auto comma = v.find(',');
+      auto token = v.substr(0, comma);
+      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
+      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+      if (!token.empty()) named.emplace_back(token);
+      if (comma == std::string_view::npos) break;
+      v.remove_prefix(comma + 1);
+    }
+  }
+  static constexpr bhttp::field hop[] = {
+      bhttp::field::connection,          bhttp::field::keep_alive,
+      bhttp::field::proxy_connection,    bhttp::field::te,
+      bhttp::field::trailer,             bhttp::field::transfer_encoding,
+      bhttp::field::upgrade,             bhttp::field::proxy_authenticate,
+      bhttp::field::proxy_authorization, bhttp::field::content_length};
+  for (auto f : hop) fields.erase(f);
+  for (const auto& name : named) fields.erase(name);
+}
+
+namespace {
+
+// All values of a possibly repeated list header, joined as one list (RFC 9110 section 5.3).
+std::string joined(const bhttp::fields& fields, std::string_view name) {
+  std::string out;
+  auto range = fields.equal_range(name);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (!out.empty()) out += ", ";
+    out += it->value();
+  }
+  return out;
+}
+
+void append_to_list(bhttp::fields& fields, std::string_view name, std::string_view value) {
+  std::string list = joined(fields, name);
+  if (!list.empty()) list += ", ";
+  list += value;
+  fields.set(name, list);
+}
+
+}  // namespace
+
+void add_forwarding_headers(bhttp::fields& fields, const ForwardedFor& info) {
+  append_to_list(fields, "X-Forwarded-For", info.peer_ip);
+  fields.set("X-Forwarded-Proto", info.tls ? "https" : "http");
+  std::string via = "1.1 ";
+  via += info.pop;
+  append_to_list(fields, "Via", via);
+}
+
+std::optional<Target> parse_target(std::string_view target) {
+  // RFC 3986 characters allowed in a path and query; anything else (controls, space, '#',
+  // non-ASCII) means the client is not speaking HTTP or is probing the parser.
+  auto allowed = [](unsigned char c) {
+    return c > 0x20 && c < 0x7f && c != '#' && c != '"' && c != '<' && c != '>' && c != '\\' &&
+           c != '^' && c != '`' && c != '{' && c != '|' && c != '}';
+  };
+  if (target.empty() || !std::all_of(target.begin(), target.end(), allowed)) return std::nullopt;
+  Target t;
+  if (target.front() != '/') {
+    std::string_view rest;
+    if (target.starts_with("http://")) rest = target.substr(7);
+    else if (target.starts_with("https://")) rest = target.substr(8);
+    else return std::nullopt;
+    auto slash = rest.find_first_of("/?");
+    t.authority = rest.substr(0, slash);
+    if (t.authority.empty() || t.authority.find('@') != std::string_view::npos) return std::nullopt;
+    target = slash == std::string_view::npos ? std::string_view("/") : rest.substr(slash);
+    if (target.front() == '?') return std::nullopt;  // "http://h?x" has no path: refuse
+  }
+  t.origin_form = target;
+  auto q = target.find('?');
+  t.path = target.substr(0, q);
+  if (q != std::string_view::npos) t.query = target.substr(q + 1);
+  return t;
+}
+
+}  // namespace floodgate::http

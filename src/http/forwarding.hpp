@@ -1,0 +1,40 @@
+#pragma once
+// Header hygiene between client and upstream: what a proxy must drop, add and normalise.
+// Pure functions over beast::http::fields, so they are unit-tested without sockets.
+
+#include <boost/beast/http/fields.hpp>
+
+#include <optional>
+#include <string_view>
+
+namespace floodgate::http {
+
+// Drops the hop-by-hop headers of RFC 9110 section 7.6.1 (Connection, Keep-Alive,
+// Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-Authenticate,
+// Proxy-Authorization), every header named in Connection, and Content-Length: the caller
+// re-establishes framing itself, so that exactly one framing header ever leaves.
+void strip_hop_by_hop(boost::beast::http::fields& fields);
+
+struct ForwardedFor {
+  std::string_view peer_ip;  // the socket peer, as text
+  bool tls = false;          // the client spoke HTTPS to us
+  std::string_view pop;      // goes into Via
+};
+
+// X-Forwarded-For gains the peer (after any it already had), X-Forwarded-Proto is set, and
+// Via gains "1.1 <pop>".
+void add_forwarding_headers(boost::beast::http::fields& fields, const ForwardedFor& info);
+
+// A request target split for routing. Origin-form ("/a?b") keeps its authority empty;
+// absolute-form ("http://h/a?b") fills it (it then overrides Host, RFC 9112 section 3.2.2).
+struct Target {
+  std::string_view authority;
+  std::string_view path;   // starts with '/'
+  std::string_view query;  // without '?'
+  std::string_view origin_form;  // path + query, what the upstream receives
+};
+// nullopt for targets a proxy must refuse: empty, relative, authority-form, or with bytes
+// that are not allowed in a target.
+std::optional<Target> parse_target(std::string_view target);
+
+}  // namespace floodgate::http

@@ -1,0 +1,43 @@
+#include "floodgate/http/router.hpp"
+
+#include <algorithm>
+
+namespace floodgate::http {
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool matches(const config::RouteMatch& m, std::string_view method, std::string_view host,
+             std::string_view path) {
+  if (!m.host.empty() && !iequals(m.host, host_without_port(host))) return false;
+  if (!m.methods.empty() &&
+      std::find(m.methods.begin(), m.methods.end(), method) == m.methods.end())
+    return false;
+  if (!m.path.empty()) return path == m.path;
+  return path.starts_with(m.path_prefix);
+}
+
+}  // namespace
+
+std::string_view host_without_port(std::string_view host) {
+  if (!host.empty() && host.front() == '[') {
+    auto close = host.find(']');
+    return close == std::string_view::npos ? host : host.substr(0, close + 1);
+  }
+  auto colon = host.rfind(':');
+  return colon == std::string_view::npos ? host : host.substr(0, colon);
+}
+
+const config::Route* match_route(const config::Config& config, std::string_view method,
+                                 std::string_view host, std::string_view path) {
+  for (const auto& r : config.routes)
+    if (matches(r.match, method, host, path)) return &r;
+  return nullptr;
+}
+
+}  // namespace floodgate::http

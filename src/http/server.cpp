@@ -1,0 +1,171 @@
+#include "floodgate/http/server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <future>
+#include <list>
+#include <system_error>
+#include <thread>
+
+#include "session.hpp"
+#include "worker_context.hpp"
+
+namespace floodgate::http {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+
+namespace {
+
+// Logs what escaped a coroutine instead of losing it silently; nothing on the request path
+// is meant to throw, so anything arriving here is a bug worth seeing.
+auto log_exceptions(spdlog::logger& log, const char* what) {
+  return [&log, what](std::exception_ptr e) {
+    if (!e) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      log.error("{}: unexpected exception: {}", what, ex.what());
+    }
+  };
+}
+
+tcp::endpoint to_endpoint(const config::Endpoint& ep) {
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(ep.host, ec);
+  if (ec)
+    throw std::system_error(ec, "listen address " + ep.to_string() + " is not an IP address");
+  return {address, ep.port};
+}
+
+class Worker {
+ public:
+  Worker(config::ConfigSource& config, spdlog::logger& log)
+      : ctx_{config, log, UpstreamPool(ioc_.get_executor())} {}
+
+  // Opens an SO_REUSEPORT acceptor; every worker binds the same port and the kernel spreads
+  // connections across them. Returns the bound port.
+  std::uint16_t listen(tcp::endpoint ep) {
+    auto& acc = acceptors_.emplace_back(ioc_);
+    boost::system::error_code ec;
+    acc.open(ep.protocol(), ec);
+    if (!ec) acc.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acc.set_option(reuse_port(true), ec);
+    if (!ec && ep.address().is_v6()) acc.set_option(asio::ip::v6_only(false), ec);
+    if (!ec) acc.bind(ep, ec);
+    if (!ec) acc.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      auto text = ep.address().to_string() + ":" + std::to_string(ep.port());
+      throw std::system_error(ec, "cannot listen on " + text);
+    }
+    return acc.local_endpoint().port();
+  }
+
+  void start() {
+    for (auto& acc : acceptors_)
+      asio::co_spawn(ioc_, accept_loop(acc), log_exceptions(ctx_.log, "acceptor"));
+    thread_ = std::thread([this] { ioc_.run(); });
+  }
+
+  // Called from another thread: the work happens on the worker's own loop.
+  void drain(std::chrono::steady_clock::time_point deadline) {
+    asio::post(ioc_, [this, deadline] {
+      for (auto& acc : acceptors_) {
+        boost::system::error_code ignored;
+        acc.close(ignored);
+      }
+      ctx_.draining = true;
+      asio::co_spawn(ioc_, stop_when_idle(deadline), log_exceptions(ctx_.log, "drain"));
+    });
+  }
+
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  asio::awaitable<void> accept_loop(tcp::acceptor& acc) {
+    for (;;) {
+      auto [ec, socket] = co_await acc.async_accept(asio::as_tuple(asio::use_awaitable));
+      if (ec == asio::error::operation_aborted || !acc.is_open()) co_return;
+      if (ec) {
+        // Out of descriptors or similar: back off briefly instead of spinning.
+        ctx_.log.warn("accept failed: {}", ec.message());
+        asio::steady_timer pause(ioc_, std::chrono::milliseconds(50));
+        co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+        continue;
+      }
+      socket.set_option(tcp::no_delay(true), ec);
+      asio::co_spawn(ioc_, run_session(std::move(socket), ctx_), log_exceptions(ctx_.log, "session"));
+    }
+  }
+
+  asio::awaitable<void> stop_when_idle(std::chrono::steady_clock::time_point deadline) {
+    asio::steady_timer tick(ioc_);
+    while (ctx_.in_flight > 0 && std::chrono::steady_clock::now() < deadline) {
+      tick.expires_after(std::chrono::milliseconds(20));
+      co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    if (ctx_.in_flight > 0) ctx_.log.warn("drain: {} requests still in flight at the deadline", ctx_.in_flight);
+    ctx_.pool.clear();
+    ioc_.stop();
+  }
+
+  // Member order matters: the io_context outlives everything that holds its executor.
+  asio::io_context ioc_{1};
+  WorkerContext ctx_;
+  std::list<tcp::acceptor> acceptors_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+struct Server::Impl {
+  config::ConfigSource& config;
+  std::shared_ptr<spdlog::logger> log;
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<std::uint16_t> ports;
+};
+
+Server::Server(config::ConfigSource& config, std::shared_ptr<spdlog::logger> log)
+    : impl_(std::make_unique<Impl>(Impl{config, std::move(log), {}, {}})) {}
+
+Server::~Server() {
+  if (!impl_->workers.empty()) drain(std::chrono::milliseconds(0));
+}
+
+void Server::start() {
+  auto cfg = impl_->config.get();
+  int threads = cfg->server.threads;
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 0; i < threads; ++i)
+    impl_->workers.push_back(std::make_unique<Worker>(impl_->config, *impl_->log));
+  for (const auto& l : cfg->server.listen) {
+    auto ep = to_endpoint(l.address);
+    // With port 0 the first worker gets an ephemeral port and the others join it.
+    ep.port(impl_->workers.front()->listen(ep));
+    for (std::size_t i = 1; i < impl_->workers.size(); ++i) impl_->workers[i]->listen(ep);
+    impl_->ports.push_back(ep.port());
+  }
+  for (auto& w : impl_->workers) w->start();
+}
+
+std::vector<std::uint16_t> Server::ports() const { return impl_->ports; }
+
+void Server::drain(std::chrono::milliseconds grace) {
+  auto deadline = std::chrono::steady_clock::now() + grace;
+  for (auto& w : impl_->workers) w->drain(deadline);
+  for (auto& w : impl_->workers) w->join();
+  impl_->workers.clear();
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,286 @@
+#include "session.hpp"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http.hpp>
+
+#include <array>
+#include <optional>
+
+#include "error_response.hpp"
+#include "floodgate/http/router.hpp"
+#include "forwarding.hpp"
+#include "relay.hpp"
+
+namespace floodgate::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using asio::as_tuple;
+using asio::use_awaitable;
+using tcp = asio::ip::tcp;
+using RequestParser = bhttp::request_parser<bhttp::buffer_body>;
+using ResponseParser = bhttp::response_parser<bhttp::buffer_body>;
+
+namespace {
+
+constexpr std::size_t kChunkSize = 16 * 1024;
+constexpr std::uint64_t kUpstreamHeaderLimit = 64 * 1024;
+
+bool is_idempotent(bhttp::verb v) {
+  return v == bhttp::verb::get || v == bhttp::verb::head || v == bhttp::verb::options ||
+         v == bhttp::verb::put || v == bhttp::verb::delete_ || v == bhttp::verb::trace;
+}
+
+std::string peer_text(const tcp::socket& s) {
+  boost::system::error_code ec;
+  auto ep = s.remote_endpoint(ec);
+  if (ec) return "0.0.0.0";
+  auto a = ep.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped())
+    a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return a.to_string();
+}
+
+// Request framing a proxy must refuse before anything is forwarded (RFC 9112 section 6):
+// a Transfer-Encoding that is not exactly chunked, any Transfer-Encoding in HTTP/1.0, and a
+// missing or repeated Host.
+bool framing_is_safe(const RequestParser& p) {
+  const auto& req = p.get();
+  bool has_te = req.find(bhttp::field::transfer_encoding) != req.end();
+  if (has_te && (req.version() < 11 || !p.chunked() ||
+                 req.count(bhttp::field::transfer_encoding) != 1 ||
+                 !beast::iequals(req[bhttp::field::transfer_encoding], "chunked")))
+    return false;
+  auto hosts = req.count(bhttp::field::host);
+  if (hosts > 1 || (hosts == 0 && req.version() >= 11)) return false;
+  return true;
+}
+
+bhttp::status status_for_read_error(const beast::error_code& ec) {
+  if (ec == bhttp::error::header_limit) return bhttp::status::request_header_fields_too_large;
+  if (ec == bhttp::error::body_limit) return bhttp::status::payload_too_large;
+  return bhttp::status::bad_request;
+}
+
+bhttp::status status_for_upstream_error(const beast::error_code& ec) {
+  return ec == beast::error::timeout ? bhttp::status::gateway_timeout : bhttp::status::bad_gateway;
+}
+
+class Session {
+ public:
+  Session(tcp::socket socket, WorkerContext& w)
+      : peer_ip_(peer_text(socket)), client_(std::move(socket)), w_(w) {}
+
+  asio::awaitable<void> run() {
+    bool first = true;
+    while (!w_.draining) {
+      auto config = w_.config.get();
+      if (!first && buffer_.size() == 0 && !co_await wait_for_next_request(*config)) co_return;
+      first = false;
+      RequestParser parser;
+      parser.header_limit(static_cast<std::uint32_t>(config->server.max_header_bytes));
+      parser.body_limit(config->server.max_body_bytes);
+      client_.expires_after(config->server.timeouts.header_read);
+      auto [ec, n] = co_await bhttp::async_read_header(client_, buffer_, parser,
+                                                       as_tuple(use_awaitable));
+      if (ec) {
+        // A client that closes or stalls between requests gets nothing; a broken request
+        // gets its status and the connection is closed (its remaining bytes are unframed).
+        if (ec != bhttp::error::end_of_stream && ec != beast::error::timeout &&
+            ec != asio::error::connection_reset && ec != asio::error::operation_aborted)
+          co_await send_error(status_for_read_error(ec), 11, false);
+        co_return;
+      }
+      ++w_.in_flight;
+      bool keep_alive = co_await serve(parser, *config);
+      --w_.in_flight;
+      if (!keep_alive) break;
+    }
+    beast::error_code ignored;
+    client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+ private:
+  // Waits for the first byte of a keep-alive connection's next request within the idle
+  // timeout; only then does the header_read clock start.
+  asio::awaitable<bool> wait_for_next_request(const config::Config& config) {
+    client_.expires_after(config.server.timeouts.idle);
+    auto [ec, n] = co_await client_.async_read_some(buffer_.prepare(kChunkSize),
+                                                    as_tuple(use_awaitable));
+    if (ec) co_return false;
+    buffer_.commit(n);
+    co_return true;
+  }
+
+  asio::awaitable<bool> send_error(bhttp::status status, unsigned version, bool keep_alive) {
+    auto res = error_response(status, version, keep_alive);
+    client_.expires_after(std::chrono::seconds(10));
+    auto [ec, n] = co_await bhttp::async_write(client_, res, as_tuple(use_awaitable));
+    co_return !ec && keep_alive;
+  }
+
+  // Decides what to do with one request whose header has been read. Returns whether the
+  // connection may carry another request.
+  asio::awaitable<bool> serve(RequestParser& parser, const config::Config& config) {
+    auto& req = parser.get();
+    if (!framing_is_safe(parser)) co_return co_await send_error(bhttp::status::bad_request, 11, false);
+    auto target = parse_target(req.target());
+    if (!target) co_return co_await send_error(bhttp::status::bad_request, req.version(), false);
+    // The body, if any, is still unread: a refusal must close, or its bytes would be read
+    // as the next request.
+    bool can_continue = req.keep_alive() && parser.is_done();
+    std::string_view host = target->authority.empty() ? std::string_view(req[bhttp::field::host])
+                                                      : target->authority;
+    const auto* route = match_route(config, req.method_string(), host, target->path);
+    if (!route) co_return co_await send_error(bhttp::status::not_found, req.version(), can_continue);
+    co_return co_await forward(parser, config, config.upstream_of(*route), *target);
+  }
+
+  // Rewrites the request header in place for the upstream.
+  void prepare_upstream_request(RequestParser& parser, const config::Config& config,
+                                const Target& target) {
+    auto& req = parser.get();
+    auto content_length = parser.content_length();
+    bool chunked = parser.chunked();
+    if (!target.authority.empty()) req.set(bhttp::field::host, target.authority);
+    if (target.origin_form.size() != req.target().size()) req.target(std::string(target.origin_form));
+    strip_hop_by_hop(req);
+    req.erase(bhttp::field::expect);  // answered by us: see forward()
+    add_forwarding_headers(req, {peer_ip_, false, config.server.pop});
+    req.version(11);
+    if (content_length) req.content_length(*content_length);
+    else if (chunked) req.chunked(true);
+  }
+
+  // Sends the request (header and body) to an upstream connection.
+  asio::awaitable<RelayResult> send_request(RequestParser& parser, UpstreamConnection& conn,
+                                            const config::Upstream& u, bool expect_continue,
+                                            const config::Config& config) {
+    bhttp::request_serializer<bhttp::buffer_body> sr{parser.get()};
+    conn.stream.expires_after(u.response_timeout);
+    auto [ec, n] = co_await bhttp::async_write_header(conn.stream, sr, as_tuple(use_awaitable));
+    if (ec) co_return RelayResult{RelayResult::Side::write, ec};
+    if (expect_continue && !parser.is_done()) {
+      static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
+      client_.expires_after(config.server.timeouts.idle);
+      auto [cec, cn] = co_await asio::async_write(client_, asio::buffer(cont), as_tuple(use_awaitable));
+      if (cec) co_return RelayResult{RelayResult::Side::read, cec};
+    }
+    co_return co_await relay_body(client_, buffer_, parser, conn.stream, sr, std::span(chunk_),
+                                  config.server.timeouts.idle, u.response_timeout);
+  }
+
+  // Reads the upstream's final response header, skipping interim 1xx responses.
+  asio::awaitable<beast::error_code> read_response_header(UpstreamConnection& conn,
+                                                          const config::Upstream& u,
+                                                          std::optional<ResponseParser>& rp,
+                                                          bool head) {
+    for (;;) {
+      rp.emplace();
+      rp->header_limit(kUpstreamHeaderLimit);
+      rp->body_limit(boost::none);
+      rp->skip(head);
+      conn.stream.expires_after(u.response_timeout);
+      auto [ec, n] = co_await bhttp::async_read_header(conn.stream, conn.buffer, *rp,
+                                                       as_tuple(use_awaitable));
+      if (ec) co_return ec;
+      auto code = rp->get().result_int();
+      if (code >= 200) co_return beast::error_code{};
+      if (code == 101) co_return bhttp::error::bad_version;  // we never forward Upgrade
+    }
+  }
+
+  asio::awaitable<bool> forward(RequestParser& parser, const config::Config& config,
+                                const config::Upstream& u, const Target& target) {
+    auto& req = parser.get();
+    const unsigned version = req.version();
+    bool client_keep_alive = req.keep_alive();
+    const bool has_body = !parser.is_done();
+    const bool expect_continue = beast::iequals(req[bhttp::field::expect], "100-continue");
+    const bool head = req.method() == bhttp::verb::head;
+    const bool retryable = !has_body && is_idempotent(req.method());
+    prepare_upstream_request(parser, config, target);
+
+    std::optional<ResponseParser> rp;
+    UpstreamConnectionPtr conn;
+    for (int attempt = 0;; ++attempt) {
+      conn = w_.pool.take(u);
+      if (!conn) {
+        auto [fresh, cec] = co_await w_.pool.connect(u);
+        if (cec) {
+          w_.log.warn("upstream {} ({}): connect failed: {}", u.name, u.url, cec.message());
+          co_return co_await send_error(status_for_upstream_error(cec), version, false);
+        }
+        conn = std::move(fresh);
+      }
+      auto sent = co_await send_request(parser, *conn, u, expect_continue, config);
+      if (sent.failed == RelayResult::Side::read) {
+        if (sent.error == bhttp::error::body_limit)
+          co_await send_error(bhttp::status::payload_too_large, version, false);
+        co_return false;  // the client went away or stalled mid-body
+      }
+      beast::error_code ec = sent.error;
+      if (!ec) ec = co_await read_response_header(*conn, u, rp, head);
+      if (!ec) break;
+      // A pooled connection the upstream closed just as we reused it: safe to try once more
+      // on a new one, but only when nothing of a body has been consumed.
+      if (conn->reused && retryable && attempt == 0 &&
+          (ec == bhttp::error::end_of_stream || ec == asio::error::connection_reset ||
+           ec == asio::error::broken_pipe))
+        continue;
+      w_.log.warn("upstream {} ({}): {}", u.name, u.url, ec.message());
+      co_return co_await send_error(status_for_upstream_error(ec), version, false);
+    }
+    co_return co_await send_response(*rp, std::move(conn), u, version,
+                                     client_keep_alive && parser.is_done(), config);
+  }
+
+  asio::awaitable<bool> send_response(ResponseParser& rp, UpstreamConnectionPtr conn,
+                                      const config::Upstream& u, unsigned version,
+                                      bool keep_alive, const config::Config& config) {
+    auto& res = rp.get();
+    const bool upstream_keep_alive = rp.keep_alive();
+    const auto content_length = rp.content_length();
+    const bool has_body = !rp.is_done();
+    strip_hop_by_hop(res);
+    if (content_length) {
+      res.content_length(*content_length);
+    } else if (has_body) {
+      if (version >= 11) res.chunked(true);
+      else keep_alive = false;  // HTTP/1.0 without a length: the body ends with the connection
+    }
+    res.version(version);
+    res.keep_alive(keep_alive);
+    bhttp::response_serializer<bhttp::buffer_body> sr{res};
+    client_.expires_after(config.server.timeouts.idle);
+    auto [ec, n] = co_await bhttp::async_write_header(client_, sr, as_tuple(use_awaitable));
+    if (ec) co_return false;
+    auto relayed = co_await relay_body(conn->stream, conn->buffer, rp, client_, sr,
+                                       std::span(chunk_), u.response_timeout,
+                                       config.server.timeouts.idle);
+    if (!relayed) {
+      if (relayed.failed == RelayResult::Side::read)
+        w_.log.warn("upstream {} ({}): response body: {}", u.name, u.url, relayed.error.message());
+      co_return false;  // the client has a partial response: closing is the only honest end
+    }
+    if (upstream_keep_alive && conn->buffer.size() == 0) w_.pool.give_back(u, std::move(conn));
+    co_return keep_alive;
+  }
+
+  std::string peer_ip_;
+  beast::tcp_stream client_;
+  beast::flat_buffer buffer_;
+  WorkerContext& w_;
+  std::array<char, kChunkSize> chunk_;  // the one body buffer of this connection
+};
+
+}  // namespace
+
+asio::awaitable<void> run_session(tcp::socket socket, WorkerContext& worker) {
+  Session session(std::move(socket), worker);
+  co_await session.run();
+}
+
+}  // namespace floodgate::http

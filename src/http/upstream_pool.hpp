@@ -1,0 +1,53 @@
+#pragma once
+// Keep-alive connections to upstreams, owned by one worker (no locks). A connection is
+// either in use by exactly one request or idle here; idle ones the upstream has closed are
+// discarded when taken.
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "floodgate/config/config.hpp"
+
+namespace floodgate::http {
+
+struct UpstreamConnection {
+  explicit UpstreamConnection(boost::asio::any_io_executor ex) : stream(std::move(ex)) {}
+  boost::beast::tcp_stream stream;
+  boost::beast::flat_buffer buffer;  // bytes read past the previous response stay with it
+  bool reused = false;               // came from the pool: may have been closed meanwhile
+};
+using UpstreamConnectionPtr = std::unique_ptr<UpstreamConnection>;
+
+class UpstreamPool {
+ public:
+  explicit UpstreamPool(boost::asio::any_io_executor ex) : ex_(ex), resolver_(ex) {}
+
+  // An idle connection to `u` that still looks open, or null.
+  UpstreamConnectionPtr take(const config::Upstream& u);
+  // Returns a connection whose last response was read completely; dropped past the cap.
+  void give_back(const config::Upstream& u, UpstreamConnectionPtr c);
+  // A new connection within u.connect_timeout (error beast::error::timeout past it).
+  boost::asio::awaitable<std::pair<UpstreamConnectionPtr, boost::system::error_code>> connect(
+      const config::Upstream& u);
+  void clear() { idle_.clear(); }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  boost::asio::any_io_executor ex_;
+  boost::asio::ip::tcp::resolver resolver_;
+  // Keyed by the upstream's url, so a reload that keeps the url keeps the connections.
+  std::unordered_map<std::string, std::vector<UpstreamConnectionPtr>, Hash, std::equal_to<>> idle_;
+};
+
+}  // namespace floodgate::http

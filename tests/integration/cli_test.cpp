@@ -1,0 +1,159 @@
+// The real binary: --check-config on every shipped config, error reporting, and a run that
+// serves, reloads on SIGHUP and exits cleanly on SIGTERM.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "harness.hpp"
+
+namespace floodgate::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+CommandResult run(const std::string& args) {
+  CommandResult r;
+  std::string cmd = std::string(FLOODGATE_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  while (auto n = fread(buf, 1, sizeof buf, p)) r.output.append(buf, n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+fs::path temp_file(const std::string& name, const std::string& text) {
+  auto dir = fs::temp_directory_path() / ("floodgate-cli-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto path = dir / name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::uint16_t free_port() {
+  asio::io_context ioc;
+  tcp::acceptor a(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  return a.local_endpoint().port();
+}
+
+TEST(Cli, VersionPrintsTheVersion) {
+  auto r = run("--version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(^floodgate \d+\.\d+\.\d+)"))) << r.output;
+}
+
+TEST(Cli, EveryShippedConfigPassesCheckConfig) {
+  std::vector<fs::path> files;
+  for (auto dir : {"config", "config/examples"}) {
+    auto full = fs::path(FLOODGATE_SOURCE_DIR) / dir;
+    if (!fs::exists(full)) continue;
+    for (const auto& e : fs::directory_iterator(full))
+      if (e.path().extension() == ".yaml") files.push_back(e.path());
+  }
+  ASSERT_FALSE(files.empty());
+  for (const auto& f : files) {
+    auto r = run("--check-config " + f.string());
+    EXPECT_EQ(r.exit_code, 0) << f << "\n" << r.output;
+    EXPECT_NE(r.output.find(": OK"), std::string::npos) << r.output;
+  }
+}
+
+TEST(Cli, CheckConfigReportsEveryErrorWithLineAndColumn) {
+  auto path = temp_file("three-errors.yaml", R"(server:
+  listen: [127.0.0.1:8080]
+  lisen: 1
+upstreams:
+  origin: { url: "http://127.0.0.1:9000", connect_timeout: 5 }
+routes:
+  - name: r
+    match: { path_prefix: / }
+    upstream: orgin
+)");
+  auto r = run("--check-config " + path.string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  std::string p = path.string();
+  EXPECT_NE(r.output.find(p + ":3:3: unknown key \"lisen\" in server (did you mean \"listen\"?)"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(p + ":5:60: upstreams.origin.connect_timeout: expected a duration"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(p + ":9:15: routes[0].upstream: no upstream named \"orgin\" (did you mean \"origin\"?)"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3 errors"), std::string::npos) << r.output;
+}
+
+TEST(Cli, MissingFileIsAnError) {
+  auto r = run("--check-config /nonexistent/floodgate.yaml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("/nonexistent/floodgate.yaml:0:0: cannot read the file"), std::string::npos);
+}
+
+TEST(Cli, UnknownArgumentsPrintUsage) {
+  auto r = run("--frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("usage:"), std::string::npos);
+}
+
+std::string serving_config(std::uint16_t port, std::uint16_t origin, const std::string& prefix) {
+  return "server:\n  listen: [127.0.0.1:" + std::to_string(port) +
+         "]\n  threads: 2\n  timeouts: { drain: 2s }\nupstreams:\n  origin: { url: \"http://127.0.0.1:" +
+         std::to_string(origin) + "\" }\nroutes:\n  - name: r\n    match: { path_prefix: " + prefix +
+         " }\n    upstream: origin\n";
+}
+
+std::optional<Response> get_when_up(std::uint16_t port, const std::string& target) {
+  for (int i = 0; i < 100; ++i) {
+    try {
+      return get(port, target);
+    } catch (const std::exception&) {
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  return std::nullopt;
+}
+
+TEST(Cli, ServesReloadsOnSighupAndExitsCleanlyOnSigterm) {
+  Origin origin;
+  auto port = free_port();
+  auto path = temp_file("serve.yaml", serving_config(port, origin.port(), "/a"));
+  ChildProcess fg({FLOODGATE_BINARY, "--config", path.string()});
+  auto r = get_when_up(port, "/a/1");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 200);
+  EXPECT_EQ(get(port, "/b/1")->result_int(), 404);
+
+  // A bad file is rejected and the old config keeps serving.
+  std::ofstream(path) << "server: [oops\n";
+  kill(fg.pid(), SIGHUP);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(get(port, "/a/2")->result_int(), 200);
+
+  // A good file takes effect.
+  std::ofstream(path) << serving_config(port, origin.port(), "/b");
+  kill(fg.pid(), SIGHUP);
+  bool switched = false;
+  for (int i = 0; i < 40 && !switched; ++i) {
+    std::this_thread::sleep_for(50ms);
+    switched = get(port, "/b/2")->result_int() == 200;
+  }
+  EXPECT_TRUE(switched);
+  EXPECT_EQ(get(port, "/a/3")->result_int(), 404);
+
+  auto code = fg.signal_and_wait(SIGTERM, 5s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 0);
+  EXPECT_EQ(origin.requests(), 3u);
+}
+
+}  // namespace
+}  // namespace floodgate::testing

@@ -1,0 +1,107 @@
+#pragma once
+// Real parts for integration tests: an origin process, a floodgate server on an ephemeral
+// port, and a raw-socket client that can send any bytes (including malformed ones).
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/logger.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "floodgate/config/config_source.hpp"
+#include "floodgate/config/loader.hpp"
+#include "floodgate/http/server.hpp"
+
+namespace floodgate::testing {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+using Response = bhttp::response<bhttp::string_body>;
+
+// A child process with its stdout on a pipe; killed (SIGTERM, then SIGKILL) on destruction.
+class ChildProcess {
+ public:
+  explicit ChildProcess(std::vector<std::string> argv);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  std::string read_line(std::chrono::milliseconds timeout);  // "" on timeout or EOF
+  // Sends `sig` and waits for the exit status (nullopt if it did not exit in time).
+  std::optional<int> signal_and_wait(int sig, std::chrono::milliseconds timeout);
+  int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+  int out_fd_ = -1;
+  std::string pending_;
+};
+
+// floodgate-test-origin on an ephemeral port.
+class Origin {
+ public:
+  Origin();
+  std::uint16_t port() const { return port_; }
+  std::uint64_t requests();     // requests that reached it (stats and reset not counted)
+  std::uint64_t connections();  // TCP connections it accepted
+  std::string stats();          // the raw /__stats JSON
+
+ private:
+  ChildProcess process_;
+  std::uint16_t port_ = 0;
+};
+
+// An in-process floodgate serving `yaml`, where "{ORIGIN}" is replaced by the origin's
+// "127.0.0.1:PORT". Listens on 127.0.0.1:0 unless the YAML says otherwise.
+class Proxy {
+ public:
+  explicit Proxy(const std::string& yaml);
+  ~Proxy();
+  std::uint16_t port() const { return port_; }
+  config::ConfigSource& source() { return *source_; }
+
+ private:
+  std::unique_ptr<config::ConfigSource> source_;
+  std::unique_ptr<http::Server> server_;
+  std::uint16_t port_ = 0;
+};
+
+std::string substitute(std::string text, const std::string& from, const std::string& to);
+config::ConfigPtr load_or_fail(const std::string& yaml);
+
+// A blocking client over one TCP connection, every operation bounded by a deadline.
+class Client {
+ public:
+  explicit Client(std::uint16_t port);
+  void send(std::string_view bytes);
+  // Reads one response (nullopt if the connection closed or timed out first).
+  std::optional<Response> read_response(std::chrono::milliseconds timeout = std::chrono::seconds(5),
+                                        bool head = false);
+  // Convenience: sends a request and reads its response.
+  std::optional<Response> request(std::string_view raw);
+  // True when the server closes the connection (EOF or reset) within `timeout` and sends
+  // nothing more.
+  bool closed_by_peer(std::chrono::milliseconds timeout);
+  // Reads raw bytes until `n` arrive, EOF, or timeout.
+  std::string read_raw(std::size_t n, std::chrono::milliseconds timeout);
+  tcp::socket& socket() { return socket_; }
+
+ private:
+  asio::io_context ioc_;
+  tcp::socket socket_{ioc_};
+  beast::flat_buffer buffer_;
+};
+
+// One request on a new connection.
+std::optional<Response> get(std::uint16_t port, const std::string& target,
+                            const std::string& extra_headers = "");
+
+}  // namespace floodgate::testing
