@@ -11,6 +11,7 @@
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/http/server.hpp"
+#include "floodgate/store/memory_store.hpp"
 #include "floodgate/version.hpp"
 #include "logging.hpp"
 
@@ -69,8 +70,19 @@ int run(const std::string& path) {
   }
   auto log = app::make_logger(r.config->log);
   for (const auto& w : r.warnings) log->warn("{}", w.to_string());
+  if (r.config->store.backend != config::StoreBackend::memory) {
+    log->critical("store backend {} is not available in this build yet; use memory",
+                  config::to_string(r.config->store.backend));
+    return kExitRuntime;
+  }
   config::ConfigSource source(r.config);
-  http::Server server(source, log);
+  limit::SystemClock clock;
+  // One in-process state shared by every worker: the embedded store and the `local` fallback.
+  store::MemoryState memory(clock, r.config->store.max_keys);
+  http::StoreFactory memory_store = [&memory](boost::asio::io_context& ioc) {
+    return std::make_unique<store::MemoryStore>(memory, ioc.get_executor());
+  };
+  http::Server server(source, log, {clock, memory_store, memory_store});
   try {
     server.start();
   } catch (const std::system_error& e) {

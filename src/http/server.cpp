@@ -15,6 +15,7 @@
 #include <system_error>
 #include <thread>
 
+#include "floodgate/store/limit_store.hpp"
 #include "session.hpp"
 #include "worker_context.hpp"
 
@@ -49,8 +50,16 @@ tcp::endpoint to_endpoint(const config::Endpoint& ep) {
 
 class Worker {
  public:
-  Worker(config::ConfigSource& config, spdlog::logger& log)
-      : ctx_{config, log, UpstreamPool(ioc_.get_executor())} {}
+  Worker(config::ConfigSource& config, spdlog::logger& log, const ServerDeps& deps)
+      : ctx_{config, log, deps.clock, UpstreamPool(ioc_.get_executor())} {
+    ctx_.store = deps.make_store(ioc_);
+    ctx_.local = deps.make_local(ioc_);
+  }
+
+  ~Worker() {
+    join();
+    *ctx_.alive = false;
+  }
 
   // Opens an SO_REUSEPORT acceptor; every worker binds the same port and the kernel spreads
   // connections across them. Returns the bound port.
@@ -132,12 +141,13 @@ class Worker {
 struct Server::Impl {
   config::ConfigSource& config;
   std::shared_ptr<spdlog::logger> log;
+  ServerDeps deps;
   std::vector<std::unique_ptr<Worker>> workers;
   std::vector<std::uint16_t> ports;
 };
 
-Server::Server(config::ConfigSource& config, std::shared_ptr<spdlog::logger> log)
-    : impl_(std::make_unique<Impl>(Impl{config, std::move(log), {}, {}})) {}
+Server::Server(config::ConfigSource& config, std::shared_ptr<spdlog::logger> log, ServerDeps deps)
+    : impl_(std::make_unique<Impl>(Impl{config, std::move(log), std::move(deps), {}, {}})) {}
 
 Server::~Server() {
   if (!impl_->workers.empty()) drain(std::chrono::milliseconds(0));
@@ -148,7 +158,7 @@ void Server::start() {
   int threads = cfg->server.threads;
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 0; i < threads; ++i)
-    impl_->workers.push_back(std::make_unique<Worker>(impl_->config, *impl_->log));
+    impl_->workers.push_back(std::make_unique<Worker>(impl_->config, *impl_->log, impl_->deps));
   for (const auto& l : cfg->server.listen) {
     auto ep = to_endpoint(l.address);
     // With port 0 the first worker gets an ephemeral port and the others join it.

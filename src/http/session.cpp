@@ -10,6 +10,7 @@
 #include "error_response.hpp"
 #include "floodgate/http/router.hpp"
 #include "forwarding.hpp"
+#include "limit_gate.hpp"
 #include "relay.hpp"
 
 namespace floodgate::http {
@@ -68,10 +69,29 @@ bhttp::status status_for_upstream_error(const beast::error_code& ec) {
   return ec == beast::error::timeout ? bhttp::status::gateway_timeout : bhttp::status::bad_gateway;
 }
 
+// Returns a request's concurrency leases however its handling ends.
+class LeaseGuard {
+ public:
+  LeaseGuard(const Admission& a, std::shared_ptr<bool> alive) : a_(a), alive_(std::move(alive)) {}
+  ~LeaseGuard() {
+    if (*alive_ && a_.store)
+      for (const auto& lease : a_.leases) a_.store->release(lease);
+  }
+  LeaseGuard(const LeaseGuard&) = delete;
+  LeaseGuard& operator=(const LeaseGuard&) = delete;
+
+ private:
+  const Admission& a_;
+  std::shared_ptr<bool> alive_;
+};
+
 class Session {
  public:
   Session(tcp::socket socket, WorkerContext& w)
-      : peer_ip_(peer_text(socket)), client_(std::move(socket)), w_(w) {}
+      : peer_ip_(peer_text(socket)),
+        peer_(config::parse_ip(peer_ip_).value_or(config::IpAddress{})),
+        client_(std::move(socket)),
+        w_(w) {}
 
   asio::awaitable<void> run() {
     bool first = true;
@@ -114,11 +134,15 @@ class Session {
     co_return true;
   }
 
-  asio::awaitable<bool> send_error(bhttp::status status, unsigned version, bool keep_alive) {
-    auto res = error_response(status, version, keep_alive);
+  asio::awaitable<bool> send(StringResponse& res) {
     client_.expires_after(std::chrono::seconds(10));
     auto [ec, n] = co_await bhttp::async_write(client_, res, as_tuple(use_awaitable));
-    co_return !ec && keep_alive;
+    co_return !ec && res.keep_alive();
+  }
+
+  asio::awaitable<bool> send_error(bhttp::status status, unsigned version, bool keep_alive) {
+    auto res = error_response(status, version, keep_alive);
+    co_return co_await send(res);
   }
 
   // Decides what to do with one request whose header has been read. Returns whether the
@@ -135,7 +159,15 @@ class Session {
                                                       : target->authority;
     const auto* route = match_route(config, req.method_string(), host, target->path);
     if (!route) co_return co_await send_error(bhttp::status::not_found, req.version(), can_continue);
-    co_return co_await forward(parser, config, config.upstream_of(*route), *target);
+    GateResult gate;
+    if (!route->limits.empty()) {
+      GateInput in{req, req.method_string(), host_without_port(host), target->path, target->query,
+                   peer_, req.version(), can_continue};
+      gate = co_await apply_limits(w_, config, *route, in);
+      if (gate.answer) co_return co_await send(*gate.answer);
+    }
+    LeaseGuard leases(gate.admission, w_.alive);
+    co_return co_await forward(parser, config, config.upstream_of(*route), *target, gate.admission);
   }
 
   // Rewrites the request header in place for the upstream.
@@ -193,7 +225,8 @@ class Session {
   }
 
   asio::awaitable<bool> forward(RequestParser& parser, const config::Config& config,
-                                const config::Upstream& u, const Target& target) {
+                                const config::Upstream& u, const Target& target,
+                                const Admission& admission) {
     auto& req = parser.get();
     const unsigned version = req.version();
     bool client_keep_alive = req.keep_alive();
@@ -234,17 +267,20 @@ class Session {
       co_return co_await send_error(status_for_upstream_error(ec), version, false);
     }
     co_return co_await send_response(*rp, std::move(conn), u, version,
-                                     client_keep_alive && parser.is_done(), config);
+                                     client_keep_alive && parser.is_done(), config, admission);
   }
 
   asio::awaitable<bool> send_response(ResponseParser& rp, UpstreamConnectionPtr conn,
                                       const config::Upstream& u, unsigned version,
-                                      bool keep_alive, const config::Config& config) {
+                                      bool keep_alive, const config::Config& config,
+                                      const Admission& admission) {
     auto& res = rp.get();
     const bool upstream_keep_alive = rp.keep_alive();
     const auto content_length = rp.content_length();
     const bool has_body = !rp.is_done();
+    settle_from_response(w_, admission, res);
     strip_hop_by_hop(res);
+    for (const auto& [name, value] : admission.headers) res.set(name, value);
     if (content_length) {
       res.content_length(*content_length);
     } else if (has_body) {
@@ -270,6 +306,7 @@ class Session {
   }
 
   std::string peer_ip_;
+  config::IpAddress peer_;
   beast::tcp_stream client_;
   beast::flat_buffer buffer_;
   WorkerContext& w_;

@@ -106,11 +106,16 @@ config::ConfigPtr load_or_fail(const std::string& yaml) {
   return r.config;
 }
 
-Proxy::Proxy(const std::string& yaml) {
+Proxy::Proxy(const std::string& yaml, const limit::Clock* clock) {
+  if (!clock) clock = &system_clock_;
   source_ = std::make_unique<config::ConfigSource>(load_or_fail(yaml));
+  memory_ = std::make_unique<store::MemoryState>(*clock, source_->get()->store.max_keys);
   auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   log->set_level(spdlog::level::err);
-  server_ = std::make_unique<http::Server>(*source_, log);
+  http::StoreFactory factory = [this](asio::io_context& ioc) {
+    return std::make_unique<store::MemoryStore>(*memory_, ioc.get_executor());
+  };
+  server_ = std::make_unique<http::Server>(*source_, log, http::ServerDeps{*clock, factory, factory});
   server_->start();
   port_ = server_->ports().at(0);
 }

@@ -17,6 +17,7 @@
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/http/server.hpp"
+#include "floodgate/store/memory_store.hpp"
 
 namespace floodgate::testing {
 
@@ -59,17 +60,20 @@ class Origin {
   std::uint16_t port_ = 0;
 };
 
-// An in-process floodgate serving `yaml`, where "{ORIGIN}" is replaced by the origin's
-// "127.0.0.1:PORT". Listens on 127.0.0.1:0 unless the YAML says otherwise.
+// An in-process floodgate serving `yaml` on the embedded store, reading `clock` (the
+// system clock unless a test passes its own).
 class Proxy {
  public:
-  explicit Proxy(const std::string& yaml);
+  explicit Proxy(const std::string& yaml, const limit::Clock* clock = nullptr);
   ~Proxy();
   std::uint16_t port() const { return port_; }
   config::ConfigSource& source() { return *source_; }
+  store::MemoryState& memory() { return *memory_; }
 
  private:
+  limit::SystemClock system_clock_;
   std::unique_ptr<config::ConfigSource> source_;
+  std::unique_ptr<store::MemoryState> memory_;
   std::unique_ptr<http::Server> server_;
   std::uint16_t port_ = 0;
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -86,6 +87,31 @@ TEST(LoadConfigFile, MissingFileIsAnError) {
 
 // ---------------------------------------------------------------- the SPEC.md example
 
+// Public keys for the jwt section: the loader reads and checks them (RSA >= 2048 bits, EC P-256).
+constexpr const char* kRsaPublicKey =
+    "-----BEGIN PUBLIC KEY-----\n"
+    "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAq8yI4plt0sQtftA3oLmb\n"
+    "8T9lrTSnazVX9/Mze85axI+XRPicMbq4FxDZAiri0UNCU4J2Bdj8I0a+v05OohTy\n"
+    "xEPiMBZit0JBFfijtM9mq75+yfHK6avpajGH8E0E4YUTDSX/byL3xweh/UddR+t3\n"
+    "Sbf/N9OP0VwACcymcCma5kCQL3LEnY9OuTk2ngQFg7zbWkmn2O3Lc0s8JyFNEJQP\n"
+    "4v1Tuajy6Hg+Zyvr3FGmGdgSCal8Ff7g19DClyugrLWT96icsdHZCoNlSYh/EP+X\n"
+    "ReZTLyqdqCJ7ijVVUMLCVBMXE+r52dnPAvEQ5BafOtYVUG3Z+ZbGY81KsD5SCPP7\n"
+    "TQIDAQAB\n"
+    "-----END PUBLIC KEY-----\n";
+constexpr const char* kEcPublicKey =
+    "-----BEGIN PUBLIC KEY-----\n"
+    "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEh6jV0VypP68oanoadjSMEPG45Sb2\n"
+    "nzltKr6XPr6RXFZfnLrl8B2RIvVsWcYdSRAIy9DkKzvGJ+3PfwLNafTJLg==\n"
+    "-----END PUBLIC KEY-----\n";
+
+// Writes `text` to a file under the test temp dir and returns its path.
+std::string temp_file(const std::string& name, const std::string& text) {
+  auto path = (fs::path(::testing::TempDir()) / name).string();
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+
 constexpr const char* kSpecExample = R"yaml(
 server:
   listen:
@@ -140,7 +166,7 @@ jwt:
   header: Authorization
   algorithms: [HS256, RS256, ES256, HS256]
   hs256_secret: ${JWT_SECRET}
-  public_keys: [/etc/floodgate/jwt.pem]
+  public_keys: ["${JWT_RSA_KEY}", "${JWT_EC_KEY}"]
   issuer: https://issuer.example
   audience: api
   leeway: 30s
@@ -210,10 +236,14 @@ routes:
 class SpecExample : public ::testing::Test {
  protected:
   void SetUp() override {
+    rsa_key = temp_file("floodgate-test-rsa.pub", kRsaPublicKey);
+    ec_key = temp_file("floodgate-test-ec.pub", kEcPublicKey);
     result = load_config_text(kSpecExample, "spec.yaml",
                               env_of({{"REDIS_PASSWORD", "redis-pw"},
                                       {"FLOODGATE_KEY_SECRET", "0123456789abcdef-secret"},
-                                      {"JWT_SECRET", "jwt-secret"}}));
+                                      {"JWT_SECRET", "jwt-secret"},
+                                      {"JWT_RSA_KEY", rsa_key},
+                                      {"JWT_EC_KEY", ec_key}}));
     ASSERT_TRUE(result.errors.empty()) << errors_of(result);
     ASSERT_NE(result.config, nullptr);
     c = result.config.get();
@@ -228,6 +258,7 @@ class SpecExample : public ::testing::Test {
     }
     return *it;
   }
+  std::string rsa_key, ec_key;
   LoadResult result;
   const Config* c = nullptr;
 };
@@ -350,7 +381,7 @@ TEST_F(SpecExample, Jwt) {
   EXPECT_EQ(j.algorithms, (std::vector<JwtAlgorithm>{JwtAlgorithm::hs256, JwtAlgorithm::rs256,
                                                      JwtAlgorithm::es256}));
   EXPECT_EQ(j.hs256_secret, "jwt-secret");
-  EXPECT_EQ(j.public_keys, std::vector<std::string>{"/etc/floodgate/jwt.pem"});
+  EXPECT_EQ(j.public_keys, (std::vector<std::string>{rsa_key, ec_key}));
   EXPECT_EQ(j.issuer, "https://issuer.example");
   EXPECT_EQ(j.audience, "api");
   EXPECT_EQ(j.leeway, 30s);
@@ -496,7 +527,19 @@ TEST(LoadConfig, MinimalConfigGetsTheDocumentedDefaults) {
   EXPECT_FALSE(c.jwt.has_value());
   EXPECT_FALSE(c.admin.listen.has_value());
   EXPECT_EQ(c.upstreams.at(0).port, 9000);
-  // No key_secret: allowed, but warned about.
+  EXPECT_TRUE(c.routes.at(0).limits.empty());
+  // No limits, so nothing is hashed: a missing key_secret is not worth a warning.
+  EXPECT_TRUE(r.warnings.empty());
+}
+
+TEST(LoadConfig, MissingKeySecretIsAWarningWhenLimitsHashClients) {
+  std::string yaml = std::string(kMinimal) +
+                     "    limits:\n"
+                     "      - { name: l, algorithm: fixed_window, limit: 5, window: 1s, key: [ip] }\n";
+  auto r = load_config_text(yaml, "w.yaml", env_of({}));
+  ASSERT_TRUE(r.errors.empty()) << errors_of(r);
+  ASSERT_NE(r.config, nullptr);  // a warning does not refuse the config
+  ASSERT_EQ(r.config->routes.at(0).limits.size(), 1u);
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_NE(r.warnings[0].message.find("key_secret"), std::string::npos);
 }

@@ -13,6 +13,9 @@
 #include "floodgate/config/address.hpp"
 #include "floodgate/config/units.hpp"
 
+// OpenSSL's EVP_PKEY, kept opaque here so that users of the config need no OpenSSL headers.
+struct evp_pkey_st;
+
 namespace floodgate::config {
 
 using namespace std::chrono_literals;
@@ -104,7 +107,10 @@ struct JwtSettings {
   std::string header = "Authorization";
   std::vector<JwtAlgorithm> algorithms;
   std::string hs256_secret;
-  std::vector<std::string> public_keys;
+  std::vector<std::string> public_keys;  // PEM file paths, as written
+  // The public keys read from `public_keys` at load time (same order; RSA or EC P-256), so
+  // that a snapshot is self-contained and never reads a file while serving.
+  std::vector<std::shared_ptr<evp_pkey_st>> keys;
   std::string issuer;    // empty: not checked
   std::string audience;  // empty: not checked
   Duration leeway = 30s;

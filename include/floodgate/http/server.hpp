@@ -5,20 +5,38 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "floodgate/config/config_source.hpp"
+#include "floodgate/limit/clock.hpp"
 
 namespace spdlog {
 class logger;
 }
+namespace boost::asio {
+class io_context;
+}
+namespace floodgate::store {
+class LimitStore;
+}
 
 namespace floodgate::http {
 
+using StoreFactory = std::function<std::unique_ptr<store::LimitStore>(boost::asio::io_context&)>;
+
+// What the server is built from, chosen by app/: the clock decisions read and, per worker,
+// the configured store and the in-process store used as the `local` fallback.
+struct ServerDeps {
+  const limit::Clock& clock;
+  StoreFactory make_store;
+  StoreFactory make_local;
+};
+
 class Server {
  public:
-  Server(config::ConfigSource& config, std::shared_ptr<spdlog::logger> log);
+  Server(config::ConfigSource& config, std::shared_ptr<spdlog::logger> log, ServerDeps deps);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

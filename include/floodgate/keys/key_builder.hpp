@@ -1,0 +1,74 @@
+#pragma once
+// Store keys: pure functions of (route, limit, request). Every component is length-prefixed
+// before hashing, so no two different callers can produce the same key, and the caller's
+// identity is stored only as a keyed hash. The hashed part is the key's Redis Cluster hash
+// tag, so all of one request's keys for one limit land in one slot.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "floodgate/config/config.hpp"
+
+namespace floodgate::keys {
+
+// Looks up request headers (case-insensitive); the session adapts its message to this.
+class HeaderSource {
+ public:
+  virtual ~HeaderSource() = default;
+  virtual std::optional<std::string_view> header(std::string_view name) const = 0;
+};
+
+// Verified JWT claims, looked up (and verified) only when a limit needs one.
+class ClaimSource {
+ public:
+  virtual ~ClaimSource() = default;
+  virtual std::optional<std::string> claim(std::string_view name) const = 0;
+};
+
+struct RequestFacts {
+  std::string_view route;
+  std::string_view method;
+  std::string_view host;   // without port, as received
+  std::string_view path;
+  std::string_view query;  // raw, without '?'
+  config::IpAddress client;
+  const HeaderSource* headers = nullptr;
+  const ClaimSource* claims = nullptr;
+};
+
+// HMAC-SHA256 under the store's key_secret, truncated to 128 bits, as 32 hex digits. Holds an
+// initialised OpenSSL MAC context: one per worker (not thread-safe), no allocation per call.
+class KeyHasher {
+ public:
+  explicit KeyHasher(std::string_view secret);
+  ~KeyHasher();
+  KeyHasher(const KeyHasher&) = delete;
+  KeyHasher& operator=(const KeyHasher&) = delete;
+  std::string hex(std::string_view material);
+  const std::string& secret() const { return secret_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string secret_;
+};
+
+// The value of one key part for this request, or nullopt when the request lacks it.
+std::optional<std::string> part_value(const config::KeyPart& part, const RequestFacts& request);
+
+// A query parameter's raw value (first occurrence), or nullopt.
+std::optional<std::string_view> query_param(std::string_view query, std::string_view name);
+
+struct BuiltKey {
+  std::string key;             // empty when `missing`
+  bool missing = false;        // some part is absent: the limit's on_missing_key decides
+};
+
+// "<prefix>:<route>:<limit>:{<hash>}". With `shared_when_missing`, a request missing a part
+// gets the one shared bucket "<prefix>:<route>:<limit>:{shared}".
+BuiltKey build_key(std::string_view prefix, const config::Route& route, const config::Limit& limit,
+                   const RequestFacts& request, KeyHasher& hasher);
+
+}  // namespace floodgate::keys

@@ -1,0 +1,84 @@
+#pragma once
+// Rate-limit algorithms as pure math over (parameters, state, now, cost). No clock, no I/O:
+// the memory store calls these under its shard locks, and lua/ mirrors them for Redis (a
+// differential test holds both to the same table of cases).
+//
+// Time is integer microseconds since the Unix epoch. A state that is std::monostate is
+// neutral (a key never seen, or idle long enough to have forgotten).
+
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include "floodgate/config/config.hpp"
+
+namespace floodgate::limit {
+
+using Micros = std::int64_t;
+constexpr Micros kMicrosPerSecond = 1'000'000;
+
+struct Params {
+  config::Algorithm algorithm = config::Algorithm::token_bucket;
+  std::int64_t capacity = 0;  // buckets: burst; windows and concurrency: limit
+  double per_second = 0;      // buckets: refill rate
+  Micros window = 0;          // windows
+
+  static Params from(const config::Limit& l, const config::LimitParams& p);
+  std::int64_t quota() const { return capacity; }  // what X-RateLimit-Limit shows
+};
+
+struct BucketState {
+  double tokens = 0;
+  Micros updated = 0;
+};
+struct GcraState {
+  double tat = 0;  // theoretical arrival time, microseconds
+};
+struct WindowState {  // fixed_window uses start and current only
+  Micros start = 0;
+  std::int64_t current = 0;
+  std::int64_t previous = 0;
+};
+struct LogEntry {
+  Micros at = 0;
+  std::int64_t cost = 0;
+};
+struct LogState {
+  std::vector<LogEntry> entries;  // oldest first
+};
+struct ConcurrencyState {
+  std::int64_t in_flight = 0;
+};
+
+using State =
+    std::variant<std::monostate, BucketState, GcraState, WindowState, LogState, ConcurrencyState>;
+
+struct Decision {
+  bool admitted = false;
+  std::int64_t limit = 0;      // X-RateLimit-Limit
+  std::int64_t remaining = 0;  // after this request (0 when refused)
+  Micros reset_after = 0;      // until the quota is whole again
+  Micros retry_after = 0;      // refused: until the same request would pass
+};
+
+struct Evaluation {
+  Decision decision;
+  State next;  // the state to store if the request is admitted and charged
+};
+
+// Decides one request of `cost` at `now`. Never mutates: the caller commits `next` only when
+// every enforcing limit of the route admits (all-or-nothing).
+Evaluation evaluate(const Params& p, const State& s, Micros now, std::int64_t cost);
+
+// Charges (delta > 0) or refunds (delta < 0) after the fact: post-response settlement and
+// cross-slot refunds. Debt is bounded by one capacity (or one limit).
+State adjust(const Params& p, const State& s, Micros now, std::int64_t delta);
+
+// Concurrency: one lease returned.
+State release(const Params& p, const State& s);
+
+// How long until `s` is neutral again (0: already neutral, may be forgotten now). Stores use
+// it as the key's expiry, so idle callers cost no memory.
+Micros time_to_neutral(const Params& p, const State& s, Micros now);
+
+}  // namespace floodgate::limit

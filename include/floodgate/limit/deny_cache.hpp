@@ -1,0 +1,44 @@
+#pragma once
+// Callers already refused, remembered by one worker until their Retry-After passes, so a
+// flood from one key costs the store nothing. It can refuse a little early (a smaller cost
+// might have fit), never admit too much. Entries carry a fingerprint of the limit's
+// parameters: a reload that changes the limit makes them stale.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "floodgate/store/limit_store.hpp"
+
+namespace floodgate::limit {
+
+class DenyCache {
+ public:
+  explicit DenyCache(std::size_t max_entries = 100'000) : max_entries_(max_entries) {}
+
+  struct Hit {
+    std::size_t item = 0;  // which of the items is refused
+    Decision decision;     // with retry_after and reset_after counted from `now`
+  };
+  std::optional<Hit> check(const std::vector<store::Item>& items, Micros now);
+  void remember(const store::Item& item, const Decision& d, Micros now);
+  std::uint64_t hits() const { return hits_; }
+  std::size_t size() const { return map_.size(); }
+
+ private:
+  struct Entry {
+    Micros until = 0;
+    Micros reset_at = 0;
+    Decision decision;
+    std::uint64_t fingerprint = 0;
+  };
+  static std::uint64_t fingerprint(const store::Item& item);
+
+  std::size_t max_entries_;
+  std::unordered_map<std::string, Entry> map_;
+  std::uint64_t hits_ = 0;
+};
+
+}  // namespace floodgate::limit

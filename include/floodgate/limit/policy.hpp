@@ -1,0 +1,56 @@
+#pragma once
+// A route's limits applied to one request: which store items to acquire (keys, parameters,
+// costs), and what the store's answer means for the client (admitted or refused, and the
+// limit whose numbers go into the headers).
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "floodgate/config/config.hpp"
+#include "floodgate/keys/key_builder.hpp"
+#include "floodgate/store/limit_store.hpp"
+
+namespace floodgate::limit {
+
+struct Plan {
+  std::vector<const config::Limit*> limits;  // parallel to items
+  std::vector<store::Item> items;
+  int reject_status = 0;  // 400 (a bad cost header) or 401 (a missing key part): answer at once
+  const config::Limit* rejected_by = nullptr;
+};
+
+// Builds the items for `route`: keys (or on_missing_key), tier parameters, costs. Limits
+// skipped by on_missing_key: skip do not appear.
+Plan plan(const config::Config& config, const config::Route& route,
+          const keys::RequestFacts& request, keys::KeyHasher& hasher);
+
+// `divisor` > 1 gives each instance ceil(limit / divisor), for the `local` fallback.
+Params divided(const Params& p, int divisor);
+
+struct Verdict {
+  bool admitted = true;
+  int shown = -1;  // index into the plan's items of the limit whose headers are sent; -1: none
+  Decision decision;
+};
+
+// Refused: the enforcing limit that refused with the longest wait. Admitted: the enforcing
+// limit closest to refusal (least remaining, then the longest until whole). Shadow limits
+// never appear.
+Verdict verdict(const Plan& plan, const store::Outcome& outcome);
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+// X-RateLimit-Limit/-Remaining/-Reset, RateLimit-Policy, RateLimit, and Retry-After when
+// refused. `now` is the Unix time of the decision.
+HeaderList rate_headers(const config::Limit& limit, const Params& params, const Decision& d,
+                        Micros now);
+
+// {"error":"rate_limited","limit":"...","retry_after":N}
+std::string refusal_body(const config::Limit& limit, const Decision& d);
+
+// Whole seconds a client is told to wait: at least 1.
+std::int64_t retry_after_seconds(const Decision& d);
+
+}  // namespace floodgate::limit

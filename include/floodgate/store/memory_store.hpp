@@ -1,0 +1,70 @@
+#pragma once
+// The embedded store: exact limits for one instance with no Redis, and the `local` fallback.
+// One MemoryState is shared by all workers; it is sharded so that workers rarely meet on a
+// lock, and a request's keys are locked in shard order, so all-or-nothing needs no global lock.
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include "floodgate/limit/clock.hpp"
+#include "floodgate/store/limit_store.hpp"
+
+namespace floodgate::store {
+
+class MemoryState {
+ public:
+  MemoryState(const limit::Clock& clock, std::size_t max_keys);
+
+  Outcome acquire(std::span<const Item> items);
+  void adjust(const Item& item, std::int64_t delta);
+  void release(const Item& item);
+
+  std::size_t size() const;
+  std::uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr std::size_t kShards = 64;
+  struct Entry {
+    limit::State state;
+    limit::Micros expires_at = 0;  // neutral from then on: may be forgotten
+  };
+  struct Shard {
+    mutable std::mutex mutex;
+    std::unordered_map<std::string, Entry> map;
+    std::size_t inserts_since_sweep = 0;
+  };
+
+  Shard& shard_of(const std::string& key) { return shards_[std::hash<std::string>{}(key) % kShards]; }
+  limit::State current(Shard& shard, const std::string& key, limit::Micros now);
+  void store(Shard& shard, const std::string& key, const limit::Params& p, limit::State next,
+             limit::Micros now);
+  void make_room(Shard& shard, limit::Micros now);
+
+  const limit::Clock& clock_;
+  std::size_t max_per_shard_;
+  std::array<Shard, kShards> shards_;
+  std::atomic<std::uint64_t> evictions_{0};
+};
+
+// A worker's handle on a MemoryState: completes on the worker's own event loop.
+class MemoryStore final : public LimitStore {
+ public:
+  MemoryStore(MemoryState& state, boost::asio::any_io_executor executor)
+      : state_(state), executor_(std::move(executor)) {}
+
+  void async_acquire(std::vector<Item> items, Handler handler) override;
+  void adjust(const Item& item, std::int64_t delta) override { state_.adjust(item, delta); }
+  void release(const Item& item) override { state_.release(item); }
+
+ private:
+  MemoryState& state_;
+  boost::asio::any_io_executor executor_;
+};
+
+}  // namespace floodgate::store

@@ -1,0 +1,186 @@
+#include "limit_gate.hpp"
+
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/field.hpp>
+
+#include <charconv>
+
+#include "floodgate/keys/client_ip.hpp"
+#include "floodgate/keys/jwt.hpp"
+
+namespace floodgate::http {
+
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+class FieldHeaders final : public keys::HeaderSource {
+ public:
+  explicit FieldHeaders(const bhttp::fields& f) : f_(f) {}
+  std::optional<std::string_view> header(std::string_view name) const override {
+    auto it = f_.find(name);
+    if (it == f_.end()) return std::nullopt;
+    return std::string_view(it->value());
+  }
+
+ private:
+  const bhttp::fields& f_;
+};
+
+// Verifies the token once, on the first claim asked for; a request whose limits use no
+// claim never pays for signature checks.
+class LazyClaims final : public keys::ClaimSource {
+ public:
+  LazyClaims(const bhttp::fields& f, const config::Config& c, limit::Micros now)
+      : f_(f), c_(c), now_(now) {}
+  std::optional<std::string> claim(std::string_view name) const override {
+    if (!c_.jwt) return std::nullopt;
+    if (!result_) {
+      auto it = f_.find(c_.jwt->header);
+      std::string_view value = it == f_.end() ? std::string_view() : std::string_view(it->value());
+      result_ = keys::verify_jwt(value, *c_.jwt, now_ / limit::kMicrosPerSecond);
+    }
+    if (!result_->ok()) return std::nullopt;
+    return keys::claim_text(result_->claims, name);
+  }
+
+ private:
+  const bhttp::fields& f_;
+  const config::Config& c_;
+  limit::Micros now_;
+  mutable std::optional<keys::JwtResult> result_;
+};
+
+std::string joined_forwarded(const bhttp::fields& f, std::string_view name) {
+  std::string out;
+  auto range = f.equal_range(name);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (!out.empty()) out += ',';
+    out += it->value();
+  }
+  return out;
+}
+
+StringResponse refusal(const config::Limit& l, const limit::Params& p, const limit::Decision& d,
+                       limit::Micros now, const GateInput& in) {
+  StringResponse res{bhttp::status::too_many_requests, in.version};
+  res.set(bhttp::field::content_type, "application/json");
+  res.set(bhttp::field::server, "floodgate");
+  for (auto& [name, value] : limit::rate_headers(l, p, d, now)) res.set(name, value);
+  res.body() = limit::refusal_body(l, d) + "\n";
+  res.keep_alive(in.keep_alive);
+  res.prepare_payload();
+  return res;
+}
+
+keys::KeyHasher& hasher_for(WorkerContext& w, const config::Config& c) {
+  static constexpr std::string_view kBuiltInSecret = "floodgate built-in key secret: set store.key_secret";
+  std::string_view secret = c.store.key_secret.empty() ? kBuiltInSecret : c.store.key_secret;
+  if (!w.hasher || w.hasher->secret() != secret) w.hasher = std::make_unique<keys::KeyHasher>(secret);
+  return *w.hasher;
+}
+
+// The route's on_store_error when the store could not decide.
+boost::asio::awaitable<std::optional<store::Outcome>> degraded(WorkerContext& w, const config::Config& c,
+                                                               const config::Route& route,
+                                                               limit::Plan& plan) {
+  switch (route.on_store_error) {
+    case config::OnStoreError::fail_open:
+      ++w.counters.store_error_open;
+      co_return std::nullopt;
+    case config::OnStoreError::fail_closed:
+      ++w.counters.store_error_closed;
+      co_return std::nullopt;
+    case config::OnStoreError::local:
+      ++w.counters.store_error_local;
+      for (auto& item : plan.items) item.params = limit::divided(item.params, c.store.instances);
+      {
+        auto local = co_await w.local->acquire(plan.items, boost::asio::use_awaitable);
+        if (auto* o = std::get_if<store::Outcome>(&local)) co_return std::move(*o);
+        co_return std::nullopt;  // the in-process store cannot fail; if it did, fail open
+      }
+  }
+  co_return std::nullopt;
+}
+
+}  // namespace
+
+boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::Config& config,
+                                                const config::Route& route, const GateInput& in) {
+  GateResult out;
+  FieldHeaders headers(in.fields);
+  const auto now = w.clock.now();
+  LazyClaims claims(in.fields, config, now);
+  const auto& ip = config.server.client_ip;
+  keys::RequestFacts facts{route.name, in.method, in.host, in.path, in.query,
+                           keys::client_ip(in.peer, joined_forwarded(in.fields, ip.header), ip),
+                           &headers, &claims};
+  auto plan = limit::plan(config, route, facts, hasher_for(w, config));
+  if (plan.reject_status != 0) {
+    auto status = plan.reject_status == 401 ? bhttp::status::unauthorized : bhttp::status::bad_request;
+    out.answer = error_response(status, in.version, in.keep_alive);
+    co_return out;
+  }
+  if (plan.items.empty()) co_return out;
+
+  if (auto hit = w.deny.check(plan.items, now)) {
+    ++w.counters.limited;
+    ++w.counters.deny_cache_hits;
+    out.answer = refusal(*plan.limits[hit->item], plan.items[hit->item].params, hit->decision, now, in);
+    co_return out;
+  }
+  auto result = co_await w.store->acquire(plan.items, boost::asio::use_awaitable);
+  std::optional<store::Outcome> outcome;
+  out.admission.store = w.store.get();
+  if (auto* e = std::get_if<store::StoreError>(&result)) {
+    w.log.debug("store error on route {}: {}", route.name, store::to_string(*e));
+    out.admission.store = w.local.get();
+    outcome = co_await degraded(w, config, route, plan);
+    if (!outcome) {
+      if (route.on_store_error == config::OnStoreError::fail_closed) {
+        out.answer = error_response(bhttp::status::service_unavailable, in.version, in.keep_alive);
+        out.answer->set(bhttp::field::retry_after, "1");
+      }
+      co_return out;
+    }
+  } else {
+    outcome = std::get<store::Outcome>(std::move(result));
+  }
+
+  auto v = limit::verdict(plan, *outcome);
+  for (std::size_t i = 0; i < plan.items.size(); ++i)
+    if (!plan.items[i].enforce && !outcome->decisions[i].admitted) {
+      ++w.counters.shadow_limited;
+      w.log.debug("shadow limit {} of route {} would refuse", plan.limits[i]->name, route.name);
+    }
+  if (!v.admitted) {
+    ++w.counters.limited;
+    w.deny.remember(plan.items[v.shown], v.decision, now);
+    out.answer = refusal(*plan.limits[v.shown], plan.items[v.shown].params, v.decision, now, in);
+    co_return out;
+  }
+  ++w.counters.admitted;
+  if (v.shown >= 0) out.admission.headers = limit::rate_headers(*plan.limits[v.shown], plan.items[v.shown].params, v.decision, now);
+  for (std::size_t i = 0; i < plan.items.size(); ++i) {
+    if (!outcome->decisions[i].admitted) continue;  // not charged: nothing to return or settle
+    if (plan.items[i].params.algorithm == config::Algorithm::concurrency)
+      out.admission.leases.push_back(plan.items[i]);
+    if (!plan.limits[i]->settle_header.empty())
+      out.admission.settles.push_back({plan.items[i], plan.limits[i]->settle_header, plan.items[i].cost});
+  }
+  co_return out;
+}
+
+void settle_from_response(WorkerContext& w, const Admission& a, const bhttp::fields& response) {
+  for (const auto& s : a.settles) {
+    auto it = response.find(s.header);
+    if (it == response.end()) continue;
+    std::string_view v = it->value();
+    std::int64_t actual = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), actual);
+    if (ec != std::errc{} || p != v.data() + v.size() || actual < 0) continue;  // changes nothing
+    if (actual != s.charged && a.store) a.store->adjust(s.item, actual - s.charged);
+  }
+}
+
+}  // namespace floodgate::http

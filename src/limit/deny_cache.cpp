@@ -1,0 +1,48 @@
+#include "floodgate/limit/deny_cache.hpp"
+
+#include <bit>
+#include <functional>
+
+namespace floodgate::limit {
+
+std::uint64_t DenyCache::fingerprint(const store::Item& item) {
+  const auto& p = item.params;
+  std::uint64_t h = static_cast<std::uint64_t>(p.algorithm) * 0x9e3779b97f4a7c15ull;
+  h ^= std::hash<std::int64_t>{}(p.capacity) + (h << 6) + (h >> 2);
+  h ^= std::bit_cast<std::uint64_t>(p.per_second) + (h << 6) + (h >> 2);
+  h ^= std::hash<std::int64_t>{}(p.window) + (h << 6) + (h >> 2);
+  h ^= std::hash<std::int64_t>{}(item.cost) + (h << 6) + (h >> 2);
+  return h;
+}
+
+std::optional<DenyCache::Hit> DenyCache::check(const std::vector<store::Item>& items, Micros now) {
+  if (map_.empty()) return std::nullopt;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].enforce) continue;
+    auto it = map_.find(items[i].key);
+    if (it == map_.end()) continue;
+    if (it->second.until <= now || it->second.fingerprint != fingerprint(items[i])) {
+      map_.erase(it);
+      continue;
+    }
+    Hit hit{i, it->second.decision};
+    hit.decision.retry_after = it->second.until - now;
+    hit.decision.reset_after = std::max<Micros>(0, it->second.reset_at - now);
+    ++hits_;
+    return hit;
+  }
+  return std::nullopt;
+}
+
+void DenyCache::remember(const store::Item& item, const Decision& d, Micros now) {
+  // Concurrency refusals end when any lease returns, not at a time: never cached.
+  if (d.admitted || d.retry_after <= 0 || item.params.algorithm == config::Algorithm::concurrency)
+    return;
+  if (map_.size() >= max_entries_) {
+    std::erase_if(map_, [now](const auto& kv) { return kv.second.until <= now; });
+    if (map_.size() >= max_entries_) map_.clear();
+  }
+  map_[item.key] = Entry{now + d.retry_after, now + d.reset_after, d, fingerprint(item)};
+}
+
+}  // namespace floodgate::limit

@@ -1,0 +1,118 @@
+#include "floodgate/store/memory_store.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <vector>
+
+namespace floodgate::store {
+
+const char* to_string(StoreError e) {
+  switch (e) {
+    case StoreError::timeout: return "timeout";
+    case StoreError::unavailable: return "unavailable";
+    case StoreError::protocol: return "protocol";
+  }
+  return "?";
+}
+
+MemoryState::MemoryState(const limit::Clock& clock, std::size_t max_keys)
+    : clock_(clock), max_per_shard_(std::max<std::size_t>(16, max_keys / kShards)) {}
+
+std::size_t MemoryState::size() const {
+  std::size_t n = 0;
+  for (const auto& s : shards_) {
+    std::lock_guard lock(s.mutex);
+    n += s.map.size();
+  }
+  return n;
+}
+
+limit::State MemoryState::current(Shard& shard, const std::string& key, limit::Micros now) {
+  auto it = shard.map.find(key);
+  if (it == shard.map.end() || it->second.expires_at <= now) return std::monostate{};
+  return it->second.state;
+}
+
+// Expired entries are swept once the shard has seen as many inserts as it holds keys
+// (amortised O(1) per insert); at the cap, an arbitrary entry is evicted and counted.
+void MemoryState::make_room(Shard& shard, limit::Micros now) {
+  if (++shard.inserts_since_sweep >= std::max<std::size_t>(64, shard.map.size()) ||
+      shard.map.size() >= max_per_shard_) {
+    std::erase_if(shard.map, [now](const auto& kv) { return kv.second.expires_at <= now; });
+    shard.inserts_since_sweep = 0;
+  }
+  while (shard.map.size() >= max_per_shard_) {
+    shard.map.erase(shard.map.begin());
+    evictions_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void MemoryState::store(Shard& shard, const std::string& key, const limit::Params& p,
+                        limit::State next, limit::Micros now) {
+  auto ttl = limit::time_to_neutral(p, next, now);
+  auto it = shard.map.find(key);
+  if (ttl <= 0) {
+    if (it != shard.map.end()) shard.map.erase(it);
+    return;
+  }
+  if (it == shard.map.end()) {
+    make_room(shard, now);
+    shard.map.emplace(key, Entry{std::move(next), now + ttl});
+  } else {
+    it->second = Entry{std::move(next), now + ttl};
+  }
+}
+
+Outcome MemoryState::acquire(std::span<const Item> items) {
+  // Lock every shard involved, in index order, so two requests sharing keys cannot deadlock.
+  std::vector<std::size_t> order;
+  order.reserve(items.size());
+  for (const auto& item : items)
+    order.push_back(static_cast<std::size_t>(&shard_of(item.key) - shards_.data()));
+  std::sort(order.begin(), order.end());
+  order.erase(std::unique(order.begin(), order.end()), order.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(order.size());
+  for (auto i : order) locks.emplace_back(shards_[i].mutex);
+
+  const auto now = clock_.now();
+  Outcome out;
+  out.admitted = true;
+  std::vector<limit::Evaluation> evals;
+  evals.reserve(items.size());
+  for (const auto& item : items) {
+    evals.push_back(limit::evaluate(item.params, current(shard_of(item.key), item.key, now), now, item.cost));
+    out.decisions.push_back(evals.back().decision);
+    if (item.enforce && !evals.back().decision.admitted) out.admitted = false;
+  }
+  if (!out.admitted) return out;  // refused: nothing is charged anywhere
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (evals[i].decision.admitted)
+      store(shard_of(items[i].key), items[i].key, items[i].params, std::move(evals[i].next), now);
+  return out;
+}
+
+void MemoryState::adjust(const Item& item, std::int64_t delta) {
+  auto& shard = shard_of(item.key);
+  std::lock_guard lock(shard.mutex);
+  auto now = clock_.now();
+  store(shard, item.key, item.params, limit::adjust(item.params, current(shard, item.key, now), now, delta), now);
+}
+
+void MemoryState::release(const Item& item) {
+  auto& shard = shard_of(item.key);
+  std::lock_guard lock(shard.mutex);
+  auto now = clock_.now();
+  store(shard, item.key, item.params, limit::release(item.params, current(shard, item.key, now)), now);
+}
+
+void MemoryStore::async_acquire(std::vector<Item> items, Handler handler) {
+  auto outcome = state_.acquire(items);
+  // The worker's own loop: the caller resumes on its thread, never inside this call.
+  boost::asio::post(executor_, [h = std::move(handler), r = AcquireResult(std::move(outcome))]() mutable {
+    std::move(h)(std::move(r));
+  });
+}
+
+}  // namespace floodgate::store

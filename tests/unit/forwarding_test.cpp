@@ -1,0 +1,259 @@
+// Header hygiene between client and upstream, and request-target parsing.
+
+#include <gtest/gtest.h>
+
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/fields.hpp>
+
+#include <string>
+#include <vector>
+
+#include "http/forwarding.hpp"
+
+namespace bhttp = boost::beast::http;
+using floodgate::http::add_forwarding_headers;
+using floodgate::http::ForwardedFor;
+using floodgate::http::parse_target;
+using floodgate::http::strip_hop_by_hop;
+
+namespace {
+
+std::vector<std::string> names_of(const bhttp::fields& f) {
+  std::vector<std::string> out;
+  for (const auto& h : f) out.emplace_back(h.name_string());
+  return out;
+}
+
+std::size_t count(const bhttp::fields& f, std::string_view name) { return f.count(name); }
+
+std::string value(const bhttp::fields& f, std::string_view name) {
+  auto it = f.find(name);
+  return it == f.end() ? std::string("<absent>") : std::string(it->value());
+}
+
+// ---------------------------------------------------------------- strip_hop_by_hop
+
+TEST(StripHopByHop, RemovesTheHopByHopListAndKeepsEndToEndHeaders) {
+  bhttp::fields f;
+  f.insert(bhttp::field::host, "shop.example");
+  f.insert(bhttp::field::connection, "keep-alive, Upgrade");
+  f.insert(bhttp::field::keep_alive, "timeout=5");
+  f.insert("Proxy-Connection", "keep-alive");
+  f.insert(bhttp::field::te, "trailers");
+  f.insert(bhttp::field::trailer, "X-Checksum");
+  f.insert(bhttp::field::transfer_encoding, "chunked");
+  f.insert(bhttp::field::upgrade, "websocket");
+  f.insert(bhttp::field::proxy_authenticate, "Basic");
+  f.insert(bhttp::field::proxy_authorization, "Basic Zm9vOmJhcg==");
+  f.insert(bhttp::field::content_length, "12");
+  f.insert(bhttp::field::authorization, "Bearer abc");
+  f.insert(bhttp::field::content_type, "application/json");
+  f.insert(bhttp::field::cookie, "a=1");
+  f.insert(bhttp::field::accept, "*/*");
+  f.insert("X-Request-Id", "r-1");
+
+  strip_hop_by_hop(f);
+
+  for (const char* gone :
+       {"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding",
+        "Upgrade", "Proxy-Authenticate", "Proxy-Authorization", "Content-Length"})
+    EXPECT_EQ(count(f, gone), 0u) << gone << " was forwarded";
+  EXPECT_EQ(value(f, "Host"), "shop.example");
+  EXPECT_EQ(value(f, "Authorization"), "Bearer abc");  // end-to-end, unlike Proxy-Authorization
+  EXPECT_EQ(value(f, "Content-Type"), "application/json");
+  EXPECT_EQ(value(f, "Cookie"), "a=1");
+  EXPECT_EQ(value(f, "Accept"), "*/*");
+  EXPECT_EQ(value(f, "X-Request-Id"), "r-1");
+  EXPECT_EQ(names_of(f).size(), 6u);
+}
+
+TEST(StripHopByHop, RemovesHeadersNamedInConnection) {
+  bhttp::fields f;
+  f.insert(bhttp::field::connection, "close, X-Secret-Hop");
+  f.insert("x-secret-hop", "1");  // names are case-insensitive
+  f.insert("X-Kept", "2");
+  strip_hop_by_hop(f);
+  EXPECT_EQ(count(f, "X-Secret-Hop"), 0u);
+  EXPECT_EQ(value(f, "X-Kept"), "2");
+  EXPECT_EQ(count(f, "Connection"), 0u);
+}
+
+TEST(StripHopByHop, ConnectionTokensWithOddWhitespaceAndEmptyItems) {
+  bhttp::fields f;
+  f.insert(bhttp::field::connection, " ,X-A ,\t, \tX-B\t,");
+  f.insert("X-A", "a");
+  f.insert("X-B", "b");
+  f.insert("X-C", "c");
+  strip_hop_by_hop(f);
+  EXPECT_EQ(count(f, "X-A"), 0u);
+  EXPECT_EQ(count(f, "X-B"), 0u);
+  EXPECT_EQ(value(f, "X-C"), "c");
+}
+
+TEST(StripHopByHop, EveryConnectionLineCounts) {
+  // Two Connection lines, with other headers between them as they arrived.
+  bhttp::fields f;
+  f.insert(bhttp::field::connection, "X-First");
+  f.insert("X-First", "1");
+  f.insert("X-Between", "kept");
+  f.insert(bhttp::field::connection, "X-Second");
+  f.insert("X-Second", "2");
+  strip_hop_by_hop(f);
+  EXPECT_EQ(count(f, "X-First"), 0u);
+  EXPECT_EQ(count(f, "X-Second"), 0u);
+  EXPECT_EQ(count(f, "Connection"), 0u);
+  EXPECT_EQ(value(f, "X-Between"), "kept");
+}
+
+TEST(StripHopByHop, RepeatedHopByHopHeadersAreAllRemoved) {
+  bhttp::fields f;
+  f.insert(bhttp::field::transfer_encoding, "gzip");
+  f.insert(bhttp::field::accept, "*/*");
+  f.insert(bhttp::field::transfer_encoding, "chunked");
+  f.insert(bhttp::field::content_length, "5");
+  f.insert(bhttp::field::content_length, "6");
+  strip_hop_by_hop(f);
+  EXPECT_EQ(count(f, "Transfer-Encoding"), 0u);
+  EXPECT_EQ(count(f, "Content-Length"), 0u);
+  EXPECT_EQ(value(f, "Accept"), "*/*");
+}
+
+TEST(StripHopByHop, NothingToStrip) {
+  bhttp::fields f;
+  f.insert(bhttp::field::host, "h");
+  f.insert("X-Forwarded-For", "1.2.3.4");
+  strip_hop_by_hop(f);
+  EXPECT_EQ(names_of(f), (std::vector<std::string>{"Host", "X-Forwarded-For"}));
+}
+
+// ---------------------------------------------------------------- add_forwarding_headers
+
+TEST(AddForwardingHeaders, SetsAllThreeOnAFreshRequest) {
+  bhttp::fields f;
+  add_forwarding_headers(f, ForwardedFor{"192.0.2.10", false, "fra1"});
+  EXPECT_EQ(value(f, "X-Forwarded-For"), "192.0.2.10");
+  EXPECT_EQ(value(f, "X-Forwarded-Proto"), "http");
+  EXPECT_EQ(value(f, "Via"), "1.1 fra1");
+}
+
+TEST(AddForwardingHeaders, AppendsToExistingLists) {
+  bhttp::fields f;
+  f.insert("X-Forwarded-For", "203.0.113.1");
+  f.insert(bhttp::field::via, "1.0 fred");
+  add_forwarding_headers(f, ForwardedFor{"10.0.0.2", true, "ams2"});
+  EXPECT_EQ(value(f, "X-Forwarded-For"), "203.0.113.1, 10.0.0.2");
+  EXPECT_EQ(value(f, "Via"), "1.0 fred, 1.1 ams2");
+  EXPECT_EQ(value(f, "X-Forwarded-Proto"), "https");
+  EXPECT_EQ(count(f, "X-Forwarded-For"), 1u);
+  EXPECT_EQ(count(f, "Via"), 1u);
+}
+
+TEST(AddForwardingHeaders, JoinsRepeatedHeaderLinesInOrder) {
+  bhttp::fields f;
+  f.insert("X-Forwarded-For", "198.51.100.1");
+  f.insert(bhttp::field::accept, "*/*");
+  f.insert("x-forwarded-for", "198.51.100.2, 198.51.100.3");  // any case
+  f.insert(bhttp::field::via, "1.1 a");
+  f.insert(bhttp::field::via, "1.1 b");
+  add_forwarding_headers(f, ForwardedFor{"2001:db8::7", false, "pop"});
+  EXPECT_EQ(count(f, "X-Forwarded-For"), 1u);
+  EXPECT_EQ(value(f, "X-Forwarded-For"), "198.51.100.1, 198.51.100.2, 198.51.100.3, 2001:db8::7");
+  EXPECT_EQ(count(f, "Via"), 1u);
+  EXPECT_EQ(value(f, "Via"), "1.1 a, 1.1 b, 1.1 pop");
+  EXPECT_EQ(value(f, "Accept"), "*/*");
+}
+
+TEST(AddForwardingHeaders, ProtoIsReplacedNotTrusted) {
+  // A client cannot claim https through a plain connection.
+  bhttp::fields f;
+  f.insert("X-Forwarded-Proto", "https");
+  f.insert("X-Forwarded-Proto", "https");
+  add_forwarding_headers(f, ForwardedFor{"192.0.2.1", false, "p"});
+  EXPECT_EQ(count(f, "X-Forwarded-Proto"), 1u);
+  EXPECT_EQ(value(f, "X-Forwarded-Proto"), "http");
+}
+
+// ---------------------------------------------------------------- parse_target
+
+TEST(ParseTarget, OriginForm) {
+  auto t = parse_target("/a/b?x=1&y=2");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->authority, "");
+  EXPECT_EQ(t->path, "/a/b");
+  EXPECT_EQ(t->query, "x=1&y=2");
+  EXPECT_EQ(t->origin_form, "/a/b?x=1&y=2");
+
+  t = parse_target("/");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->path, "/");
+  EXPECT_EQ(t->query, "");
+  EXPECT_EQ(t->origin_form, "/");
+
+  t = parse_target("/a?");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->path, "/a");
+  EXPECT_EQ(t->query, "");
+
+  t = parse_target("/s?q=a?b/c");  // only the first '?' separates
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->path, "/s");
+  EXPECT_EQ(t->query, "q=a?b/c");
+
+  t = parse_target("/caf%C3%A9/~user[1]");  // percent-encoding and sub-delims are fine
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->path, "/caf%C3%A9/~user[1]");
+}
+
+TEST(ParseTarget, AbsoluteForm) {
+  auto t = parse_target("http://example.com/a?b=1");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->authority, "example.com");
+  EXPECT_EQ(t->path, "/a");
+  EXPECT_EQ(t->query, "b=1");
+  EXPECT_EQ(t->origin_form, "/a?b=1");
+
+  t = parse_target("https://api.example:8443/v1/x");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->authority, "api.example:8443");
+  EXPECT_EQ(t->path, "/v1/x");
+  EXPECT_EQ(t->origin_form, "/v1/x");
+
+  t = parse_target("http://example.com");  // no path: "/"
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->authority, "example.com");
+  EXPECT_EQ(t->path, "/");
+  EXPECT_EQ(t->origin_form, "/");
+
+  t = parse_target("http://[::1]:8080/p");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->authority, "[::1]:8080");
+  EXPECT_EQ(t->path, "/p");
+}
+
+TEST(ParseTarget, RejectsWhatAProxyMustRefuse) {
+  for (std::string_view bad : {
+           std::string_view(""),
+           std::string_view("*"),                  // asterisk-form
+           std::string_view("example.com:443"),    // authority-form (CONNECT)
+           std::string_view("a/b"),                // relative
+           std::string_view("ftp://h/x"),          // another scheme
+           std::string_view("http://"),            // no authority
+           std::string_view("http:///x"),          // empty authority
+           std::string_view("http://user@h/x"),    // userinfo
+           std::string_view("http://h?x=1"),       // query without a path
+           std::string_view("/a b"),               // space
+           std::string_view("/a#frag"),            // fragment
+           std::string_view("/a\tb"),              // control
+           std::string_view("/a\r\nX-Injected: 1"),
+           std::string_view("/a\0b", 4),           // NUL
+           std::string_view("/\x7f"),              // DEL
+           std::string_view("/caf\xc3\xa9"),       // raw non-ASCII
+           std::string_view("/a\"b"), std::string_view("/a<b>"), std::string_view("/a\\b"),
+           std::string_view("/a^b"), std::string_view("/a`b"), std::string_view("/{a}"),
+           std::string_view("/a|b"),
+       }) {
+    EXPECT_FALSE(parse_target(bad).has_value()) << "accepted: \"" << std::string(bad) << "\"";
+  }
+}
+
+}  // namespace
