@@ -34,14 +34,22 @@ echo "== one request through floodgate (the origin echoes what it received) =="
 curl -s -i http://127.0.0.1:8080/echo/hello
 echo
 echo
-echo "== a burst of 30 requests to /api/items from one client =="
+echo "== a burst of 30 requests to /api/items from one client (limit ip-burst: 10, refilling 5/s) =="
+curl -s -o /dev/null http://127.0.0.1:9000/__reset
 declare -A seen=()
 for i in $(seq 30); do
   code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8080/api/items)
   seen[$code]=$(( ${seen[$code]:-0} + 1 ))
 done
-for code in "${!seen[@]}"; do echo "  HTTP $code: ${seen[$code]}"; done
-echo "  the origin counted: $(curl -s http://127.0.0.1:9000/__stats | sed 's/,"targets".*//')}"
+for code in $(printf '%s\n' "${!seen[@]}" | sort); do echo "  HTTP $code: ${seen[$code]}"; done
+echo "  requests that reached the origin: $(curl -s http://127.0.0.1:9000/__stats | sed 's/.*"requests":\([0-9]*\).*/\1/')"
+echo
+echo "== the next refused request, as the client sees it =="
+curl -s -i http://127.0.0.1:8080/api/items | tr -d '\r'
+echo
+echo "== after 1 s (5 tokens refilled), an admitted one =="
+sleep 1
+curl -s -i http://127.0.0.1:8080/api/items | tr -d '\r' | grep -iE '^(HTTP|x-ratelimit|ratelimit)'
 echo
 echo "== errors floodgate answers itself =="
 printf '  oversized header: '; curl -s -o /dev/null -w '%{http_code}\n' -H "X-Big: $(head -c 20000 /dev/zero | tr '\0' a)" http://127.0.0.1:8080/

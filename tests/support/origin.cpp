@@ -5,6 +5,7 @@
 //   GET /bytes/N      N bytes of a known pattern, streamed (?chunked=1 for chunked framing)
 //   GET /slow/MS      answers after MS milliseconds
 //   GET /close        answers with Connection: close
+//   GET /respond?H=V  answers with response header H: V (each query pair)
 //   anything else     200 "ok"
 // Usage: floodgate-test-origin [--port N]   (prints the bound port on stdout, then serves)
 #include <boost/asio.hpp>
@@ -136,6 +137,17 @@ asio::awaitable<void> session(tcp::socket socket, Stats& stats) {
         asio::steady_timer t(s.get_executor(), std::chrono::milliseconds(std::stoi(target.substr(6))));
         co_await t.async_wait(as_tuple(use_awaitable));
         res.body() = "slow ok";
+      } else if (target.starts_with("/respond?")) {
+        std::string_view q = std::string_view(target).substr(9);
+        while (!q.empty()) {
+          auto amp = q.find('&');
+          auto pair = q.substr(0, amp);
+          auto eq = pair.find('=');
+          if (eq != std::string_view::npos) res.set(pair.substr(0, eq), pair.substr(eq + 1));
+          if (amp == std::string_view::npos) break;
+          q.remove_prefix(amp + 1);
+        }
+        res.body() = "responded";
       } else if (target == "/close") {
         keep_alive = false;
         res.body() = "bye";

@@ -59,8 +59,11 @@ Key public_only(const Key& k) {
   return Key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
 }
 
+const char* const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+char b64url_char(std::size_t i) { return alphabet[i]; }
+std::size_t b64url_index(char c) { return std::string_view(alphabet).find(c); }
+
 std::string b64url(std::string_view bytes) {
-  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   std::string out;
   std::uint32_t acc = 0;
   int bits = 0;
@@ -217,6 +220,13 @@ TEST_F(Jwt, TypIsOptionalAndCaseInsensitive) {
   EXPECT_EQ(check(sign("HS256", R"({"alg":"HS256","typ":1})", kClaims)), JwtError::malformed);
 }
 
+TEST_F(Jwt, DuplicateHeaderMembersMeanTheLastOne) {
+  // RFC 7515 4: reject, or use the lexically last member; Boost.JSON keeps the last.
+  EXPECT_EQ(check(sign("HS256", R"({"alg":"HS256","alg":"none"})", kClaims)),
+            JwtError::algorithm_not_allowed);
+  EXPECT_EQ(check(sign("HS256", R"({"alg":"none","alg":"HS256"})", kClaims)), JwtError::none);
+}
+
 TEST_F(Jwt, CriticalHeaderExtensionsAreRefused) {
   EXPECT_EQ(check(sign("HS256", R"({"alg":"HS256","crit":["exp"],"exp":1})", kClaims)),
             JwtError::malformed);
@@ -255,12 +265,31 @@ TEST_F(Jwt, SignatureWithTheWrongSecretIsRejected) {
 }
 
 TEST_F(Jwt, TruncatedOrEmptySignaturesAreRejected) {
-  for (const std::string& token : {hs(), rs(), es()}) {
-    std::string input = token.substr(0, token.rfind('.'));
+  auto input_of = [](std::string_view alg) { return b64url(header_for(alg)) + "." + b64url(kClaims); };
+  std::string in_hs = input_of("HS256"), in_rs = input_of("RS256"), in_es = input_of("ES256");
+  std::string sig_hs = hmac(kSecret, in_hs);
+  std::string sig_rs = digest_sign(*rsa_, in_rs);
+  std::string sig_es = der_to_jose(digest_sign(*ec_, in_es));
+  ASSERT_EQ(check(in_hs + "." + b64url(sig_hs)), JwtError::none);
+  ASSERT_EQ(check(in_rs + "." + b64url(sig_rs)), JwtError::none);
+  ASSERT_EQ(check(in_es + "." + b64url(sig_es)), JwtError::none);
+  for (const auto& [input, sig] : {std::pair{in_hs, sig_hs}, std::pair{in_rs, sig_rs},
+                                   std::pair{in_es, sig_es}}) {
     EXPECT_EQ(check(input + "."), JwtError::bad_signature);
-    std::string sig = token.substr(token.rfind('.') + 1);
-    EXPECT_EQ(check(input + "." + sig.substr(0, sig.size() - 4)), JwtError::bad_signature);
+    EXPECT_EQ(check(input + "." + b64url(sig.substr(0, sig.size() - 1))), JwtError::bad_signature);
+    EXPECT_EQ(check(input + "." + b64url(sig + '\0')), JwtError::bad_signature);
   }
+}
+
+TEST_F(Jwt, NonCanonicalBase64IsMalformed) {
+  // 32 bytes encode to 43 characters whose last one carries 2 unused bits, which must be 0.
+  std::string input = b64url(header_for("HS256")) + "." + b64url(kClaims);
+  std::string sig = b64url(hmac(kSecret, input));
+  ASSERT_EQ(sig.size(), 43u);
+  std::string odd = sig;
+  odd.back() = b64url_char(b64url_index(odd.back()) | 1);
+  EXPECT_EQ(check(input + "." + odd), JwtError::malformed);
+  EXPECT_EQ(check(input + "." + sig), JwtError::none);
 }
 
 TEST_F(Jwt, Es256DerSignatureInsteadOfJoseIsRejected) {
@@ -635,9 +664,11 @@ TEST_F(JwtConfigKeys, AnAllowedAlgorithmWithoutAKeyOfItsKindIsWarnedAbout) {
   auto r = load(config_with_keys({example_key("jwt-es256.pub.pem")}));
   ASSERT_TRUE(r.errors.empty()) << errors_of(r);
   ASSERT_EQ(jwt_warnings(r), 1u);
-  for (const auto& w : r.warnings)
-    if (w.message.rfind("jwt.", 0) == 0)
+  for (const auto& w : r.warnings) {
+    if (w.message.rfind("jwt.", 0) == 0) {
       EXPECT_NE(w.message.find("no RSA key"), std::string::npos) << w.message;
+    }
+  }
 }
 
 }  // namespace
