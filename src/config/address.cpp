@@ -56,7 +56,8 @@ std::string IpAddress::to_string() const {
 }
 
 std::optional<IpAddress> parse_ip(std::string_view text) {
-  if (text.empty() || text.size() >= INET6_ADDRSTRLEN) return std::nullopt;
+  if (text.empty() || text.size() >= INET6_ADDRSTRLEN || text.find('\0') != std::string_view::npos)
+    return std::nullopt;
   char buf[INET6_ADDRSTRLEN] = {};
   std::memcpy(buf, text.data(), text.size());
   IpAddress ip;

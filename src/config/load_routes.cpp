@@ -29,7 +29,7 @@ std::optional<KeyPart> key_part(YamlReader& r, const YAML::Node& n, const std::s
       k.name = text->substr(colon + 1);
       if (k.name.empty()) break;
       if (kind == KeyPart::Kind::header)
-        std::transform(k.name.begin(), k.name.end(), k.name.begin(), ::tolower);
+        for (auto& ch : k.name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
       return k;
     }
   }
@@ -104,7 +104,7 @@ void read_cost(const Section& s, Limit& l) {
 void check_cost_fits(const Section& s, Limit& l) {
   auto& r = s.reader();
   std::int64_t smallest = ceiling(l.algorithm, l.params);
-  std::string smallest_name = "the limit";
+  std::string smallest_name = "this limit";
   if (l.overrides) {
     for (const auto& [tier, p] : l.overrides->values) {
       if (ceiling(l.algorithm, p) < smallest) smallest = ceiling(l.algorithm, p), smallest_name = "tier \"" + tier + "\"";
@@ -217,21 +217,30 @@ std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string
   if (s.require("match")) {
     Section m(r, s["match"], s.at("match"));
     if (r.map(m.node(), m.path(), {"path_prefix", "path", "methods", "host"})) {
-      m.string("path_prefix", rt.match.path_prefix);
-      m.string("path", rt.match.path);
+      // Checked after ${VAR} expansion, and only when the expansion succeeded.
+      auto read_path = [&](const char* key, std::string& out) {
+        if (!m.has(key)) return;
+        auto v = r.string(m[key], m.at(key));
+        if (!v) return;
+        if (v->empty() || v->front() != '/')
+          r.error(m[key], m.at(key), "must start with \"/\"");
+        else
+          out = *v;
+      };
+      read_path("path_prefix", rt.match.path_prefix);
+      read_path("path", rt.match.path);
       m.string("host", rt.match.host);
-      std::transform(rt.match.host.begin(), rt.match.host.end(), rt.match.host.begin(), ::tolower);
+      for (auto& ch : rt.match.host) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
       if (m.has("path_prefix") && m.has("path"))
         r.error(m.node(), m.path(), "set either path_prefix or path, not both");
-      for (const char* key : {"path_prefix", "path"})
-        if (m.has(key) && (m[key].Scalar().empty() || m[key].Scalar()[0] != '/'))
-          r.error(m[key], m.at(key), "must start with \"/\"");
       if (m.has("methods")) {
         for (const auto& e : r.sequence(m["methods"], m.at("methods"))) {
           auto method = r.string(e, m.at("methods"));
           if (!method) continue;
-          std::transform(method->begin(), method->end(), method->begin(), ::toupper);
-          bool token = !method->empty() && std::all_of(method->begin(), method->end(), ::isalpha);
+          for (auto& ch : *method) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+          bool token = !method->empty() && std::all_of(method->begin(), method->end(), [](char ch) {
+            return std::isalpha(static_cast<unsigned char>(ch)) != 0;
+          });
           if (!token)
             r.error(e, m.at("methods"), "\"" + *method + "\" is not an HTTP method");
           else
@@ -245,7 +254,12 @@ std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string
     std::set<std::string> names;
     for (std::size_t i = 0; i < items.size(); ++i) {
       auto l = limit(r, items[i], s.at("limits") + "[" + std::to_string(i) + "]");
-      if (!l) continue;
+      if (!l) {
+        // An error was reported, so this config is never used; the placeholder keeps
+        // rt.limits[j] and the YAML's limits[j] aligned for cross_check().
+        rt.limits.emplace_back();
+        continue;
+      }
       if (!names.insert(l->name).second)
         r.error(items[i], s.at("limits"), "limit name \"" + l->name + "\" is used twice in this route");
       rt.limits.push_back(std::move(*l));
@@ -261,7 +275,11 @@ void read_routes(YamlReader& r, const YAML::Node& n, std::vector<Route>& out) {
   std::set<std::string> names;
   for (std::size_t i = 0; i < items.size(); ++i) {
     auto rt = route(r, items[i], "routes[" + std::to_string(i) + "]");
-    if (!rt) continue;
+    if (!rt) {
+      // As above: keeps out[i] and the YAML's routes[i] aligned for cross_check().
+      out.emplace_back();
+      continue;
+    }
     if (!rt->name.empty() && !names.insert(rt->name).second)
       r.error(items[i]["name"], "routes[" + std::to_string(i) + "].name",
               "route name \"" + rt->name + "\" is used twice");
