@@ -57,6 +57,8 @@ std::optional<Listener> listener(YamlReader& r, const YAML::Node& n, const std::
         TlsCertificate cert;
         if (c.require("cert")) c.string("cert", cert.cert);
         if (c.require("key")) c.string("key", cert.key);
+        cert.cert = r.resolve_path(cert.cert);
+        cert.key = r.resolve_path(cert.key);
         tls.certificates.push_back(cert);
       }
       if (certs.empty() && t["certificates"].IsSequence())
@@ -249,6 +251,7 @@ void read_upstreams(const Section& s, std::vector<Upstream>& out) {
     us.duration("response_timeout", u.response_timeout);
     us.integer("max_idle_connections", u.max_idle_connections, 0, 100000);
     us.string("ca_file", u.ca_file);
+    u.ca_file = r.resolve_path(u.ca_file);
     if (us.require("url")) {
       us.string("url", u.url);
       auto parsed = boost::urls::parse_uri(u.url);
@@ -347,6 +350,7 @@ void read_jwt(const Section& s, JwtSettings& out) {
         keys_ok = false;
         continue;
       }
+      *p = r.resolve_path(*p);
       out.public_keys.push_back(*p);
       auto key = read_public_key(*p);
       if (auto* why = std::get_if<std::string>(&key)) {

@@ -43,6 +43,13 @@ std::string YamlReader::hint(std::string_view word, const std::vector<std::strin
   return " (did you mean \"" + std::string(best) + "\"?)";
 }
 
+std::string YamlReader::resolve_path(const std::string& path) const {
+  if (path.empty() || path.front() == '/') return path;
+  auto slash = file_.rfind('/');
+  if (slash == std::string::npos) return path;
+  return file_.substr(0, slash + 1) + path;
+}
+
 void YamlReader::error_at(const YAML::Mark& mark, const std::string& message) {
   Diagnostic d{file_, mark.is_null() ? 0 : mark.line + 1, mark.is_null() ? 0 : mark.column + 1,
                message};

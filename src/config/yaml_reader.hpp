@@ -27,6 +27,9 @@ class YamlReader {
   void error_at(const YAML::Mark& mark, const std::string& message);
   void warn(const YAML::Node& at, const std::string& path, const std::string& message);
   std::size_t error_count() const { return errors_.size(); }
+  // A file named in the config: relative paths are relative to the config file's directory,
+  // so a config and the files beside it work from any working directory.
+  std::string resolve_path(const std::string& path) const;
 
   // True when `n` is a mapping; every key not in `allowed` is reported with a "did you mean".
   bool map(const YAML::Node& n, const std::string& path,
