@@ -14,6 +14,7 @@
 #include "floodgate/store/memory_store.hpp"
 #include "floodgate/version.hpp"
 #include "logging.hpp"
+#include "stores.hpp"
 
 namespace {
 
@@ -70,19 +71,18 @@ int run(const std::string& path) {
   }
   auto log = app::make_logger(r.config->log);
   for (const auto& w : r.warnings) log->warn("{}", w.to_string());
-  if (r.config->store.backend != config::StoreBackend::memory) {
-    log->critical("store backend {} is not available in this build yet; use memory",
-                  config::to_string(r.config->store.backend));
+  if (r.config->store.backend == config::StoreBackend::redis_cluster) {
+    log->critical("store backend redis_cluster is not available in this build yet; use redis or memory");
     return kExitRuntime;
   }
   config::ConfigSource source(r.config);
   limit::SystemClock clock;
   // One in-process state shared by every worker: the embedded store and the `local` fallback.
   store::MemoryState memory(clock, r.config->store.max_keys);
-  http::StoreFactory memory_store = [&memory](boost::asio::io_context& ioc) {
-    return std::make_unique<store::MemoryStore>(memory, ioc.get_executor());
-  };
-  http::Server server(source, log, {clock, memory_store, memory_store});
+  // Store connection settings are read at start; changing them needs a restart.
+  http::Server server(source, log,
+                      {clock, app::configured_store_factory(*r.config, memory, log),
+                       app::memory_store_factory(memory)});
   try {
     server.start();
   } catch (const std::system_error& e) {

@@ -122,6 +122,13 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
     co_return out;
   }
   if (plan.items.empty()) co_return out;
+  for (auto& item : plan.items)
+    if (item.params.algorithm == config::Algorithm::concurrency ||
+        item.params.algorithm == config::Algorithm::sliding_log) {
+      auto lease = w.lease_prefix + std::to_string(++w.lease_seq);
+      for (auto& i : plan.items) i.lease = lease;
+      break;
+    }
 
   if (auto hit = w.deny.check(plan.items, now)) {
     ++w.counters.limited;
@@ -156,11 +163,15 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
   if (!v.admitted) {
     ++w.counters.limited;
     w.deny.remember(plan.items[v.shown], v.decision, now);
-    out.answer = refusal(*plan.limits[v.shown], plan.items[v.shown].params, v.decision, now, in);
+    out.answer = refusal(*plan.limits[v.shown], plan.items[v.shown].params, v.decision,
+                         outcome->now != 0 ? outcome->now : now, in);
     co_return out;
   }
   ++w.counters.admitted;
-  if (v.shown >= 0) out.admission.headers = limit::rate_headers(*plan.limits[v.shown], plan.items[v.shown].params, v.decision, now);
+  // Reset times are counted from the store's clock (Redis's TIME), not this PoP's.
+  const auto decided_at = outcome->now != 0 ? outcome->now : now;
+  if (v.shown >= 0)
+    out.admission.headers = limit::rate_headers(*plan.limits[v.shown], plan.items[v.shown].params, v.decision, decided_at);
   for (std::size_t i = 0; i < plan.items.size(); ++i) {
     if (!outcome->decisions[i].admitted) continue;  // not charged: nothing to return or settle
     if (plan.items[i].params.algorithm == config::Algorithm::concurrency)

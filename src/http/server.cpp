@@ -10,7 +10,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <cstdio>
 #include <future>
+#include <random>
 #include <list>
 #include <system_error>
 #include <thread>
@@ -50,10 +52,12 @@ tcp::endpoint to_endpoint(const config::Endpoint& ep) {
 
 class Worker {
  public:
-  Worker(config::ConfigSource& config, spdlog::logger& log, const ServerDeps& deps)
+  Worker(config::ConfigSource& config, spdlog::logger& log, const ServerDeps& deps,
+         std::string lease_prefix)
       : ctx_{config, log, deps.clock, UpstreamPool(ioc_.get_executor())} {
     ctx_.store = deps.make_store(ioc_);
     ctx_.local = deps.make_local(ioc_);
+    ctx_.lease_prefix = std::move(lease_prefix);
   }
 
   ~Worker() {
@@ -157,8 +161,13 @@ void Server::start() {
   auto cfg = impl_->config.get();
   int threads = cfg->server.threads;
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Lease ids must be unique across every instance sharing a store: a random instance part.
+  std::random_device rd;
+  char instance[17];
+  std::snprintf(instance, sizeof instance, "%08x%08x", rd(), rd());
   for (int i = 0; i < threads; ++i)
-    impl_->workers.push_back(std::make_unique<Worker>(impl_->config, *impl_->log, impl_->deps));
+    impl_->workers.push_back(std::make_unique<Worker>(
+        impl_->config, *impl_->log, impl_->deps, std::string(instance) + ":" + std::to_string(i) + ":"));
   for (const auto& l : cfg->server.listen) {
     auto ep = to_endpoint(l.address);
     // With port 0 the first worker gets an ephemeral port and the others join it.

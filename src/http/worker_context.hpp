@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/keys/key_builder.hpp"
@@ -37,6 +38,8 @@ struct WorkerContext {
   std::unique_ptr<keys::KeyHasher> hasher;   // rebuilt when key_secret changes
   limit::DenyCache deny;
   Counters counters;
+  std::string lease_prefix;     // "<instance>:<worker>:": concurrency lease / log entry ids
+  std::uint64_t lease_seq = 0;
   // False once the worker is being torn down: coroutine frames destroyed with the event loop
   // must not touch the stores any more (they hold a copy of this flag, not the context).
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);

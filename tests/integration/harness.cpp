@@ -11,6 +11,8 @@
 
 #include <stdexcept>
 
+#include "app/stores.hpp"
+
 namespace floodgate::testing {
 
 ChildProcess::ChildProcess(std::vector<std::string> argv) {
@@ -112,10 +114,10 @@ Proxy::Proxy(const std::string& yaml, const limit::Clock* clock) {
   memory_ = std::make_unique<store::MemoryState>(*clock, source_->get()->store.max_keys);
   auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   log->set_level(spdlog::level::err);
-  http::StoreFactory factory = [this](asio::io_context& ioc) {
-    return std::make_unique<store::MemoryStore>(*memory_, ioc.get_executor());
-  };
-  server_ = std::make_unique<http::Server>(*source_, log, http::ServerDeps{*clock, factory, factory});
+  server_ = std::make_unique<http::Server>(
+      *source_, log,
+      http::ServerDeps{*clock, app::configured_store_factory(*source_->get(), *memory_, log),
+                       app::memory_store_factory(*memory_)});
   server_->start();
   port_ = server_->ports().at(0);
 }

@@ -20,10 +20,12 @@ struct Item {
   limit::Params params;
   std::int64_t cost = 1;
   bool enforce = true;  // shadow limits are decided and charged when they admit, never refuse
+  std::string lease;    // concurrency / sliding_log: unique per request (Redis lease and log ids)
 };
 
 struct Outcome {
   bool admitted = false;                    // every enforcing item admitted
+  limit::Micros now = 0;                    // the store's clock at the decision
   std::vector<limit::Decision> decisions;   // one per item, in order
 };
 

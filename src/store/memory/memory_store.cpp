@@ -79,6 +79,7 @@ Outcome MemoryState::acquire(std::span<const Item> items) {
   const auto now = clock_.now();
   Outcome out;
   out.admitted = true;
+  out.now = now;
   std::vector<limit::Evaluation> evals;
   evals.reserve(items.size());
   for (const auto& item : items) {

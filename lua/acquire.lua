@@ -1,0 +1,202 @@
+-- floodgate: all of one request's limits, decided atomically with Redis's own clock.
+-- Mirrors src/limit/algorithm.cpp line for line; a differential test holds both to the same
+-- table of cases. Check every enforcing limit; only if all admit, charge them all (a shadow
+-- limit is charged when it admits and never refuses).
+--
+-- KEYS[i]   state key of item i
+-- ARGV[1]   "" = use TIME (production); a number of microseconds = that time (tests only)
+-- ARGV[2]   lease id for concurrency items (unique per request)
+-- ARGV[3..] per item, 6 values: algorithm, capacity, per_second, window_us, cost, enforce
+--           algorithm: 0 token_bucket, 1 gcra, 2 sliding_window, 3 sliding_log,
+--                      4 fixed_window, 5 concurrency
+-- returns   { all_admitted, now, then per item: admitted, remaining, reset_after_us,
+--             retry_after_us, limit }
+local now
+if ARGV[1] ~= '' then
+  now = tonumber(ARGV[1])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local lease = ARGV[2]
+local US = 1000000
+local CONCURRENCY_LEASE_US = 3600 * US
+
+local function ceil_us(x) return math.ceil(x - 1e-6) end
+local function floor_to(t, w) return t - (t % w) end
+local function fmt(x) return string.format('%.17g', x) end
+
+-- Each evaluator returns: admitted, remaining, reset_after, retry_after, commit(function)
+local eval = {}
+
+eval[0] = function(key, cap, rate, window, cost) -- token bucket
+  local tokens, updated = cap, now
+  local raw = redis.call('GET', key)
+  if raw then
+    local a, b = string.match(raw, '^(%S+) (%S+)$')
+    tokens, updated = tonumber(a), tonumber(b)
+    local elapsed = math.max(0, now - updated)
+    tokens = math.min(cap, tokens + elapsed * rate / US)
+    updated = math.max(now, updated)
+  end
+  local function time_to(missing) if missing <= 0 then return 0 end return ceil_us(missing * US / rate) end
+  if tokens + 1e-9 >= cost then
+    local left = tokens - cost
+    local reset = time_to(cap - left)
+    return 1, math.max(0, math.floor(left + 1e-9)), reset, 0, function()
+      if reset > 0 then redis.call('SET', key, fmt(left) .. ' ' .. fmt(updated), 'PX', math.ceil(reset / 1000))
+      else redis.call('DEL', key) end
+    end
+  end
+  return 0, 0, time_to(cap - tokens), math.max(1, time_to(cost - tokens)), nil
+end
+
+eval[1] = function(key, cap, rate, window, cost) -- gcra
+  local interval = US / rate
+  local burst = interval * cap
+  local tat = now
+  local raw = redis.call('GET', key)
+  if raw then tat = math.max(tonumber(raw), now) end
+  local new_tat = tat + interval * cost
+  local allow_at = new_tat - burst
+  if allow_at <= now + 1e-6 then
+    local reset = ceil_us(new_tat - now)
+    return 1, math.floor((now + burst - new_tat) / interval + 1e-9), reset, 0, function()
+      if reset > 0 then redis.call('SET', key, fmt(new_tat), 'PX', math.ceil(reset / 1000))
+      else redis.call('DEL', key) end
+    end
+  end
+  return 0, 0, ceil_us(tat - now), math.max(1, ceil_us(allow_at - now)), nil
+end
+
+local function read_window(key, start, window)
+  local raw = redis.call('GET', key)
+  if not raw then return start, 0, 0 end
+  local s, c, p = string.match(raw, '^(%S+) (%S+) (%S+)$')
+  s, c, p = tonumber(s), tonumber(c), tonumber(p)
+  if s < start - window then return start, 0, 0 end
+  if s == start - window then return start, 0, c end
+  return s, c, p
+end
+
+local function window_reset(s, c, p, window)
+  if c > 0 then return s + 2 * window - now end
+  if p > 0 then return s + window - now end
+  return 0
+end
+
+eval[2] = function(key, limit, rate, window, cost) -- sliding window
+  local s, c, p = read_window(key, floor_to(now, window), window)
+  local elapsed = math.min(1, math.max(0, (now - s) / window))
+  local estimate = p * (1 - elapsed) + c
+  if estimate + cost <= limit + 1e-9 then
+    c = c + cost
+    local reset = window_reset(s, c, p, window)
+    return 1, math.max(0, math.floor(limit - estimate - cost + 1e-9)), reset, 0, function()
+      redis.call('SET', key, s .. ' ' .. c .. ' ' .. p, 'PX', math.max(1, math.ceil(reset / 1000)))
+    end
+  end
+  local retry
+  local room = limit - c - cost
+  if room >= 0 and p > 0 then
+    local at = s + ceil_us(window * (1 - room / p))
+    if at < s + window then retry = math.max(at - now, 1) end
+  end
+  if not retry then
+    local e = 0
+    if c > 0 then e = window * math.max(0, 1 - (limit - cost) / c) end
+    retry = math.max(s + window + ceil_us(e) - now, 1)
+  end
+  return 0, 0, window_reset(s, c, p, window), retry, nil
+end
+
+eval[3] = function(key, limit, rate, window, cost) -- sliding log (sorted set: score = time)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  local entries = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  local count = 0
+  for i = 1, #entries, 2 do count = count + tonumber(string.match(entries[i], ':(%d+)$')) end
+  local newest = nil
+  if #entries > 0 then newest = tonumber(entries[#entries]) end
+  if count + cost <= limit then
+    local reset = 0
+    if cost > 0 then reset = window elseif newest then reset = newest + window - now end
+    return 1, limit - count - cost, reset, 0, function()
+      if cost > 0 then
+        redis.call('ZADD', key, now, lease .. ':' .. now .. ':' .. cost)
+        redis.call('PEXPIRE', key, math.ceil(window / 1000))
+      end
+    end
+  end
+  local excess = count + cost - limit
+  local retry = 1
+  for i = 1, #entries, 2 do
+    excess = excess - tonumber(string.match(entries[i], ':(%d+)$'))
+    if excess <= 0 then retry = math.max(tonumber(entries[i + 1]) + window - now, 1) break end
+  end
+  local reset = 0
+  if newest then reset = newest + window - now end
+  return 0, 0, reset, retry, nil
+end
+
+eval[4] = function(key, limit, rate, window, cost) -- fixed window
+  local start = floor_to(now, window)
+  local count = 0
+  local raw = redis.call('GET', key)
+  if raw then
+    local s, c = string.match(raw, '^(%S+) (%S+)$')
+    if tonumber(s) == start then count = tonumber(c) end
+  end
+  if count + cost <= limit then
+    count = count + cost
+    local reset = 0
+    if count > 0 then reset = start + window - now end
+    return 1, limit - count, reset, 0, function()
+      if count > 0 then redis.call('SET', key, start .. ' ' .. count, 'PX', math.max(1, math.ceil(reset / 1000))) end
+    end
+  end
+  local reset = 0
+  if count > 0 then reset = start + window - now end
+  return 0, 0, reset, math.max(start + window - now, 1), nil
+end
+
+eval[5] = function(key, limit, rate, window, cost) -- concurrency: leases expire by themselves
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  local in_flight = redis.call('ZCARD', key)
+  if in_flight + 1 <= limit then
+    return 1, limit - in_flight - 1, 0, 0, function()
+      redis.call('ZADD', key, now + CONCURRENCY_LEASE_US, lease)
+      redis.call('PEXPIRE', key, math.ceil(CONCURRENCY_LEASE_US / 1000))
+    end
+  end
+  return 0, 0, 0, US, nil
+end
+
+local n = #KEYS
+local out = { 1, now }
+local commits = {}
+local admitted_all = 1
+for i = 1, n do
+  local base = 2 + (i - 1) * 6
+  local algo = tonumber(ARGV[base + 1])
+  local cap = tonumber(ARGV[base + 2])
+  local rate = tonumber(ARGV[base + 3])
+  local window = tonumber(ARGV[base + 4])
+  local cost = tonumber(ARGV[base + 5])
+  local enforce = ARGV[base + 6] == '1'
+  local ok, remaining, reset, retry, commit = eval[algo](KEYS[i], cap, rate, window, cost)
+  if ok == 0 and enforce then admitted_all = 0 end
+  commits[i] = commit
+  local b = 2 + (i - 1) * 5
+  out[b + 1] = ok
+  out[b + 2] = remaining
+  out[b + 3] = reset
+  out[b + 4] = retry
+  out[b + 5] = cap
+end
+out[1] = admitted_all
+if admitted_all == 1 then
+  for i = 1, n do
+    if commits[i] then commits[i]() end
+  end
+end
+return out

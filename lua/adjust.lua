@@ -1,0 +1,70 @@
+-- floodgate: settle a true cost after the response (delta > 0 charges, < 0 refunds).
+-- Mirrors limit::adjust in src/limit/algorithm.cpp; debt is bounded by one capacity/limit.
+-- KEYS[1] state key; ARGV: now ("" = TIME), algorithm, capacity, per_second, window_us, delta
+local now
+if ARGV[1] ~= '' then
+  now = tonumber(ARGV[1])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local key = KEYS[1]
+local algo, cap, rate, window, delta =
+  tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local US = 1000000
+local function ceil_us(x) return math.ceil(x - 1e-6) end
+local function fmt(x) return string.format('%.17g', x) end
+local function floor_to(t, w) return t - (t % w) end
+local function store(value, ttl_us)
+  if ttl_us > 0 then redis.call('SET', key, value, 'PX', math.max(1, math.ceil(ttl_us / 1000)))
+  else redis.call('DEL', key) end
+end
+
+if algo == 0 then
+  local tokens, updated = cap, now
+  local raw = redis.call('GET', key)
+  if raw then
+    local a, b = string.match(raw, '^(%S+) (%S+)$')
+    tokens, updated = tonumber(a), tonumber(b)
+    tokens = math.min(cap, tokens + math.max(0, now - updated) * rate / US)
+    updated = math.max(now, updated)
+  end
+  tokens = math.min(cap, math.max(-cap, tokens - delta))
+  local missing = cap - tokens
+  local ttl = 0
+  if missing > 0 then ttl = ceil_us(missing * US / rate) end
+  store(fmt(tokens) .. ' ' .. fmt(updated), ttl)
+elseif algo == 1 then
+  local interval = US / rate
+  local tat = now
+  local raw = redis.call('GET', key)
+  if raw then tat = math.max(tonumber(raw), now) end
+  tat = math.min(now + 2 * interval * cap, math.max(now, tat + interval * delta))
+  store(fmt(tat), ceil_us(tat - now))
+elseif algo == 2 or algo == 4 then
+  local start = floor_to(now, window)
+  local s, c, p = start, 0, 0
+  local raw = redis.call('GET', key)
+  if raw then
+    if algo == 2 then
+      local a, b, d = string.match(raw, '^(%S+) (%S+) (%S+)$')
+      a, b, d = tonumber(a), tonumber(b), tonumber(d)
+      if a == start - window then s, c, p = start, 0, b
+      elseif a >= start then s, c, p = a, b, d end
+    else
+      local a, b = string.match(raw, '^(%S+) (%S+)$')
+      if tonumber(a) == start then c = tonumber(b) end
+    end
+  end
+  c = math.min(2 * cap, math.max(0, c + delta))
+  if algo == 2 then
+    local ttl = 0
+    if c > 0 then ttl = s + 2 * window - now elseif p > 0 then ttl = s + window - now end
+    store(s .. ' ' .. c .. ' ' .. p, ttl)
+  else
+    local ttl = 0
+    if c > 0 then ttl = start + window - now end
+    store(start .. ' ' .. c, ttl)
+  end
+end
+return 1

@@ -1,0 +1,32 @@
+#include "stores.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include "floodgate/store/redis_store.hpp"
+
+namespace floodgate::app {
+
+http::StoreFactory memory_store_factory(store::MemoryState& memory) {
+  return [&memory](boost::asio::io_context& ioc) {
+    return std::make_unique<store::MemoryStore>(memory, ioc.get_executor());
+  };
+}
+
+http::StoreFactory configured_store_factory(const config::Config& config, store::MemoryState& memory,
+                                            std::shared_ptr<spdlog::logger> log,
+                                            const limit::Clock* test_clock) {
+  if (config.store.backend != config::StoreBackend::redis) return memory_store_factory(memory);
+  const auto& rs = config.store.redis;
+  store::RedisStoreOptions options;
+  options.host = rs.address.host;
+  options.port = rs.address.port;
+  options.username = rs.username;
+  options.password = rs.password;
+  options.timeout = rs.timeout;
+  options.test_clock = test_clock;
+  return [options, log](boost::asio::io_context& ioc) {
+    return store::make_redis_store(ioc, options, *log);
+  };
+}
+
+}  // namespace floodgate::app

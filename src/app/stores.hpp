@@ -1,0 +1,21 @@
+#pragma once
+// The one place that turns `store:` into LimitStores: main and the integration tests share it.
+
+#include <memory>
+
+#include "floodgate/config/config.hpp"
+#include "floodgate/http/server.hpp"
+#include "floodgate/store/memory_store.hpp"
+
+namespace floodgate::app {
+
+// Per worker: a handle on the shared in-process state.
+http::StoreFactory memory_store_factory(store::MemoryState& memory);
+
+// Per worker: the configured backend (its own Redis connection for `redis`). `test_clock`
+// is for the differential tests only.
+http::StoreFactory configured_store_factory(const config::Config& config, store::MemoryState& memory,
+                                            std::shared_ptr<spdlog::logger> log,
+                                            const limit::Clock* test_clock = nullptr);
+
+}  // namespace floodgate::app

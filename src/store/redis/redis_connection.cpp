@@ -1,0 +1,261 @@
+#include "redis_connection.hpp"
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <spdlog/logger.h>
+
+#include <algorithm>
+
+namespace floodgate::store::redis {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+Connection* self_of(const redisAsyncContext* ac) { return static_cast<Connection*>(ac->data); }
+}  // namespace
+
+Connection::Connection(asio::io_context& ioc, ConnectionOptions options, spdlog::logger& log)
+    : ioc_(ioc),
+      options_(std::move(options)),
+      log_(log),
+      fd_(ioc),
+      deadline_timer_(ioc),
+      reconnect_timer_(ioc),
+      connect_timer_(ioc) {}
+
+Connection::~Connection() {
+  stopped_ = true;
+  if (ac_) redisAsyncFree(ac_);  // runs every pending callback (as disconnected) and cleanup
+  teardown_fd();
+}
+
+void Connection::start() { connect(); }
+
+void Connection::stop() {
+  stopped_ = true;
+  reconnect_timer_.cancel();
+  connect_timer_.cancel();
+  deadline_timer_.cancel();
+  if (ac_) redisAsyncFree(ac_);
+}
+
+void Connection::reset() {
+  if (ac_) redisAsyncFree(ac_);  // cleanup + callbacks; on_disconnect schedules the reconnect
+  if (!stopped_) schedule_reconnect();
+}
+
+void Connection::connect() {
+  if (stopped_ || ac_) return;
+  ++generation_;
+  ac_ = redisAsyncConnect(options_.host.c_str(), options_.port);
+  if (!ac_ || ac_->err) {
+    log_.warn("redis {}:{}: connect failed: {}", options_.host, options_.port,
+              ac_ ? ac_->errstr : "out of memory");
+    if (ac_) redisAsyncFree(ac_);
+    ac_ = nullptr;
+    schedule_reconnect();
+    return;
+  }
+  // The descriptor first: setting the connect callback already asks for write readiness.
+  boost::system::error_code ec;
+  fd_.assign(ac_->c.fd, ec);
+  ac_->data = this;
+  ac_->ev.data = this;
+  ac_->ev.addRead = &Connection::hook_add_read;
+  ac_->ev.delRead = &Connection::hook_del_read;
+  ac_->ev.addWrite = &Connection::hook_add_write;
+  ac_->ev.delWrite = &Connection::hook_del_write;
+  ac_->ev.cleanup = &Connection::hook_cleanup;
+  redisAsyncSetConnectCallback(ac_, &Connection::on_connect);
+  redisAsyncSetDisconnectCallback(ac_, &Connection::on_disconnect);
+  // A non-blocking connect reports completion as writability (idempotent with hiredis's own).
+  hook_add_write(this);
+  if (!options_.password.empty()) {
+    std::vector<std::string_view> auth{"AUTH"};
+    if (!options_.username.empty()) auth.push_back(options_.username);
+    auth.push_back(options_.password);
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (auto a : auth) argv.push_back(a.data()), lens.push_back(a.size());
+    pending_.push_back({[this, gen = generation_](const redisReply* r, CommandStatus s) {
+                          if (s == CommandStatus::ok && r && r->type == REDIS_REPLY_ERROR && gen == generation_) {
+                            log_.error("redis {}:{}: AUTH refused: {}", options_.host, options_.port,
+                                       std::string(r->str, r->len));
+                            asio::post(ioc_, [w = weak_from_this()] {
+                              if (auto self = w.lock()) self->reset();
+                            });
+                          }
+                        },
+                        Clock::now() + options_.connect_timeout});
+    redisAsyncCommandArgv(ac_, &Connection::on_reply, nullptr, static_cast<int>(argv.size()),
+                          argv.data(), lens.data());
+    arm_timer();
+  }
+  connect_timer_.expires_after(options_.connect_timeout);
+  connect_timer_.async_wait([w = weak_from_this(), gen = generation_](boost::system::error_code ec) {
+    auto self = w.lock();
+    if (ec || !self || gen != self->generation_ || self->connected_ || !self->ac_) return;
+    self->log_.warn("redis {}:{}: connect timed out", self->options_.host, self->options_.port);
+    self->reset();
+  });
+}
+
+void Connection::schedule_reconnect() {
+  if (stopped_) return;
+  reconnect_timer_.expires_after(backoff_);
+  backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+  reconnect_timer_.async_wait([w = weak_from_this()](boost::system::error_code ec) {
+    if (auto self = w.lock(); self && !ec) self->connect();
+  });
+}
+
+bool Connection::command(const std::vector<std::string_view>& args, Clock::time_point deadline,
+                         Callback done) {
+  if (!ac_ || !connected_) return false;
+  const char* argv[64];
+  std::size_t lens[64];
+  std::vector<const char*> big_argv;
+  std::vector<std::size_t> big_lens;
+  const char** av = argv;
+  std::size_t* al = lens;
+  if (args.size() > 64) {
+    big_argv.resize(args.size());
+    big_lens.resize(args.size());
+    av = big_argv.data();
+    al = big_lens.data();
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) av[i] = args[i].data(), al[i] = args[i].size();
+  if (redisAsyncCommandArgv(ac_, &Connection::on_reply, nullptr, static_cast<int>(args.size()), av, al) !=
+      REDIS_OK)
+    return false;
+  pending_.push_back({std::move(done), deadline});
+  arm_timer();
+  return true;
+}
+
+void Connection::arm_timer() {
+  if (timer_armed_) return;
+  auto earliest = Clock::time_point::max();
+  for (const auto& p : pending_)
+    if (!p.finished) earliest = std::min(earliest, p.deadline);
+  if (earliest == Clock::time_point::max()) return;
+  timer_armed_ = true;
+  deadline_timer_.expires_at(earliest);
+  deadline_timer_.async_wait([w = weak_from_this()](boost::system::error_code) {
+    if (auto self = w.lock()) {
+      self->timer_armed_ = false;
+      self->on_timer();
+    }
+  });
+}
+
+void Connection::on_timer() {
+  auto now = Clock::now();
+  // Collect first: a callback may issue new commands (and so touch pending_).
+  std::vector<Callback> expired;
+  for (auto& p : pending_) {
+    if (!p.finished && p.deadline <= now) {
+      p.finished = true;
+      expired.push_back(std::move(p.done));
+    }
+  }
+  for (auto& cb : expired) cb(nullptr, CommandStatus::timeout);
+  arm_timer();
+}
+
+void Connection::on_reply(redisAsyncContext* ac, void* reply, void*) {
+  auto* self = self_of(ac);
+  if (!self || self->pending_.empty()) return;
+  auto p = std::move(self->pending_.front());
+  self->pending_.pop_front();
+  if (p.finished) return;  // timed out earlier: the late reply is dropped
+  p.done(static_cast<const redisReply*>(reply), reply ? CommandStatus::ok : CommandStatus::disconnected);
+}
+
+void Connection::on_connect(const redisAsyncContext* ac, int status) {
+  auto* self = self_of(ac);
+  if (!self) return;
+  if (status == REDIS_OK) {
+    self->connected_ = true;
+    self->backoff_ = std::chrono::milliseconds(50);
+    self->connect_timer_.cancel();
+    self->log_.info("redis {}:{}: connected", self->options_.host, self->options_.port);
+  } else {
+    // hiredis frees the context after this returns; hook_cleanup has cleared ac_ or will.
+    self->log_.warn("redis {}:{}: connect failed: {}", self->options_.host, self->options_.port, ac->errstr);
+    self->connected_ = false;
+    self->schedule_reconnect();
+  }
+}
+
+void Connection::on_disconnect(const redisAsyncContext* ac, int status) {
+  auto* self = self_of(ac);
+  if (!self) return;
+  self->connected_ = false;
+  if (status != REDIS_OK && !self->stopped_)
+    self->log_.warn("redis {}:{}: disconnected: {}", self->options_.host, self->options_.port, ac->errstr);
+  self->schedule_reconnect();
+}
+
+void Connection::wait_readable() {
+  if (read_waiting_ || !ac_) return;
+  read_waiting_ = true;
+  fd_.async_wait(asio::posix::stream_descriptor::wait_read,
+                 [w = weak_from_this(), gen = generation_](boost::system::error_code ec) {
+                   auto self = w.lock();
+                   if (!self || gen != self->generation_) return;
+                   self->read_waiting_ = false;
+                   if (ec || !self->ac_ || !self->want_read_) return;
+                   redisAsyncHandleRead(self->ac_);  // may free the context (cleanup runs)
+                   if (gen == self->generation_ && self->ac_ && self->want_read_) self->wait_readable();
+                 });
+}
+
+void Connection::wait_writable() {
+  if (write_waiting_ || !ac_) return;
+  write_waiting_ = true;
+  fd_.async_wait(asio::posix::stream_descriptor::wait_write,
+                 [w = weak_from_this(), gen = generation_](boost::system::error_code ec) {
+                   auto self = w.lock();
+                   if (!self || gen != self->generation_) return;
+                   self->write_waiting_ = false;
+                   if (ec || !self->ac_ || !self->want_write_) return;
+                   redisAsyncHandleWrite(self->ac_);
+                   if (gen == self->generation_ && self->ac_ && self->want_write_) self->wait_writable();
+                 });
+}
+
+void Connection::teardown_fd() {
+  boost::system::error_code ignored;
+  if (fd_.is_open()) {
+    fd_.cancel(ignored);
+    fd_.release();  // hiredis owns and closes the descriptor
+  }
+}
+
+// The hooks are idempotent: hiredis may call add/del repeatedly.
+void Connection::hook_add_read(void* privdata) {
+  auto* self = static_cast<Connection*>(privdata);
+  self->want_read_ = true;
+  self->wait_readable();
+}
+void Connection::hook_del_read(void* privdata) { static_cast<Connection*>(privdata)->want_read_ = false; }
+void Connection::hook_add_write(void* privdata) {
+  auto* self = static_cast<Connection*>(privdata);
+  self->want_write_ = true;
+  self->wait_writable();
+}
+void Connection::hook_del_write(void* privdata) { static_cast<Connection*>(privdata)->want_write_ = false; }
+
+void Connection::hook_cleanup(void* privdata) {
+  auto* self = static_cast<Connection*>(privdata);
+  self->want_read_ = self->want_write_ = false;
+  self->read_waiting_ = self->write_waiting_ = false;
+  self->connected_ = false;
+  self->ac_ = nullptr;
+  ++self->generation_;  // outstanding waits of this context ignore themselves
+  self->teardown_fd();
+}
+
+}  // namespace floodgate::store::redis

@@ -1,0 +1,198 @@
+// One table of cases, two stores: the embedded store (C++ algorithms) and the Redis store
+// (lua/acquire.lua on a real redis-server) must give the same decisions, step by step. Both
+// read the same fake clock here: the Redis store passes it to the script, which is the only
+// use of an explicit time (tests/integration/redis_store_test proves production uses TIME).
+#include <gtest/gtest.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include <random>
+
+#include "floodgate/store/memory_store.hpp"
+#include "floodgate/store/redis_store.hpp"
+#include "redis_server.hpp"
+
+namespace floodgate::testing {
+namespace {
+
+using config::Algorithm;
+using limit::kMicrosPerSecond;
+using limit::Micros;
+
+limit::Params params(Algorithm a, std::int64_t capacity, double rate, Micros window) {
+  limit::Params p;
+  p.algorithm = a;
+  p.capacity = capacity;
+  p.per_second = rate;
+  p.window = window;
+  return p;
+}
+
+// Drives a LimitStore from a test thread: runs the io_context until the completion arrives.
+class Driver {
+ public:
+  Driver(RedisServer& redis, const limit::Clock& clock)
+      : log_(std::make_shared<spdlog::logger>("diff", std::make_shared<spdlog::sinks::stderr_sink_mt>())) {
+    log_->set_level(spdlog::level::warn);
+    store::RedisStoreOptions o;
+    o.port = redis.port();
+    o.timeout = std::chrono::milliseconds(2000);
+    o.test_clock = &clock;
+    o.instance_id = "diff";
+    redis_ = store::make_redis_store(ioc_, o, *log_);
+  }
+
+  store::AcquireResult acquire(std::vector<store::Item> items) {
+    std::optional<store::AcquireResult> result;
+    redis_->acquire(std::move(items), [&](store::AcquireResult r) { result = std::move(r); });
+    ioc_.restart();
+    while (!result && ioc_.run_one_for(std::chrono::seconds(5))) {
+    }
+    if (!result) return store::StoreError::timeout;
+    return *result;
+  }
+
+  // The connection comes up asynchronously: retry until the first decision succeeds.
+  bool wait_connected() {
+    for (int i = 0; i < 100; ++i) {
+      ioc_.restart();
+      ioc_.run_for(std::chrono::milliseconds(20));
+      auto r = acquire({{"diff:probe", params(Algorithm::fixed_window, 1000, 0, kMicrosPerSecond), 0, true}});
+      if (std::holds_alternative<store::Outcome>(r)) return true;
+    }
+    return false;
+  }
+
+  store::LimitStore& store() { return *redis_; }
+  void run_for(std::chrono::milliseconds d) {
+    ioc_.restart();
+    ioc_.run_for(d);
+  }
+
+ private:
+  asio::io_context ioc_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::unique_ptr<store::LimitStore> redis_;
+};
+
+void expect_same(const store::Outcome& mem, const store::Outcome& red, const std::string& where) {
+  ASSERT_EQ(mem.admitted, red.admitted) << where;
+  ASSERT_EQ(mem.decisions.size(), red.decisions.size()) << where;
+  EXPECT_EQ(mem.now, red.now) << where;
+  for (std::size_t i = 0; i < mem.decisions.size(); ++i) {
+    const auto& a = mem.decisions[i];
+    const auto& b = red.decisions[i];
+    EXPECT_EQ(a.admitted, b.admitted) << where << " item " << i;
+    EXPECT_EQ(a.limit, b.limit) << where << " item " << i;
+    EXPECT_EQ(a.remaining, b.remaining) << where << " item " << i;
+    EXPECT_EQ(a.reset_after, b.reset_after) << where << " item " << i;
+    EXPECT_EQ(a.retry_after, b.retry_after) << where << " item " << i;
+  }
+}
+
+struct Case {
+  const char* name;
+  limit::Params p;
+};
+
+class Differential : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Differential, RandomTrafficGetsTheSameDecisions) {
+  RedisServer redis;
+  limit::FakeClock clock(1'800'000'000 * kMicrosPerSecond + 123'456);
+  store::MemoryState memory(clock, 100'000);
+  Driver driver(redis, clock);
+  ASSERT_TRUE(driver.wait_connected());
+  const auto p = GetParam().p;
+  std::mt19937_64 rng(7 + static_cast<unsigned>(p.algorithm));
+  const Micros step = p.window > 0 ? p.window / 7 : static_cast<Micros>(kMicrosPerSecond / p.per_second * 0.8);
+  int admitted = 0, refused = 0;
+  for (int i = 0; i < 300; ++i) {
+    // Mostly small steps (bursts and refusals), sometimes long gaps (refill, expiry).
+    Micros dt = rng() % 10 == 0 ? step * static_cast<Micros>(rng() % 20) : static_cast<Micros>(rng() % std::max<Micros>(step, 2));
+    clock.advance(dt);
+    std::string key = "diff:" + std::string(GetParam().name) + ":" + std::to_string(rng() % 3);
+    std::int64_t cost = p.algorithm == Algorithm::concurrency ? 1 : static_cast<std::int64_t>(rng() % (p.capacity / 2 + 1));
+    std::vector<store::Item> items{{key, p, cost, true, "lease" + std::to_string(i)}};
+    if (rng() % 4 == 0)  // a second limit on the same request: all-or-nothing across both
+      items.push_back({key + ":b", params(Algorithm::fixed_window, 6, 0, 2 * kMicrosPerSecond), 1, rng() % 2 == 0,
+                       "lease" + std::to_string(i)});
+    auto m = memory.acquire(items);
+    auto r = driver.acquire(items);
+    ASSERT_TRUE(std::holds_alternative<store::Outcome>(r)) << "step " << i;
+    expect_same(m, std::get<store::Outcome>(r), std::string(GetParam().name) + " step " + std::to_string(i));
+    (m.admitted ? admitted : refused)++;
+    if (::testing::Test::HasFailure()) return;
+  }
+  // The table exercised both answers.
+  EXPECT_GT(admitted, 20);
+  EXPECT_GT(refused, 20);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllAlgorithms, Differential,
+    ::testing::Values(Case{"token_bucket", params(Algorithm::token_bucket, 10, 5, 0)},
+                      Case{"token_bucket_fractional", params(Algorithm::token_bucket, 7, 0.5, 0)},
+                      Case{"gcra", params(Algorithm::gcra, 10, 5, 0)},
+                      Case{"sliding_window", params(Algorithm::sliding_window, 20, 0, 10 * kMicrosPerSecond)},
+                      Case{"sliding_log", params(Algorithm::sliding_log, 12, 0, 10 * kMicrosPerSecond)},
+                      Case{"fixed_window", params(Algorithm::fixed_window, 15, 0, 5 * kMicrosPerSecond)}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(DifferentialSettle, AdjustGivesTheSameStateInBothStores) {
+  RedisServer redis;
+  limit::FakeClock clock(1'800'000'000 * kMicrosPerSecond);
+  store::MemoryState memory(clock, 1000);
+  Driver driver(redis, clock);
+  ASSERT_TRUE(driver.wait_connected());
+  for (auto p : {params(Algorithm::token_bucket, 100, 10, 0), params(Algorithm::gcra, 100, 10, 0),
+                 params(Algorithm::sliding_window, 100, 0, 60 * kMicrosPerSecond),
+                 params(Algorithm::fixed_window, 100, 0, 60 * kMicrosPerSecond)}) {
+    std::string key = std::string("settle:") + config::to_string(p.algorithm);
+    std::vector<store::Item> items{{key, p, 10, true, ""}};
+    memory.acquire(items);
+    driver.acquire(items);
+    memory.adjust(items[0], 150);  // far past the capacity: debt is bounded
+    driver.store().adjust(items[0], 150);
+    driver.run_for(std::chrono::milliseconds(100));
+    clock.advance(kMicrosPerSecond);
+    auto m = memory.acquire(items);
+    auto r = driver.acquire(items);
+    ASSERT_TRUE(std::holds_alternative<store::Outcome>(r));
+    expect_same(m, std::get<store::Outcome>(r), key);
+    memory.adjust(items[0], -40);  // refund
+    driver.store().adjust(items[0], -40);
+    driver.run_for(std::chrono::milliseconds(100));
+    auto m2 = memory.acquire(items);
+    auto r2 = driver.acquire(items);
+    expect_same(m2, std::get<store::Outcome>(r2), key + " after refund");
+  }
+}
+
+TEST(DifferentialConcurrency, LeasesAcquireAndReleaseAlike) {
+  RedisServer redis;
+  limit::FakeClock clock(1'800'000'000 * kMicrosPerSecond);
+  store::MemoryState memory(clock, 1000);
+  Driver driver(redis, clock);
+  ASSERT_TRUE(driver.wait_connected());
+  auto p = params(Algorithm::concurrency, 2, 0, 0);
+  std::vector<std::vector<store::Item>> held;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<store::Item> items{{"conc", p, 1, true, "lease-" + std::to_string(i)}};
+    auto m = memory.acquire(items);
+    auto r = driver.acquire(items);
+    expect_same(m, std::get<store::Outcome>(r), "acquire " + std::to_string(i));
+    if (m.admitted) held.push_back(items);
+  }
+  ASSERT_EQ(held.size(), 2u);
+  memory.release(held[0][0]);
+  driver.store().release(held[0][0]);
+  driver.run_for(std::chrono::milliseconds(100));
+  std::vector<store::Item> again{{"conc", p, 1, true, "lease-again"}};
+  auto m = memory.acquire(again);
+  auto r = driver.acquire(again);
+  EXPECT_TRUE(m.admitted);
+  expect_same(m, std::get<store::Outcome>(r), "after release");
+}
+
+}  // namespace
+}  // namespace floodgate::testing

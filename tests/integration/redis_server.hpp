@@ -1,0 +1,37 @@
+#pragma once
+// A real redis-server for one test: its own temp dir, a free loopback port, no persistence.
+// Faults are real too: kill it, freeze it (SIGSTOP), thaw it, start it again on the same port.
+
+#include <csignal>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "harness.hpp"
+
+namespace floodgate::testing {
+
+class RedisServer {
+ public:
+  RedisServer();
+  ~RedisServer();
+  std::uint16_t port() const { return port_; }
+  void kill();     // SIGKILL: connections drop
+  void freeze();   // SIGSTOP: connections stay, nothing answers
+  void thaw();     // SIGCONT
+  void restart();  // kill (if running) and start again on the same port, empty
+  // Runs a command through redis-cli and returns its output (trimmed).
+  std::string cli(const std::string& args) const;
+
+ private:
+  void start();
+  std::filesystem::path dir_;
+  std::uint16_t port_ = 0;
+  std::unique_ptr<ChildProcess> process_;
+};
+
+// A port that was free a moment ago (bound, read, released).
+std::uint16_t free_port();
+
+}  // namespace floodgate::testing
