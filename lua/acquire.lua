@@ -51,22 +51,23 @@ eval[0] = function(key, cap, rate, window, cost) -- token bucket
   return 0, 0, time_to(cap - tokens), math.max(1, time_to(cost - tokens)), nil
 end
 
-eval[1] = function(key, cap, rate, window, cost) -- gcra
-  local interval = US / rate
-  local burst = interval * cap
-  local tat = now
+eval[1] = function(key, cap, rate, window, cost) -- gcra, kept as debt (see algorithm.hpp)
+  local debt = 0
   local raw = redis.call('GET', key)
-  if raw then tat = math.max(tonumber(raw), now) end
-  local new_tat = tat + interval * cost
-  local allow_at = new_tat - burst
-  if allow_at <= now + 1e-6 then
-    local reset = ceil_us(new_tat - now)
-    return 1, math.floor((now + burst - new_tat) / interval + 1e-9), reset, 0, function()
-      if reset > 0 then redis.call('SET', key, fmt(new_tat), 'PX', math.ceil(reset / 1000))
+  if raw then
+    local a, b = string.match(raw, '^(%S+) (%S+)$')
+    debt = math.max(0, tonumber(a) - math.max(0, now - tonumber(b)) * rate / US)
+  end
+  local function time_to(x) if x <= 0 then return 0 end return ceil_us(x * US / rate) end
+  local nxt = debt + cost
+  if nxt <= cap + 1e-9 then
+    local reset = time_to(nxt)
+    return 1, math.max(0, math.floor(cap - nxt + 1e-9)), reset, 0, function()
+      if reset > 0 then redis.call('SET', key, fmt(nxt) .. ' ' .. fmt(now), 'PX', math.ceil(reset / 1000))
       else redis.call('DEL', key) end
     end
   end
-  return 0, 0, ceil_us(tat - now), math.max(1, ceil_us(allow_at - now)), nil
+  return 0, 0, time_to(debt), math.max(1, time_to(nxt - cap)), nil
 end
 
 local function read_window(key, start, window)
@@ -128,13 +129,16 @@ eval[3] = function(key, limit, rate, window, cost) -- sliding log (sorted set: s
     end
   end
   local excess = count + cost - limit
-  local retry = 1
+  local retry = 0
   for i = 1, #entries, 2 do
     excess = excess - tonumber(string.match(entries[i], ':(%d+)$'))
     if excess <= 0 then retry = math.max(tonumber(entries[i + 1]) + window - now, 1) break end
   end
   local reset = 0
   if newest then reset = newest + window - now end
+  if retry == 0 then -- a cost above the limit never fits
+    if newest then retry = math.max(1, newest + window - now) else retry = window end
+  end
   return 0, 0, reset, retry, nil
 end
 

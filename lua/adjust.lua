@@ -35,12 +35,16 @@ if algo == 0 then
   if missing > 0 then ttl = ceil_us(missing * US / rate) end
   store(fmt(tokens) .. ' ' .. fmt(updated), ttl)
 elseif algo == 1 then
-  local interval = US / rate
-  local tat = now
+  local debt = 0
   local raw = redis.call('GET', key)
-  if raw then tat = math.max(tonumber(raw), now) end
-  tat = math.min(now + 2 * interval * cap, math.max(now, tat + interval * delta))
-  store(fmt(tat), ceil_us(tat - now))
+  if raw then
+    local a, b = string.match(raw, '^(%S+) (%S+)$')
+    debt = math.max(0, tonumber(a) - math.max(0, now - tonumber(b)) * rate / US)
+  end
+  debt = math.min(2 * cap, math.max(0, debt + delta))
+  local ttl = 0
+  if debt > 0 then ttl = ceil_us(debt * US / rate) end
+  store(fmt(debt) .. ' ' .. fmt(now), ttl)
 elseif algo == 2 or algo == 4 then
   local start = floor_to(now, window)
   local s, c, p = start, 0, 0

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "admin/admin_server.hpp"
+#include "floodgate/admin/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/http/server.hpp"
@@ -47,9 +49,11 @@ int check_config(const std::string& path) {
 }
 
 // SIGHUP reloads: the new file is validated aside and published only when valid.
-void reload(const std::string& path, config::ConfigSource& source, spdlog::logger& log) {
+void reload(const std::string& path, config::ConfigSource& source, spdlog::logger& log,
+            admin::Metrics& metrics) {
   auto r = config::load_config_file(path);
   if (!r.config) {
+    metrics.reloads_failed.fetch_add(1);
     for (const auto& e : r.errors) log.error("reload rejected: {}", e.to_string());
     log.error("reload rejected: {} errors; the previous config keeps serving", r.errors.size());
     return;
@@ -58,8 +62,12 @@ void reload(const std::string& path, config::ConfigSource& source, spdlog::logge
   auto old = source.get();
   if (old->server.listen.size() != r.config->server.listen.size())
     log.warn("reload: listener changes take effect only after a restart");
+  if (old->store.backend != r.config->store.backend ||
+      old->store.redis.address.to_string() != r.config->store.redis.address.to_string())
+    log.warn("reload: store connection changes take effect only after a restart");
   app::apply_log_settings(log, r.config->log);
   source.publish(r.config);
+  metrics.reloads_ok.fetch_add(1);
   log.info("reload: config from {} is now serving", path);
 }
 
@@ -79,12 +87,24 @@ int run(const std::string& path) {
   limit::SystemClock clock;
   // One in-process state shared by every worker: the embedded store and the `local` fallback.
   store::MemoryState memory(clock, r.config->store.max_keys);
+  admin::Metrics metrics(version(), r.config->server.pop);
+  metrics.backend = config::to_string(r.config->store.backend);
+  admin::AdminState admin_state;
+  auto access_log = app::make_access_logger();
   // Store connection settings are read at start; changing them needs a restart.
   http::Server server(source, log,
                       {clock, app::configured_store_factory(*r.config, memory, log),
-                       app::memory_store_factory(memory)});
+                       app::memory_store_factory(memory), metrics, access_log.get()});
+  metrics.store_health = [&server] { return server.store_health(); };
+  std::unique_ptr<admin::AdminServer> admin_server;
   try {
     server.start();
+    if (r.config->admin.listen) {
+      admin_server = std::make_unique<admin::AdminServer>(*r.config->admin.listen, source, metrics,
+                                                          admin_state, *log);
+      admin_server->start();
+      log->info("admin listening on {}", r.config->admin.listen->to_string());
+    }
   } catch (const std::system_error& e) {
     log->critical("{}", e.what());
     return kExitRuntime;
@@ -99,13 +119,15 @@ int run(const std::string& path) {
       [&](const boost::system::error_code& ec, int sig) {
         if (ec) return;
         if (sig == SIGHUP) {
-          reload(path, source, *log);
+          reload(path, source, *log, metrics);
           signals.async_wait(on_signal);
           return;
         }
         auto grace = source.get()->server.timeouts.drain;
         log->info("signal {}: draining for up to {} ms", sig, grace.count());
+        admin_state.draining = true;  // /readyz says 503 at once; the admin listener stays up
         server.drain(grace);
+        if (admin_server) admin_server->stop();
         log->info("drained; exiting");
       };
   signals.async_wait(on_signal);

@@ -83,17 +83,21 @@ keys::KeyHasher& hasher_for(WorkerContext& w, const config::Config& c) {
 // The route's on_store_error when the store could not decide.
 boost::asio::awaitable<std::optional<store::Outcome>> degraded(WorkerContext& w, const config::Config& c,
                                                                const config::Route& route,
-                                                               limit::Plan& plan) {
+                                                               limit::Plan& plan, admin::RouteMetrics& stats) {
   switch (route.on_store_error) {
     case config::OnStoreError::fail_open:
-      ++w.counters.store_error_open;
+      stats.count(admin::Outcome::store_error_open);
       co_return std::nullopt;
     case config::OnStoreError::fail_closed:
-      ++w.counters.store_error_closed;
+      stats.count(admin::Outcome::store_error_closed);
       co_return std::nullopt;
     case config::OnStoreError::local:
-      ++w.counters.store_error_local;
-      for (auto& item : plan.items) item.params = limit::divided(item.params, c.store.instances);
+      stats.count(admin::Outcome::local);
+      for (auto& item : plan.items) {
+        item.params = limit::divided(item.params, c.store.instances);
+        // A cost the divided share can never hold would be refused for the whole outage.
+        item.cost = std::min(item.cost, item.params.capacity);
+      }
       {
         auto local = co_await w.local->acquire(plan.items, boost::asio::use_awaitable);
         if (auto* o = std::get_if<store::Outcome>(&local)) co_return std::move(*o);
@@ -108,6 +112,7 @@ boost::asio::awaitable<std::optional<store::Outcome>> degraded(WorkerContext& w,
 boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::Config& config,
                                                 const config::Route& route, const GateInput& in) {
   GateResult out;
+  auto& stats = w.route_stats(route.name);
   FieldHeaders headers(in.fields);
   const auto now = w.clock.now();
   LazyClaims claims(in.fields, config, now);
@@ -117,6 +122,9 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
                            &headers, &claims};
   auto plan = limit::plan(config, route, facts, hasher_for(w, config));
   if (plan.reject_status != 0) {
+    stats.count(admin::Outcome::rejected);
+    out.admission.decision = "rejected";
+    out.admission.limit = plan.rejected_by->name;
     auto status = plan.reject_status == 401 ? bhttp::status::unauthorized : bhttp::status::bad_request;
     out.answer = error_response(status, in.version, in.keep_alive);
     co_return out;
@@ -130,19 +138,28 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
       break;
     }
 
+  out.admission.key = plan.items.front().key;
   if (auto hit = w.deny.check(plan.items, now)) {
-    ++w.counters.limited;
-    ++w.counters.deny_cache_hits;
+    stats.count(admin::Outcome::limited);
+    stats.deny_cache_hits.fetch_add(1, std::memory_order_relaxed);
+    out.admission.decision = "limited";
+    out.admission.limit = plan.limits[hit->item]->name;
     out.answer = refusal(*plan.limits[hit->item], plan.items[hit->item].params, hit->decision, now, in);
     co_return out;
   }
+  const auto started = std::chrono::steady_clock::now();
   auto result = co_await w.store->acquire(plan.items, boost::asio::use_awaitable);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+  (config.store.backend == config::StoreBackend::memory ? w.metrics.decision_memory : w.metrics.decision_redis)
+      .observe(took.count());
   std::optional<store::Outcome> outcome;
   out.admission.store = w.store.get();
   if (auto* e = std::get_if<store::StoreError>(&result)) {
     w.log.debug("store error on route {}: {}", route.name, store::to_string(*e));
+    w.metrics.store_errors[static_cast<std::size_t>(*e)].fetch_add(1, std::memory_order_relaxed);
     out.admission.store = w.local.get();
-    outcome = co_await degraded(w, config, route, plan);
+    out.admission.decision = to_string(route.on_store_error);
+    outcome = co_await degraded(w, config, route, plan, stats);
     if (!outcome) {
       if (route.on_store_error == config::OnStoreError::fail_closed) {
         out.answer = error_response(bhttp::status::service_unavailable, in.version, in.keep_alive);
@@ -157,17 +174,28 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
   auto v = limit::verdict(plan, *outcome);
   for (std::size_t i = 0; i < plan.items.size(); ++i)
     if (!plan.items[i].enforce && !outcome->decisions[i].admitted) {
-      ++w.counters.shadow_limited;
+      stats.count(admin::Outcome::shadow_limited);
       w.log.debug("shadow limit {} of route {} would refuse", plan.limits[i]->name, route.name);
     }
+  if (v.shown >= 0) out.admission.limit = plan.limits[v.shown]->name;
+  if (!v.admitted && v.shown < 0) {
+    // A store that says "refused" without an enforcing refusal is inconsistent: fail safe.
+    out.answer = error_response(bhttp::status::service_unavailable, in.version, in.keep_alive);
+    out.answer->set(bhttp::field::retry_after, "1");
+    co_return out;
+  }
   if (!v.admitted) {
-    ++w.counters.limited;
+    stats.count(admin::Outcome::limited);
+    out.admission.decision = "limited";
     w.deny.remember(plan.items[v.shown], v.decision, now);
     out.answer = refusal(*plan.limits[v.shown], plan.items[v.shown].params, v.decision,
                          outcome->now != 0 ? outcome->now : now, in);
     co_return out;
   }
-  ++w.counters.admitted;
+  if (route.on_store_error != config::OnStoreError::local || out.admission.store != w.local.get()) {
+    stats.count(admin::Outcome::admitted);
+    out.admission.decision = "admitted";
+  }
   // Reset times are counted from the store's clock (Redis's TIME), not this PoP's.
   const auto decided_at = outcome->now != 0 ? outcome->now : now;
   if (v.shown >= 0)

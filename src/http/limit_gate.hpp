@@ -18,6 +18,10 @@ namespace floodgate::http {
 
 struct Admission {
   store::LimitStore* store = nullptr;  // the store that charged (the local one when degraded)
+  // For the access log: what was decided, by which limit, for which (hashed) key.
+  std::string_view decision = "none";
+  std::string limit;
+  std::string key;
   limit::HeaderList headers;         // for the response: the limit closest to refusal
   std::vector<store::Item> leases;   // concurrency leases to return when the response ends
   struct Settle {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "floodgate/store/limit_store.hpp"
+#include "floodgate/store/redis_store.hpp"
 #include "session.hpp"
 #include "worker_context.hpp"
 
@@ -54,10 +55,11 @@ class Worker {
  public:
   Worker(config::ConfigSource& config, spdlog::logger& log, const ServerDeps& deps,
          std::string lease_prefix)
-      : ctx_{config, log, deps.clock, UpstreamPool(ioc_.get_executor())} {
+      : ctx_{config, log, deps.clock, UpstreamPool(ioc_.get_executor()), {}, {}, {}, {}, deps.metrics} {
     ctx_.store = deps.make_store(ioc_);
     ctx_.local = deps.make_local(ioc_);
     ctx_.lease_prefix = std::move(lease_prefix);
+    ctx_.access_log = deps.access_log ? deps.access_log : &log;
   }
 
   ~Worker() {
@@ -103,6 +105,12 @@ class Worker {
 
   void join() {
     if (thread_.joinable()) thread_.join();
+  }
+
+  // Read from the admin thread: the Redis store's health flags are atomics.
+  bool store_healthy() const {
+    auto* h = dynamic_cast<const store::RedisHealth*>(ctx_.store.get());
+    return !h || h->healthy();
   }
 
  private:
@@ -179,6 +187,12 @@ void Server::start() {
 }
 
 std::vector<std::uint16_t> Server::ports() const { return impl_->ports; }
+
+std::pair<int, int> Server::store_health() const {
+  int healthy = 0;
+  for (const auto& w : impl_->workers) healthy += w->store_healthy() ? 1 : 0;
+  return {healthy, static_cast<int>(impl_->workers.size())};
+}
 
 void Server::drain(std::chrono::milliseconds grace) {
   auto deadline = std::chrono::steady_clock::now() + grace;

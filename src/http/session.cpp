@@ -91,7 +91,12 @@ class Session {
       : peer_ip_(peer_text(socket)),
         peer_(config::parse_ip(peer_ip_).value_or(config::IpAddress{})),
         client_(std::move(socket)),
-        w_(w) {}
+        w_(w) {
+    w_.metrics.active_connections.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~Session() { w_.metrics.active_connections.fetch_sub(1, std::memory_order_relaxed); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   asio::awaitable<void> run() {
     bool first = true;
@@ -114,8 +119,14 @@ class Session {
         co_return;
       }
       ++w_.in_flight;
+      const auto started = std::chrono::steady_clock::now();
+      status_ = 0;
+      upstream_took_ = {};
+      logged_ = {};
+      route_name_ = {};
       bool keep_alive = co_await serve(parser, *config);
       --w_.in_flight;
+      if (config->log.access_log) access_log(parser.get(), started);
       if (!keep_alive) break;
     }
     beast::error_code ignored;
@@ -134,7 +145,40 @@ class Session {
     co_return true;
   }
 
+  // One JSON line per request: what an operator needs to explain a decision, and no raw
+  // client identifier beyond the socket peer (the key is the hashed store key).
+  void access_log(const bhttp::request<bhttp::buffer_body>& req, std::chrono::steady_clock::time_point started) {
+    auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+    auto path = std::string_view(req.target());
+    path = path.substr(0, path.find('?'));
+    std::string line = "{\"type\":\"access\",\"pop\":\"" + w_.config.get()->server.pop + "\",\"peer\":\"" + peer_ip_ +
+                       "\",\"method\":\"" + std::string(req.method_string()) + "\",\"path\":\"" +
+                       json_escaped(path) + "\",\"route\":\"" + std::string(route_name_) +
+                       "\",\"status\":" + std::to_string(status_);
+    if (!logged_.decision.empty())
+      line += ",\"decision\":\"" + std::string(logged_.decision) + "\",\"limit\":\"" + logged_.limit +
+              "\",\"key\":\"" + logged_.key + "\"";
+    char timing[96];
+    std::snprintf(timing, sizeof timing, ",\"duration_ms\":%.3f,\"upstream_ms\":%.3f}",
+                  ms(std::chrono::steady_clock::now() - started), ms(upstream_took_));
+    line += timing;
+    w_.access_log->info("{}", line);
+  }
+
+  void remember_for_log(const Admission& a) { logged_ = {a.decision, a.limit, a.key}; }
+
+  static std::string json_escaped(std::string_view s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (static_cast<unsigned char>(c) < 0x20) continue;
+      out += c;
+    }
+    return out;
+  }
+
   asio::awaitable<bool> send(StringResponse& res) {
+    status_ = res.result_int();
     client_.expires_after(std::chrono::seconds(10));
     auto [ec, n] = co_await bhttp::async_write(client_, res, as_tuple(use_awaitable));
     co_return !ec && res.keep_alive();
@@ -159,11 +203,13 @@ class Session {
                                                       : target->authority;
     const auto* route = match_route(config, req.method_string(), host, target->path);
     if (!route) co_return co_await send_error(bhttp::status::not_found, req.version(), can_continue);
+    route_name_ = route->name;
     GateResult gate;
     if (!route->limits.empty()) {
       GateInput in{req, req.method_string(), host_without_port(host), target->path, target->query,
                    peer_, req.version(), can_continue};
       gate = co_await apply_limits(w_, config, *route, in);
+      if (config.log.access_log) remember_for_log(gate.admission);
       if (gate.answer) co_return co_await send(*gate.answer);
     }
     LeaseGuard leases(gate.admission, w_.alive);
@@ -243,11 +289,16 @@ class Session {
       if (!conn) {
         auto [fresh, cec] = co_await w_.pool.connect(u);
         if (cec) {
-          w_.log.warn("upstream {} ({}): connect failed: {}", u.name, u.url, cec.message());
+          auto& stats = w_.upstream_stats(u.name);
+          (cec == beast::error::timeout ? stats.timeouts : stats.connect_errors).fetch_add(1, std::memory_order_relaxed);
+          if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
+            w_.log.warn("upstream {} ({}): connect failed: {} ({} similar lines suppressed)", u.name, u.url,
+                        cec.message(), quiet);
           co_return co_await send_error(status_for_upstream_error(cec), version, false);
         }
         conn = std::move(fresh);
       }
+      const auto sent_at = std::chrono::steady_clock::now();
       auto sent = co_await send_request(parser, *conn, u, expect_continue, config);
       if (sent.failed == RelayResult::Side::read) {
         if (sent.error == bhttp::error::body_limit)
@@ -256,14 +307,23 @@ class Session {
       }
       beast::error_code ec = sent.error;
       if (!ec) ec = co_await read_response_header(*conn, u, rp, head);
-      if (!ec) break;
+      if (!ec) {
+        upstream_took_ = std::chrono::steady_clock::now() - sent_at;
+        auto& stats = w_.upstream_stats(u.name);
+        stats.latency.observe(std::chrono::duration<double>(upstream_took_).count());
+        stats.by_class[std::min<unsigned>(5, rp->get().result_int() / 100)].fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
       // A pooled connection the upstream closed just as we reused it: safe to try once more
       // on a new one, but only when nothing of a body has been consumed.
       if (conn->reused && retryable && attempt == 0 &&
           (ec == bhttp::error::end_of_stream || ec == asio::error::connection_reset ||
            ec == asio::error::broken_pipe))
         continue;
-      w_.log.warn("upstream {} ({}): {}", u.name, u.url, ec.message());
+      if (ec == beast::error::timeout)
+        w_.upstream_stats(u.name).timeouts.fetch_add(1, std::memory_order_relaxed);
+      if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
+        w_.log.warn("upstream {} ({}): {} ({} similar lines suppressed)", u.name, u.url, ec.message(), quiet);
       co_return co_await send_error(status_for_upstream_error(ec), version, false);
     }
     co_return co_await send_response(*rp, std::move(conn), u, version,
@@ -289,6 +349,7 @@ class Session {
     }
     res.version(version);
     res.keep_alive(keep_alive);
+    status_ = res.result_int();
     bhttp::response_serializer<bhttp::buffer_body> sr{res};
     client_.expires_after(config.server.timeouts.idle);
     auto [ec, n] = co_await bhttp::async_write_header(client_, sr, as_tuple(use_awaitable));
@@ -298,7 +359,9 @@ class Session {
                                        config.server.timeouts.idle);
     if (!relayed) {
       if (relayed.failed == RelayResult::Side::read)
-        w_.log.warn("upstream {} ({}): response body: {}", u.name, u.url, relayed.error.message());
+        if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
+          w_.log.warn("upstream {} ({}): response body: {} ({} similar lines suppressed)", u.name, u.url,
+                      relayed.error.message(), quiet);
       co_return false;  // the client has a partial response: closing is the only honest end
     }
     if (upstream_keep_alive && conn->buffer.size() == 0) w_.pool.give_back(u, std::move(conn));
@@ -307,6 +370,15 @@ class Session {
 
   std::string peer_ip_;
   config::IpAddress peer_;
+  // The current request, for the access log.
+  int status_ = 0;
+  std::chrono::steady_clock::duration upstream_took_{};
+  struct Logged {
+    std::string_view decision;
+    std::string limit;
+    std::string key;
+  } logged_;
+  std::string_view route_name_;
   beast::tcp_stream client_;
   beast::flat_buffer buffer_;
   WorkerContext& w_;

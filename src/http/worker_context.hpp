@@ -4,10 +4,13 @@
 
 #include <spdlog/logger.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
+#include "floodgate/admin/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/clock.hpp"
@@ -17,15 +20,26 @@
 
 namespace floodgate::http {
 
-// Per-worker decision counts (issue 5 exports them as metrics).
-struct Counters {
-  std::uint64_t admitted = 0;
-  std::uint64_t limited = 0;
-  std::uint64_t shadow_limited = 0;
-  std::uint64_t deny_cache_hits = 0;
-  std::uint64_t store_error_open = 0;
-  std::uint64_t store_error_closed = 0;
-  std::uint64_t store_error_local = 0;
+// At most one line per second for a repeated error (an outage must not become a log flood);
+// the lines in between are counted and reported with the next one.
+class LogThrottle {
+ public:
+  // Returns how many were suppressed since the last allowed line, or -1 to stay quiet.
+  std::int64_t allow() {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::seconds(1)) {
+      ++suppressed_;
+      return -1;
+    }
+    last_ = now;
+    auto n = suppressed_;
+    suppressed_ = 0;
+    return static_cast<std::int64_t>(n);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_{};
+  std::uint64_t suppressed_ = 0;
 };
 
 struct WorkerContext {
@@ -37,7 +51,22 @@ struct WorkerContext {
   std::unique_ptr<store::LimitStore> local;  // in-process: the `local` fallback
   std::unique_ptr<keys::KeyHasher> hasher;   // rebuilt when key_secret changes
   limit::DenyCache deny;
-  Counters counters;
+  admin::Metrics& metrics;
+  spdlog::logger* access_log = nullptr;
+  // Per-worker lookups of the shared metric cells (the registry's lock is taken once per name).
+  std::unordered_map<std::string, admin::RouteMetrics*> route_metrics;
+  std::unordered_map<std::string, admin::UpstreamMetrics*> upstream_metrics;
+  admin::RouteMetrics& route_stats(const std::string& name) {
+    auto& slot = route_metrics[name];
+    if (!slot) slot = &metrics.route(name);
+    return *slot;
+  }
+  admin::UpstreamMetrics& upstream_stats(const std::string& name) {
+    auto& slot = upstream_metrics[name];
+    if (!slot) slot = &metrics.upstream(name);
+    return *slot;
+  }
+  LogThrottle upstream_errors;
   std::string lease_prefix;     // "<instance>:<worker>:": concurrency lease / log entry ids
   std::uint64_t lease_seq = 0;
   // False once the worker is being torn down: coroutine frames destroyed with the event loop

@@ -44,24 +44,28 @@ Evaluation token_bucket(const Params& p, const State& s, Micros now, std::int64_
 
 // ---- GCRA: capacity requests in one burst, then one per emission interval -------------
 
-Evaluation gcra(const Params& p, const State& s, Micros now, std::int64_t cost) {
-  const double interval = kMicrosPerSecond / p.per_second;
-  const double burst = interval * static_cast<double>(p.capacity);
+double gcra_debt(const Params& p, const State& s, Micros now) {
   const auto* g = std::get_if<GcraState>(&s);
-  double tat = std::max<double>(g ? g->tat : 0, static_cast<double>(now));
-  double new_tat = tat + interval * static_cast<double>(cost);
-  double allow_at = new_tat - burst;
+  if (!g) return 0;
+  double elapsed = static_cast<double>(std::max<Micros>(0, now - g->updated));
+  return std::max(0.0, g->debt - elapsed * p.per_second / kMicrosPerSecond);
+}
+
+Evaluation gcra(const Params& p, const State& s, Micros now, std::int64_t cost) {
+  const double debt = gcra_debt(p, s, now);
+  const double next = debt + static_cast<double>(cost);
   Evaluation e;
   e.decision.limit = p.capacity;
-  if (allow_at <= static_cast<double>(now) + 1e-6) {
+  if (next <= static_cast<double>(p.capacity) + 1e-9) {
     e.decision.admitted = true;
-    e.decision.remaining = static_cast<std::int64_t>(std::floor((static_cast<double>(now) + burst - new_tat) / interval + 1e-9));
-    e.decision.reset_after = ceil_micros(new_tat - static_cast<double>(now));
-    e.next = GcraState{new_tat};
+    e.decision.remaining = std::max<std::int64_t>(
+        0, static_cast<std::int64_t>(std::floor(static_cast<double>(p.capacity) - next + 1e-9)));
+    e.decision.reset_after = bucket_time_to(p, next);
+    e.next = GcraState{next, now};
   } else {
-    e.decision.retry_after = std::max<Micros>(1, ceil_micros(allow_at - static_cast<double>(now)));
-    e.decision.reset_after = ceil_micros(tat - static_cast<double>(now));
-    e.next = GcraState{tat};
+    e.decision.retry_after = std::max<Micros>(1, bucket_time_to(p, next - static_cast<double>(p.capacity)));
+    e.decision.reset_after = bucket_time_to(p, debt);
+    e.next = GcraState{debt, now};
   }
   return e;
 }
@@ -151,6 +155,8 @@ Evaluation sliding_log(const Params& p, const State& s, Micros now, std::int64_t
       }
     }
   }
+  if (!e.decision.admitted && e.decision.retry_after == 0)  // a cost above the limit never fits
+    e.decision.retry_after = std::max<Micros>(1, l.entries.empty() ? p.window : l.entries.back().at + p.window - now);
   e.decision.reset_after = l.entries.empty() ? 0 : l.entries.back().at + p.window - now;
   e.next = std::move(l);
   return e;
@@ -228,13 +234,9 @@ State adjust(const Params& p, const State& s, Micros now, std::int64_t delta) {
       return b;
     }
     case Algorithm::gcra: {
-      const double interval = kMicrosPerSecond / p.per_second;
-      const auto* g = std::get_if<GcraState>(&s);
-      double tat = std::max<double>(g ? g->tat : 0, static_cast<double>(now));
       // Debt: at most one extra burst beyond a fully used one.
-      double ceiling = static_cast<double>(now) + 2 * interval * static_cast<double>(p.capacity);
-      return GcraState{std::clamp(tat + interval * static_cast<double>(delta),
-                                  static_cast<double>(now), ceiling)};
+      double debt = gcra_debt(p, s, now) + static_cast<double>(delta);
+      return GcraState{std::clamp(debt, 0.0, 2.0 * static_cast<double>(p.capacity)), now};
     }
     case Algorithm::sliding_window:
     case Algorithm::fixed_window: {
@@ -265,10 +267,8 @@ Micros time_to_neutral(const Params& p, const State& s, Micros now) {
       auto b = refill(p, s, now);
       return bucket_time_to(p, static_cast<double>(p.capacity) - b.tokens);
     }
-    case Algorithm::gcra: {
-      const auto* g = std::get_if<GcraState>(&s);
-      return g ? std::max<Micros>(0, ceil_micros(g->tat - static_cast<double>(now))) : 0;
-    }
+    case Algorithm::gcra:
+      return bucket_time_to(p, gcra_debt(p, s, now));
     case Algorithm::sliding_window: {
       auto w = roll(s, floor_to(now, p.window), p.window);
       return w.current > 0 ? w.start + 2 * p.window - now : w.previous > 0 ? w.start + p.window - now : 0;

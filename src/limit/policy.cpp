@@ -16,7 +16,8 @@ std::optional<std::int64_t> cost_of(const config::Limit& l, const keys::RequestF
   if (!v || v->empty()) return l.cost.fixed;
   std::int64_t n = 0;
   auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-  if (ec == std::errc::result_out_of_range && p == v->data() + v->size()) return l.cost.max;
+  if (ec == std::errc::result_out_of_range && p == v->data() + v->size() && v->front() != '-')
+    return l.cost.max;
   if (ec != std::errc{} || p != v->data() + v->size() || n < 0) {
     bad = true;
     return std::nullopt;

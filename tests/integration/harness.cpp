@@ -117,7 +117,7 @@ Proxy::Proxy(const std::string& yaml, const limit::Clock* clock) {
   server_ = std::make_unique<http::Server>(
       *source_, log,
       http::ServerDeps{*clock, app::configured_store_factory(*source_->get(), *memory_, log),
-                       app::memory_store_factory(*memory_)});
+                       app::memory_store_factory(*memory_), metrics_});
   server_->start();
   port_ = server_->ports().at(0);
 }

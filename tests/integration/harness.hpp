@@ -16,6 +16,7 @@
 
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/config/loader.hpp"
+#include "floodgate/admin/metrics.hpp"
 #include "floodgate/http/server.hpp"
 #include "floodgate/store/memory_store.hpp"
 
@@ -69,9 +70,11 @@ class Proxy {
   std::uint16_t port() const { return port_; }
   config::ConfigSource& source() { return *source_; }
   store::MemoryState& memory() { return *memory_; }
+  admin::Metrics& metrics() { return metrics_; }
 
  private:
   limit::SystemClock system_clock_;
+  admin::Metrics metrics_{"test", "itest"};
   std::unique_ptr<config::ConfigSource> source_;
   std::unique_ptr<store::MemoryState> memory_;
   std::unique_ptr<http::Server> server_;

@@ -7,7 +7,7 @@
 //   GET /close        answers with Connection: close
 //   GET /respond?H=V  answers with response header H: V (each query pair)
 //   anything else     200 "ok"
-// Usage: floodgate-test-origin [--port N]   (prints the bound port on stdout, then serves)
+// Usage: floodgate-test-origin [--bind ADDR] [--port N]   (prints the bound port, then serves)
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -179,10 +179,13 @@ asio::awaitable<void> serve(tcp::acceptor& acc, Stats& stats) {
 
 int main(int argc, char** argv) {
   unsigned short port = 0;
-  for (int i = 1; i + 1 < argc; ++i)
+  std::string bind = "127.0.0.1";
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--port") port = static_cast<unsigned short>(std::stoi(argv[i + 1]));
+    if (std::string(argv[i]) == "--bind") bind = argv[i + 1];
+  }
   asio::io_context ioc{1};
-  tcp::acceptor acc(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  tcp::acceptor acc(ioc, tcp::endpoint(asio::ip::make_address(bind), port));
   Stats stats;
   std::cout << acc.local_endpoint().port() << std::endl;
   asio::co_spawn(ioc, serve(acc, stats), asio::detached);

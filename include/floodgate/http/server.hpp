@@ -21,6 +21,9 @@ class io_context;
 namespace floodgate::store {
 class LimitStore;
 }
+namespace floodgate::admin {
+class Metrics;
+}
 
 namespace floodgate::http {
 
@@ -32,6 +35,8 @@ struct ServerDeps {
   const limit::Clock& clock;
   StoreFactory make_store;
   StoreFactory make_local;
+  admin::Metrics& metrics;
+  spdlog::logger* access_log = nullptr;  // one JSON line per request when log.access_log is on
 };
 
 class Server {
@@ -49,6 +54,8 @@ class Server {
   // Stops accepting, lets in-flight requests finish for up to `grace`, then stops the workers
   // and joins their threads.
   void drain(std::chrono::milliseconds grace);
+  // How many workers' store connections are healthy, of how many (memory: always all).
+  std::pair<int, int> store_health() const;
 
  private:
   struct Impl;

@@ -31,8 +31,12 @@ struct BucketState {
   double tokens = 0;
   Micros updated = 0;
 };
+// GCRA's theoretical arrival time, kept as the debt it implies (tat - now, in requests) at
+// `updated`: the same decisions, but small numbers, so no precision is lost at Unix-epoch
+// microseconds (a TAT near 1.8e15 us would round to 0.25 us and drift over a long burst).
 struct GcraState {
-  double tat = 0;  // theoretical arrival time, microseconds
+  double debt = 0;
+  Micros updated = 0;
 };
 struct WindowState {  // fixed_window uses start and current only
   Micros start = 0;

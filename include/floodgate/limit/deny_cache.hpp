@@ -16,7 +16,8 @@ namespace floodgate::limit {
 
 class DenyCache {
  public:
-  explicit DenyCache(std::size_t max_entries = 100'000) : max_entries_(max_entries) {}
+  DenyCache() = default;
+  explicit DenyCache(std::size_t max_entries) : max_entries_(max_entries) {}
 
   struct Hit {
     std::size_t item = 0;  // which of the items is refused
@@ -36,7 +37,7 @@ class DenyCache {
   };
   static std::uint64_t fingerprint(const store::Item& item);
 
-  std::size_t max_entries_;
+  std::size_t max_entries_ = 100'000;
   std::unordered_map<std::string, Entry> map_;
   std::uint64_t hits_ = 0;
 };

@@ -38,6 +38,7 @@ class MemoryState {
     mutable std::mutex mutex;
     std::unordered_map<std::string, Entry> map;
     std::size_t inserts_since_sweep = 0;
+    std::size_t live_after_sweep = 0;  // what the last sweep left
   };
 
   Shard& shard_of(const std::string& key) { return shards_[std::hash<std::string>{}(key) % kShards]; }

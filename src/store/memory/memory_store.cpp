@@ -17,7 +17,7 @@ const char* to_string(StoreError e) {
 }
 
 MemoryState::MemoryState(const limit::Clock& clock, std::size_t max_keys)
-    : clock_(clock), max_per_shard_(std::max<std::size_t>(16, max_keys / kShards)) {}
+    : clock_(clock), max_per_shard_(std::max<std::size_t>(1, max_keys / kShards)) {}
 
 std::size_t MemoryState::size() const {
   std::size_t n = 0;
@@ -37,14 +37,23 @@ limit::State MemoryState::current(Shard& shard, const std::string& key, limit::M
 // Expired entries are swept once the shard has seen as many inserts as it holds keys
 // (amortised O(1) per insert); at the cap, an arbitrary entry is evicted and counted.
 void MemoryState::make_room(Shard& shard, limit::Micros now) {
-  if (++shard.inserts_since_sweep >= std::max<std::size_t>(64, shard.map.size()) ||
-      shard.map.size() >= max_per_shard_) {
+  // Amortised: a full sweep once the shard has seen as many inserts as the last sweep left
+  // keys (at least 64), so its cost is O(1) per insert whatever the shard size.
+  ++shard.inserts_since_sweep;
+  const bool due = shard.inserts_since_sweep >= std::max<std::size_t>(64, shard.live_after_sweep);
+  // At the cap, reclaim expired keys before evicting live ones, but still amortised.
+  const bool full = shard.map.size() >= max_per_shard_ &&
+                    shard.inserts_since_sweep >= std::max<std::size_t>(16, shard.live_after_sweep / 8);
+  if (due || full) {
     std::erase_if(shard.map, [now](const auto& kv) { return kv.second.expires_at <= now; });
     shard.inserts_since_sweep = 0;
+    shard.live_after_sweep = shard.map.size();
   }
+  // At the cap: drop one entry, counted only if it was still live.
   while (shard.map.size() >= max_per_shard_) {
-    shard.map.erase(shard.map.begin());
-    evictions_.fetch_add(1, std::memory_order_relaxed);
+    auto victim = shard.map.begin();
+    if (victim->second.expires_at > now) evictions_.fetch_add(1, std::memory_order_relaxed);
+    shard.map.erase(victim);
   }
 }
 

@@ -1,0 +1,89 @@
+#pragma once
+// Counters the data plane bumps and /metrics renders in the Prometheus text format.
+// Workers write with relaxed atomic increments (no locks on the request path); the admin
+// thread reads. Label values are bounded: route, upstream and limit names from the config,
+// outcomes and kinds from fixed lists; never a client identifier.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace floodgate::admin {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds_seconds);
+  void observe(double seconds);
+  // Appends the _bucket / _sum / _count lines; `labels` is "" or `a="b",c="d"`.
+  void render(std::string& out, std::string_view name, std::string_view labels) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> buckets_;  // one per bound, plus +Inf
+  std::atomic<std::uint64_t> count_{0};
+  std::atomic<std::uint64_t> sum_micros_{0};
+};
+
+enum class Outcome : std::size_t {
+  admitted,
+  limited,
+  shadow_limited,
+  store_error_open,
+  store_error_closed,
+  local,
+  rejected,  // 400 / 401 before any limit was decided
+  kCount
+};
+const char* to_string(Outcome o);
+
+struct RouteMetrics {
+  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Outcome::kCount)> outcomes{};
+  std::atomic<std::uint64_t> deny_cache_hits{0};
+  void count(Outcome o) { outcomes[static_cast<std::size_t>(o)].fetch_add(1, std::memory_order_relaxed); }
+};
+
+struct UpstreamMetrics {
+  std::array<std::atomic<std::uint64_t>, 6> by_class{};  // index 1..5 = 1xx..5xx
+  std::atomic<std::uint64_t> connect_errors{0};
+  std::atomic<std::uint64_t> timeouts{0};
+  Histogram latency;  // request sent -> response header
+  UpstreamMetrics();
+};
+
+class Metrics {
+ public:
+  Metrics(std::string version, std::string pop);
+
+  // Stable references, created on first use (the only lock, taken once per name per worker).
+  RouteMetrics& route(std::string_view name);
+  UpstreamMetrics& upstream(std::string_view name);
+
+  Histogram decision_memory;  // seconds per store decision, by backend
+  Histogram decision_redis;
+  std::array<std::atomic<std::uint64_t>, 3> store_errors{};  // timeout, unavailable, protocol
+  std::atomic<std::int64_t> active_connections{0};
+  std::atomic<std::uint64_t> reloads_ok{0};
+  std::atomic<std::uint64_t> reloads_failed{0};
+  std::atomic<std::uint64_t> memory_evictions{0};
+  // Filled by app/: how many workers' store connections are healthy, and how many there are.
+  std::function<std::pair<int, int>()> store_health;
+  std::string backend = "memory";
+
+  std::string render() const;
+
+ private:
+  std::string version_;
+  std::string pop_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<RouteMetrics>, std::less<>> routes_;
+  std::map<std::string, std::unique_ptr<UpstreamMetrics>, std::less<>> upstreams_;
+};
+
+}  // namespace floodgate::admin

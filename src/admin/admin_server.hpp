@@ -1,0 +1,42 @@
+#pragma once
+// The admin listener: GET /metrics (Prometheus text), /healthz, /readyz, /config (secrets
+// redacted). Its own thread and event loop, never the traffic listeners: it stays up during a
+// drain so that /readyz can say 503 while in-flight requests finish.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "floodgate/admin/metrics.hpp"
+#include "floodgate/config/config_source.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace floodgate::admin {
+
+struct AdminState {
+  std::atomic<bool> draining{false};
+};
+
+class AdminServer {
+ public:
+  AdminServer(const config::Endpoint& listen, config::ConfigSource& config, Metrics& metrics,
+              AdminState& state, spdlog::logger& log);
+  ~AdminServer();
+  void start();  // binds (throws std::system_error naming the address) and starts its thread
+  std::uint16_t port() const;
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The /config document: the running config as JSON with every secret replaced.
+std::string redacted_config_json(const config::Config& config);
+
+}  // namespace floodgate::admin

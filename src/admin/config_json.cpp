@@ -1,0 +1,101 @@
+// The running config as JSON for GET /config, with every secret replaced.
+#include <boost/json.hpp>
+
+#include "admin_server.hpp"
+
+namespace floodgate::admin {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr const char* kRedacted = "[redacted]";
+
+json::value secret(const std::string& s) { return s.empty() ? json::value("") : json::value(kRedacted); }
+
+json::object limit_json(const config::Limit& l) {
+  json::object o;
+  o["name"] = l.name;
+  o["algorithm"] = config::to_string(l.algorithm);
+  o["capacity"] = l.params.capacity;
+  o["refill_rate"] = l.params.refill_rate.text;
+  o["limit"] = l.params.limit;
+  o["window"] = config::format_duration(l.params.window);
+  json::array key;
+  for (const auto& k : l.key) key.push_back(json::value(k.text));
+  o["key"] = std::move(key);
+  o["on_missing_key"] = l.on_missing_key == config::OnMissingKey::reject ? "reject"
+                        : l.on_missing_key == config::OnMissingKey::skip ? "skip"
+                                                                         : "shared";
+  o["mode"] = l.mode == config::LimitMode::shadow ? "shadow" : "enforce";
+  json::object cost;
+  cost["from"] = l.cost.from_header.empty() ? "" : "header:" + l.cost.from_header;
+  cost["default"] = l.cost.fixed;
+  cost["max"] = l.cost.max;
+  o["cost"] = std::move(cost);
+  if (!l.settle_header.empty()) o["settle"] = "response_header:" + l.settle_header;
+  if (l.overrides) {
+    json::object tiers;
+    for (const auto& [name, p] : l.overrides->values) {
+      json::object t;
+      t["capacity"] = p.capacity;
+      t["refill_rate"] = p.refill_rate.text;
+      t["limit"] = p.limit;
+      t["window"] = config::format_duration(p.window);
+      tiers[name] = std::move(t);
+    }
+    o["overrides"] = json::object{{"by", l.overrides->by.text}, {"values", std::move(tiers)}};
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string redacted_config_json(const config::Config& c) {
+  json::object root;
+  root["source"] = c.source;
+  json::array listen;
+  for (const auto& l : c.server.listen)
+    listen.push_back(json::object{{"address", l.address.to_string()}, {"tls", l.tls.has_value()}});
+  root["server"] = json::object{{"listen", std::move(listen)},
+                                {"threads", c.server.threads},
+                                {"pop", c.server.pop},
+                                {"max_header_bytes", c.server.max_header_bytes},
+                                {"max_body_bytes", c.server.max_body_bytes}};
+  json::array upstreams;
+  for (const auto& u : c.upstreams)
+    upstreams.push_back(json::object{{"name", u.name}, {"url", u.url}, {"max_idle_connections", u.max_idle_connections}});
+  root["upstreams"] = std::move(upstreams);
+  root["store"] = json::object{{"backend", config::to_string(c.store.backend)},
+                               {"address", c.store.redis.address.to_string()},
+                               {"username", c.store.redis.username},
+                               {"password", secret(c.store.redis.password)},
+                               {"timeout", config::format_duration(c.store.redis.timeout)},
+                               {"key_prefix", c.store.key_prefix},
+                               {"key_secret", secret(c.store.key_secret)},
+                               {"instances", c.store.instances}};
+  if (c.jwt)
+    root["jwt"] = json::object{{"header", c.jwt->header},
+                               {"hs256_secret", secret(c.jwt->hs256_secret)},
+                               {"issuer", c.jwt->issuer},
+                               {"audience", c.jwt->audience}};
+  json::array routes;
+  for (const auto& r : c.routes) {
+    json::array limits;
+    for (const auto& l : r.limits) limits.push_back(limit_json(l));
+    json::array methods;
+    for (const auto& m : r.match.methods) methods.push_back(json::value(m));
+    routes.push_back(json::object{{"name", r.name},
+                                  {"match", json::object{{"path_prefix", r.match.path_prefix},
+                                                         {"path", r.match.path},
+                                                         {"methods", std::move(methods)},
+                                                         {"host", r.match.host}}},
+                                  {"upstream", r.upstream},
+                                  {"on_store_error", config::to_string(r.on_store_error)},
+                                  {"limits", std::move(limits)}});
+  }
+  root["routes"] = std::move(routes);
+  return json::serialize(root) + "\n";
+}
+
+}  // namespace floodgate::admin

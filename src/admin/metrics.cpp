@@ -1,0 +1,169 @@
+#include "floodgate/admin/metrics.hpp"
+
+#include <cstdio>
+
+namespace floodgate::admin {
+
+namespace {
+
+const std::vector<double>& latency_bounds() {
+  static const std::vector<double> b = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                        0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5, 10};
+  return b;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+void line(std::string& out, std::string_view name, std::string_view labels, std::uint64_t v) {
+  out += name;
+  if (!labels.empty()) out.append("{").append(labels).append("}");
+  out += ' ';
+  out += std::to_string(v);
+  out += '\n';
+}
+
+void help(std::string& out, const char* name, const char* type, const char* text) {
+  out.append("# HELP ").append(name).append(" ").append(text).append("\n");
+  out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+// Label values come from config names (letters, digits, - _ .): nothing to escape but quotes.
+std::string label(std::string_view key, std::string_view value) {
+  std::string out(key);
+  out += "=\"";
+  for (char c : value) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+}  // namespace
+
+const char* to_string(Outcome o) {
+  switch (o) {
+    case Outcome::admitted: return "admitted";
+    case Outcome::limited: return "limited";
+    case Outcome::shadow_limited: return "shadow_limited";
+    case Outcome::store_error_open: return "store_error_open";
+    case Outcome::store_error_closed: return "store_error_closed";
+    case Outcome::local: return "local";
+    case Outcome::rejected: return "rejected";
+    case Outcome::kCount: break;
+  }
+  return "?";
+}
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), buckets_(new std::atomic<std::uint64_t>[bounds_.size() + 1]) {
+  for (std::size_t i = 0; i <= bounds_.size(); ++i) buckets_[i].store(0);
+}
+
+void Histogram::observe(double seconds) {
+  std::size_t i = 0;
+  while (i < bounds_.size() && seconds > bounds_[i]) ++i;
+  buckets_[i].fetch_add(1, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_micros_.fetch_add(static_cast<std::uint64_t>(seconds * 1e6), std::memory_order_relaxed);
+}
+
+void Histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
+  std::uint64_t cumulative = 0;
+  std::string prefix(labels);
+  if (!prefix.empty()) prefix += ',';
+  for (std::size_t i = 0; i <= bounds_.size(); ++i) {
+    cumulative += buckets_[i].load(std::memory_order_relaxed);
+    std::string le = i < bounds_.size() ? num(bounds_[i]) : "+Inf";
+    line(out, std::string(name) + "_bucket", prefix + "le=\"" + le + "\"", cumulative);
+  }
+  out.append(name).append("_sum");
+  if (!labels.empty()) out.append("{").append(labels).append("}");
+  out.append(" ").append(num(static_cast<double>(sum_micros_.load()) / 1e6)).append("\n");
+  line(out, std::string(name) + "_count", labels, count_.load(std::memory_order_relaxed));
+}
+
+UpstreamMetrics::UpstreamMetrics() : latency(latency_bounds()) {}
+
+Metrics::Metrics(std::string version, std::string pop)
+    : decision_memory(latency_bounds()),
+      decision_redis(latency_bounds()),
+      version_(std::move(version)),
+      pop_(std::move(pop)) {}
+
+RouteMetrics& Metrics::route(std::string_view name) {
+  std::lock_guard lock(mutex_);
+  auto it = routes_.find(name);
+  if (it == routes_.end()) it = routes_.emplace(std::string(name), std::make_unique<RouteMetrics>()).first;
+  return *it->second;
+}
+
+UpstreamMetrics& Metrics::upstream(std::string_view name) {
+  std::lock_guard lock(mutex_);
+  auto it = upstreams_.find(name);
+  if (it == upstreams_.end())
+    it = upstreams_.emplace(std::string(name), std::make_unique<UpstreamMetrics>()).first;
+  return *it->second;
+}
+
+std::string Metrics::render() const {
+  std::string out;
+  out.reserve(8192);
+  help(out, "floodgate_build_info", "gauge", "Version and PoP of this instance.");
+  line(out, "floodgate_build_info", label("version", version_) + "," + label("pop", pop_), 1);
+
+  std::lock_guard lock(mutex_);
+  help(out, "floodgate_requests_total", "counter", "Requests by route and limit decision.");
+  for (const auto& [name, r] : routes_)
+    for (std::size_t i = 0; i < r->outcomes.size(); ++i)
+      line(out, "floodgate_requests_total",
+           label("route", name) + "," + label("outcome", to_string(static_cast<Outcome>(i))),
+           r->outcomes[i].load(std::memory_order_relaxed));
+  help(out, "floodgate_deny_cache_hits_total", "counter", "Refusals answered from the local deny cache.");
+  for (const auto& [name, r] : routes_)
+    line(out, "floodgate_deny_cache_hits_total", label("route", name), r->deny_cache_hits.load());
+
+  help(out, "floodgate_decision_seconds", "histogram", "Time for a store decision, by backend.");
+  decision_memory.render(out, "floodgate_decision_seconds", label("backend", "memory"));
+  decision_redis.render(out, "floodgate_decision_seconds", label("backend", "redis"));
+  help(out, "floodgate_store_errors_total", "counter", "Store decisions that failed, by kind.");
+  static constexpr const char* kinds[] = {"timeout", "unavailable", "protocol"};
+  for (std::size_t i = 0; i < store_errors.size(); ++i)
+    line(out, "floodgate_store_errors_total", label("kind", kinds[i]), store_errors[i].load());
+  if (store_health) {
+    auto [healthy, total] = store_health();
+    help(out, "floodgate_store_healthy_connections", "gauge",
+         "Workers whose store connection is up with its circuit breaker closed.");
+    line(out, "floodgate_store_healthy_connections", label("backend", backend), static_cast<std::uint64_t>(healthy));
+    help(out, "floodgate_store_circuit_open", "gauge", "Workers whose store circuit breaker is open or disconnected.");
+    line(out, "floodgate_store_circuit_open", label("backend", backend), static_cast<std::uint64_t>(total - healthy));
+  }
+  help(out, "floodgate_memory_store_evictions_total", "counter", "Keys evicted from the embedded store at its cap.");
+  line(out, "floodgate_memory_store_evictions_total", "", memory_evictions.load());
+
+  help(out, "floodgate_upstream_responses_total", "counter", "Upstream responses by status class.");
+  for (const auto& [name, u] : upstreams_)
+    for (std::size_t c = 1; c <= 5; ++c)
+      line(out, "floodgate_upstream_responses_total",
+           label("upstream", name) + "," + label("class", std::to_string(c) + "xx"), u->by_class[c].load());
+  help(out, "floodgate_upstream_errors_total", "counter", "Upstream failures: connect errors and timeouts.");
+  for (const auto& [name, u] : upstreams_) {
+    line(out, "floodgate_upstream_errors_total", label("upstream", name) + ",kind=\"connect\"", u->connect_errors.load());
+    line(out, "floodgate_upstream_errors_total", label("upstream", name) + ",kind=\"timeout\"", u->timeouts.load());
+  }
+  help(out, "floodgate_upstream_latency_seconds", "histogram", "Request sent to response header, by upstream.");
+  for (const auto& [name, u] : upstreams_) u->latency.render(out, "floodgate_upstream_latency_seconds", label("upstream", name));
+
+  help(out, "floodgate_active_connections", "gauge", "Open downstream connections.");
+  line(out, "floodgate_active_connections", "", static_cast<std::uint64_t>(std::max<std::int64_t>(0, active_connections.load())));
+  help(out, "floodgate_config_reloads_total", "counter", "Config reloads by result.");
+  line(out, "floodgate_config_reloads_total", "result=\"ok\"", reloads_ok.load());
+  line(out, "floodgate_config_reloads_total", "result=\"rejected\"", reloads_failed.load());
+  return out;
+}
+
+}  // namespace floodgate::admin

@@ -1,0 +1,173 @@
+// Operating floodgate: metrics that move with traffic, health and readiness, the redacted
+// config, the access log, reload under load and a graceful drain, on the real binary where
+// signals are involved.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <fstream>
+#include <future>
+#include <regex>
+#include <thread>
+
+#include "admin/admin_server.hpp"
+#include "redis_server.hpp"
+
+namespace floodgate::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::uint64_t metric(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return UINT64_MAX;
+  return std::stoull(text.substr(at + series.size() + 2));
+}
+
+std::string limited_routes(std::uint16_t origin_port) {
+  return "upstreams:\n  origin: { url: \"http://127.0.0.1:" + std::to_string(origin_port) +
+         "\" }\nstore: { key_secret: admin-test-secret-0123456789 }\nroutes:\n"
+         "  - name: api\n    match: { path_prefix: /api }\n    upstream: origin\n"
+         "    limits: [{ name: burst, algorithm: token_bucket, capacity: 5, refill_rate: 1/h, key: [ip] }]\n"
+         "  - name: other\n    match: { path_prefix: / }\n    upstream: origin\n";
+}
+
+TEST(Admin, MetricsMoveWithTrafficAndSecretsAreRedacted) {
+  Origin origin;
+  Proxy proxy("server:\n  listen: [127.0.0.1:0]\n  threads: 1\n" + limited_routes(origin.port()));
+  admin::AdminState state;
+  spdlog::logger log("admin", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  admin::AdminServer server({"127.0.0.1", 0}, proxy.source(), proxy.metrics(), state, log);
+  server.start();
+  for (int i = 0; i < 12; ++i) get(proxy.port(), "/api/x");
+  for (int i = 0; i < 3; ++i) get(proxy.port(), "/page");
+  auto m = get(server.port(), "/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->result_int(), 200);
+  const auto& text = m->body();
+  EXPECT_EQ(metric(text, R"(floodgate_requests_total{route="api",outcome="admitted"})"), 5u) << text;
+  EXPECT_EQ(metric(text, R"(floodgate_requests_total{route="api",outcome="limited"})"), 7u);
+  EXPECT_EQ(metric(text, R"(floodgate_upstream_responses_total{upstream="origin",class="2xx"})"), 8u);
+  EXPECT_EQ(metric(text, R"(floodgate_decision_seconds_count{backend="memory"})"), 5u + 1u);  // then the deny cache
+  EXPECT_EQ(metric(text, R"(floodgate_deny_cache_hits_total{route="api"})"), 6u);  // one worker
+  EXPECT_EQ(metric(text, R"(floodgate_build_info{version="test",pop="itest"})"), 1u);
+  EXPECT_EQ(text.find("127.0.0.1"), std::string::npos) << "no client address may be a label";
+
+  EXPECT_EQ(get(server.port(), "/healthz")->result_int(), 200);
+  auto ready = get(server.port(), "/readyz");
+  EXPECT_EQ(ready->result_int(), 200);
+  EXPECT_NE(ready->body().find("\"ready\":true"), std::string::npos);
+  state.draining = true;
+  EXPECT_EQ(get(server.port(), "/readyz")->result_int(), 503);
+
+  auto cfg = get(server.port(), "/config");
+  EXPECT_EQ(cfg->result_int(), 200);
+  EXPECT_EQ(cfg->body().find("admin-test-secret"), std::string::npos);
+  EXPECT_NE(cfg->body().find("\"key_secret\":\"[redacted]\""), std::string::npos) << cfg->body();
+  EXPECT_NE(cfg->body().find("\"name\":\"burst\""), std::string::npos);
+  EXPECT_EQ(get(server.port(), "/nope")->result_int(), 404);
+}
+
+struct Running {
+  Origin origin;
+  std::uint16_t port = free_port();
+  std::uint16_t admin = free_port();
+  std::string path = (std::filesystem::temp_directory_path() / ("fg-admin-" + std::to_string(getpid()) + "-" +
+                                                                 std::to_string(port) + ".yaml")).string();
+  std::unique_ptr<ChildProcess> fg;
+
+  std::string config(int capacity, bool access_log = false) {
+    return "server:\n  listen: [127.0.0.1:" + std::to_string(port) + "]\n  threads: 2\n  timeouts: { drain: 5s }\n" +
+           "admin: { listen: 127.0.0.1:" + std::to_string(admin) + " }\nlog: { level: warn, access_log: " +
+           (access_log ? "true" : "false") + " }\n" +
+           substitute(limited_routes(origin.port()), "capacity: 5", "capacity: " + std::to_string(capacity));
+  }
+  void start(const std::string& text) {
+    std::ofstream(path) << text;
+    fg = std::make_unique<ChildProcess>(std::vector<std::string>{FLOODGATE_BINARY, "--config", path});
+    for (int i = 0; i < 200; ++i) {
+      try {
+        if (get(admin, "/healthz")) return;
+      } catch (const std::exception&) {
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    FAIL() << "floodgate did not start";
+  }
+};
+
+TEST(Admin, DrainFinishesAnInFlightRequestWhileReadyzSays503) {
+  Running r;
+  r.start(r.config(5));
+  auto slow = std::async(std::launch::async, [&] { return get(r.port, "/slow/1500"); });
+  std::this_thread::sleep_for(300ms);
+  auto started = std::chrono::steady_clock::now();
+  kill(r.fg->pid(), SIGTERM);
+  std::this_thread::sleep_for(200ms);
+  auto ready = get(r.admin, "/readyz");  // the admin listener stays up during the drain
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->result_int(), 503);
+  EXPECT_THROW(get(r.port, "/other"), std::exception);  // traffic listeners are closed
+  auto done = slow.get();
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->result_int(), 200);
+  EXPECT_EQ(done->body(), "slow ok");
+  auto code = r.fg->signal_and_wait(0, 5s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 4s);
+}
+
+TEST(Admin, ReloadUnderLoadLosesNoRequest) {
+  Running r;
+  r.start(r.config(1000000));
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, limited{0}, other{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t)
+    clients.emplace_back([&] {
+      while (!stop) {
+        try {
+          Client c(r.port);
+          for (int i = 0; i < 50 && !stop; ++i) {
+            auto res = c.request("GET /api/x HTTP/1.1\r\nHost: t\r\n\r\n");
+            int s = res ? res->result_int() : -1;
+            (s == 200 ? ok : s == 429 ? limited : other)++;
+          }
+        } catch (const std::exception&) {
+          other++;
+        }
+      }
+    });
+  for (int i = 0; i < 6; ++i) {
+    std::this_thread::sleep_for(250ms);
+    std::ofstream(r.path) << r.config(i % 2 ? 1000000 : 2000000);
+    kill(r.fg->pid(), SIGHUP);
+  }
+  std::this_thread::sleep_for(250ms);
+  stop = true;
+  for (auto& t : clients) t.join();
+  std::cout << "[ reload ] 6 reloads under load: " << ok << " x 200, " << limited << " x 429, " << other
+            << " other\n";
+  EXPECT_GT(ok.load(), 500);
+  EXPECT_EQ(other.load(), 0);
+  auto m = get(r.admin, "/metrics")->body();
+  EXPECT_EQ(metric(m, R"(floodgate_config_reloads_total{result="ok"})"), 6u);
+}
+
+TEST(Admin, AccessLogHasOneJsonLinePerRequest) {
+  Running r;
+  r.start(r.config(2, true));
+  for (int i = 0; i < 3; ++i) get(r.port, "/api/x");
+  std::vector<std::string> lines;
+  for (int i = 0; i < 3; ++i) lines.push_back(r.fg->read_line(2s));
+  EXPECT_NE(lines[0].find(R"("route":"api")"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(R"("status":200)"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(R"("decision":"admitted")"), std::string::npos) << lines[0];
+  EXPECT_TRUE(std::regex_search(lines[0], std::regex(R"("key":"rl:api:burst:\{[0-9a-f]{32}\}")"))) << lines[0];
+  EXPECT_NE(lines[2].find(R"("status":429)"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find(R"("decision":"limited")"), std::string::npos) << lines[2];
+}
+
+}  // namespace
+}  // namespace floodgate::testing

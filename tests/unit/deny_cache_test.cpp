@@ -1,0 +1,194 @@
+// The per-worker cache of refusals: a refused caller is answered locally until its
+// Retry-After passes, never longer, and never for a limit whose definition changed.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "floodgate/limit/algorithm.hpp"
+#include "floodgate/limit/deny_cache.hpp"
+
+using floodgate::config::Algorithm;
+using floodgate::limit::Decision;
+using floodgate::limit::DenyCache;
+using floodgate::limit::evaluate;
+using floodgate::limit::kMicrosPerSecond;
+using floodgate::limit::Micros;
+using floodgate::limit::Params;
+using floodgate::limit::State;
+using floodgate::store::Item;
+
+namespace {
+
+constexpr Micros kSec = kMicrosPerSecond;
+constexpr Micros T0 = 1'699'999'200LL * kSec;
+
+Params sliding_window(std::int64_t limit, Micros window) {
+  Params p;
+  p.algorithm = Algorithm::sliding_window;
+  p.capacity = limit;
+  p.window = window;
+  return p;
+}
+
+Item item(std::string key, Params p, std::int64_t cost = 1, bool enforce = true) {
+  Item i;
+  i.key = std::move(key);
+  i.params = p;
+  i.cost = cost;
+  i.enforce = enforce;
+  return i;
+}
+
+Decision refused(Micros retry_after, Micros reset_after, std::int64_t limit = 100) {
+  Decision d;
+  d.admitted = false;
+  d.limit = limit;
+  d.remaining = 0;
+  d.retry_after = retry_after;
+  d.reset_after = reset_after;
+  return d;
+}
+
+TEST(DenyCache, RemembersARefusalUntilItsRetryAfter) {
+  DenyCache cache;
+  auto a = item("rl:r:l:{a}", sliding_window(100, 60 * kSec));
+  cache.remember(a, refused(5 * kSec, 40 * kSec), T0);
+  EXPECT_EQ(cache.size(), 1u);
+
+  auto hit = cache.check({a}, T0);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->item, 0u);
+  EXPECT_FALSE(hit->decision.admitted);
+  EXPECT_EQ(hit->decision.limit, 100);
+  EXPECT_EQ(hit->decision.remaining, 0);
+  EXPECT_EQ(hit->decision.retry_after, 5 * kSec);
+  EXPECT_EQ(hit->decision.reset_after, 40 * kSec);
+
+  // Recomputed from now.
+  hit = cache.check({a}, T0 + 2 * kSec);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->decision.retry_after, 3 * kSec);
+  EXPECT_EQ(hit->decision.reset_after, 38 * kSec);
+
+  hit = cache.check({a}, T0 + 5 * kSec - 1);
+  ASSERT_TRUE(hit.has_value()) << "still refused 1 us before Retry-After";
+  EXPECT_EQ(hit->decision.retry_after, 1);
+  EXPECT_EQ(cache.hits(), 3u);
+
+  EXPECT_FALSE(cache.check({a}, T0 + 5 * kSec).has_value()) << "exactly at Retry-After: ask the store";
+  EXPECT_EQ(cache.size(), 0u) << "the stale entry is dropped";
+  EXPECT_EQ(cache.hits(), 3u);
+}
+
+TEST(DenyCache, EndsExactlyWhenTheAlgorithmWouldAdmit) {
+  auto p = sliding_window(10, 10 * kSec);
+  auto a = item("rl:r:l:{a}", p);
+  State s;
+  for (int i = 0; i < 10; ++i) s = evaluate(p, s, T0 + 1 * kSec, 1).next;
+  auto d = evaluate(p, s, T0 + 4 * kSec, 1).decision;
+  ASSERT_FALSE(d.admitted);
+  DenyCache cache;
+  cache.remember(a, d, T0 + 4 * kSec);
+  const Micros pass_at = T0 + 4 * kSec + d.retry_after;
+  EXPECT_TRUE(cache.check({a}, pass_at - 1).has_value());
+  EXPECT_FALSE(evaluate(p, s, pass_at - 1, 1).decision.admitted);
+  EXPECT_FALSE(cache.check({a}, pass_at).has_value());
+  EXPECT_TRUE(evaluate(p, s, pass_at, 1).decision.admitted);
+}
+
+TEST(DenyCache, ReportsWhichItemIsRefused) {
+  DenyCache cache;
+  auto a = item("rl:r:a:{x}", sliding_window(100, 60 * kSec));
+  auto b = item("rl:r:b:{x}", sliding_window(10, 60 * kSec));
+  EXPECT_FALSE(cache.check({a, b}, T0).has_value()) << "empty cache";
+  cache.remember(b, refused(7 * kSec, 7 * kSec, 10), T0);
+  auto hit = cache.check({a, b}, T0 + 1 * kSec);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->item, 1u);
+  EXPECT_EQ(hit->decision.limit, 10);
+  EXPECT_EQ(hit->decision.retry_after, 6 * kSec);
+  EXPECT_FALSE(cache.check({a}, T0 + 1 * kSec).has_value()) << "another key of the same caller";
+}
+
+TEST(DenyCache, ForgetsWhenTheLimitDefinitionChanges) {
+  auto base = item("rl:r:l:{a}", sliding_window(100, 60 * kSec));
+  struct Change {
+    const char* what;
+    void (*apply)(Item&);
+  };
+  const Change changes[] = {
+      {"capacity", [](Item& i) { i.params.capacity = 200; }},
+      {"window", [](Item& i) { i.params.window = 30 * kSec; }},
+      {"algorithm", [](Item& i) { i.params.algorithm = Algorithm::fixed_window; }},
+      {"rate", [](Item& i) { i.params.per_second = 3; }},
+      {"cost", [](Item& i) { i.cost = 2; }},
+  };
+  for (const auto& c : changes) {
+    SCOPED_TRACE(c.what);
+    DenyCache cache;
+    cache.remember(base, refused(30 * kSec, 30 * kSec), T0);
+    ASSERT_TRUE(cache.check({base}, T0 + 1).has_value());
+    Item changed = base;
+    c.apply(changed);
+    EXPECT_FALSE(cache.check({changed}, T0 + 1).has_value());
+    EXPECT_EQ(cache.size(), 0u) << "the stale entry is dropped";
+  }
+}
+
+TEST(DenyCache, NeverCachesConcurrencyOrAdmissions) {
+  DenyCache cache;
+  Params conc;
+  conc.algorithm = Algorithm::concurrency;
+  conc.capacity = 2;
+  auto c = item("rl:r:conc:{a}", conc);
+  cache.remember(c, refused(1 * kSec, 0, 2), T0);
+  EXPECT_EQ(cache.size(), 0u) << "a concurrency refusal ends with a release, not at a time";
+  EXPECT_FALSE(cache.check({c}, T0).has_value());
+
+  auto a = item("rl:r:l:{a}", sliding_window(100, 60 * kSec));
+  Decision ok;
+  ok.admitted = true;
+  ok.limit = 100;
+  ok.remaining = 5;
+  cache.remember(a, ok, T0);
+  cache.remember(a, refused(0, 10 * kSec), T0);  // no wait at all: nothing to remember
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_FALSE(cache.check({a}, T0).has_value());
+}
+
+TEST(DenyCache, ShadowItemsAreNeverAnsweredFromTheCache) {
+  DenyCache cache;
+  auto enforced = item("rl:r:l:{a}", sliding_window(100, 60 * kSec));
+  cache.remember(enforced, refused(30 * kSec, 30 * kSec), T0);
+  auto shadow = enforced;
+  shadow.enforce = false;
+  EXPECT_FALSE(cache.check({shadow}, T0 + 1).has_value()) << "a shadow limit never refuses";
+  EXPECT_TRUE(cache.check({enforced}, T0 + 1).has_value());
+  auto other = item("rl:r:other:{a}", sliding_window(5, 60 * kSec));
+  auto hit = cache.check({shadow, other, enforced}, T0 + 1);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->item, 2u);
+}
+
+TEST(DenyCache, BoundedSize) {
+  DenyCache cache(3);
+  auto p = sliding_window(100, 60 * kSec);
+  cache.remember(item("k1", p), refused(1 * kSec, 1 * kSec), T0);
+  cache.remember(item("k2", p), refused(10 * kSec, 10 * kSec), T0);
+  cache.remember(item("k3", p), refused(10 * kSec, 10 * kSec), T0);
+  EXPECT_EQ(cache.size(), 3u);
+  // Full: expired entries go first (k1), then the new one fits.
+  cache.remember(item("k4", p), refused(10 * kSec, 10 * kSec), T0 + 2 * kSec);
+  EXPECT_EQ(cache.size(), 3u);
+  EXPECT_TRUE(cache.check({item("k2", p)}, T0 + 2 * kSec).has_value());
+  EXPECT_TRUE(cache.check({item("k4", p)}, T0 + 2 * kSec).has_value());
+  // Full of live entries: it starts over rather than growing (refusals are re-learnt from the store).
+  cache.remember(item("k5", p), refused(10 * kSec, 10 * kSec), T0 + 2 * kSec);
+  EXPECT_LE(cache.size(), 3u);
+  EXPECT_TRUE(cache.check({item("k5", p)}, T0 + 2 * kSec).has_value());
+}
+
+}  // namespace
