@@ -21,12 +21,20 @@ std::optional<DenyCache::Hit> DenyCache::check(const std::vector<store::Item>& i
     if (!items[i].enforce) continue;
     auto it = map_.find(items[i].key);
     if (it == map_.end()) continue;
-    if (it->second.until <= now || it->second.fingerprint != fingerprint(items[i])) {
+    auto& e = it->second;
+    if (e.fingerprint != fingerprint(items[i])) {  // the limit changed (reload): forget
       map_.erase(it);
       continue;
     }
-    Hit hit{i, it->second.decision};
-    hit.decision.retry_after = it->second.until - now;
+    if (e.until <= now) {
+      if (e.probe_until <= now) {  // this request is the probe
+        e.probe_until = now + kProbeWindow;
+        continue;
+      }
+      // A probe is in flight: refuse a little early rather than stampede the store.
+    }
+    Hit hit{i, e.decision};
+    hit.decision.retry_after = std::max<Micros>(1, e.until - now);
     hit.decision.reset_after = std::max<Micros>(0, it->second.reset_at - now);
     ++hits_;
     return hit;
@@ -42,7 +50,12 @@ void DenyCache::remember(const store::Item& item, const Decision& d, Micros now)
     std::erase_if(map_, [now](const auto& kv) { return kv.second.until <= now; });
     if (map_.size() >= max_entries_) map_.clear();
   }
-  map_[item.key] = Entry{now + d.retry_after, now + d.reset_after, d, fingerprint(item)};
+  map_[item.key] = Entry{now + d.retry_after, now + d.reset_after, d, fingerprint(item), 0};
+}
+
+void DenyCache::forget(const std::vector<store::Item>& items) {
+  if (map_.empty()) return;
+  for (const auto& item : items) map_.erase(item.key);
 }
 
 }  // namespace floodgate::limit

@@ -79,8 +79,27 @@ TEST(DenyCache, RemembersARefusalUntilItsRetryAfter) {
   EXPECT_EQ(cache.hits(), 3u);
 
   EXPECT_FALSE(cache.check({a}, T0 + 5 * kSec).has_value()) << "exactly at Retry-After: ask the store";
-  EXPECT_EQ(cache.size(), 0u) << "the stale entry is dropped";
   EXPECT_EQ(cache.hits(), 3u);
+}
+
+TEST(DenyCache, OneProbeAtATimeWhenARefusalRunsOut) {
+  DenyCache cache;
+  auto a = item("rl:r:l:{a}", sliding_window(100, 60 * kSec));
+  cache.remember(a, refused(5 * kSec, 40 * kSec), T0);
+  const Micros end = T0 + 5 * kSec;
+  EXPECT_FALSE(cache.check({a}, end).has_value()) << "the first request after Retry-After probes the store";
+  auto held = cache.check({a}, end + 10);
+  ASSERT_TRUE(held.has_value()) << "others wait for the probe's answer instead of stampeding the store";
+  EXPECT_GE(held->decision.retry_after, 1);
+  EXPECT_TRUE(cache.check({a}, end + DenyCache::kProbeWindow - 1).has_value());
+  EXPECT_FALSE(cache.check({a}, end + DenyCache::kProbeWindow).has_value()) << "a lost probe is replaced";
+  // The probe is refused again: a fresh refusal replaces the entry.
+  cache.remember(a, refused(2 * kSec, 30 * kSec), end + 20);
+  EXPECT_TRUE(cache.check({a}, end + 30).has_value());
+  // The probe is admitted: the entry goes, and everyone asks the store again.
+  cache.forget({a});
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_FALSE(cache.check({a}, end + 40).has_value());
 }
 
 TEST(DenyCache, EndsExactlyWhenTheAlgorithmWouldAdmit) {

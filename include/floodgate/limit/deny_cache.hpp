@@ -23,8 +23,14 @@ class DenyCache {
     std::size_t item = 0;  // which of the items is refused
     Decision decision;     // with retry_after and reset_after counted from `now`
   };
+  // When a remembered refusal runs out, exactly one request (the probe) goes to the store;
+  // the others keep being refused until its answer arrives or kProbeWindow passes, so a flood
+  // whose Retry-After just ended does not become a stampede of store calls.
   std::optional<Hit> check(const std::vector<store::Item>& items, Micros now);
   void remember(const store::Item& item, const Decision& d, Micros now);
+  // The store admitted these items: their probes (if any) are over.
+  void forget(const std::vector<store::Item>& items);
+  static constexpr Micros kProbeWindow = 100'000;
   std::uint64_t hits() const { return hits_; }
   std::size_t size() const { return map_.size(); }
 
@@ -34,6 +40,7 @@ class DenyCache {
     Micros reset_at = 0;
     Decision decision;
     std::uint64_t fingerprint = 0;
+    Micros probe_until = 0;  // a probe is in flight until then
   };
   static std::uint64_t fingerprint(const store::Item& item);
 
