@@ -23,14 +23,7 @@ namespace floodgate::config {
 namespace {
 
 std::optional<Endpoint> endpoint(YamlReader& r, const YAML::Node& n, const std::string& path) {
-  auto text = r.string(n, path);
-  if (!text) return std::nullopt;
-  auto parsed = parse_endpoint(*text);
-  if (auto* msg = std::get_if<std::string>(&parsed)) {
-    r.error(n, path, *msg);
-    return std::nullopt;
-  }
-  return std::get<Endpoint>(parsed);
+  return r.parsed<Endpoint>(n, path, parse_endpoint);
 }
 
 std::optional<Listener> listener(YamlReader& r, const YAML::Node& n, const std::string& path) {
@@ -183,15 +176,9 @@ void read_server(const Section& s, ServerSettings& out) {
       c.string("header", out.client_ip.header);
       c.integer("ipv6_prefix", out.client_ip.ipv6_prefix, 1, 128);
       if (c.has("trusted_proxies")) {
-        for (const auto& e : r.sequence(c["trusted_proxies"], c.at("trusted_proxies"))) {
-          auto text = r.string(e, c.at("trusted_proxies"));
-          if (!text) continue;
-          auto parsed = parse_cidr(*text);
-          if (auto* msg = std::get_if<std::string>(&parsed))
-            r.error(e, c.at("trusted_proxies"), *msg);
-          else
-            out.client_ip.trusted_proxies.push_back(std::get<Cidr>(parsed));
-        }
+        for (const auto& e : r.sequence(c["trusted_proxies"], c.at("trusted_proxies")))
+          if (auto cidr = r.parsed<Cidr>(e, c.at("trusted_proxies"), parse_cidr))
+            out.client_ip.trusted_proxies.push_back(*cidr);
       }
     }
   }
@@ -296,27 +283,11 @@ void read_store(const Section& s, StoreSettings& out) {
   if (s.has("redis")) {
     Section rs(r, s["redis"], s.at("redis"));
     if (r.map(rs.node(), rs.path(), {"address", "nodes", "username", "password", "timeout"})) {
-      if (rs.has("address")) {
-        auto text = r.string(rs["address"], rs.at("address"));
-        if (text) {
-          auto parsed = parse_endpoint(*text);
-          if (auto* msg = std::get_if<std::string>(&parsed))
-            r.error(rs["address"], rs.at("address"), *msg);
-          else
-            out.redis.address = std::get<Endpoint>(parsed);
-        }
-      }
-      if (rs.has("nodes")) {
-        for (const auto& e : r.sequence(rs["nodes"], rs.at("nodes"))) {
-          auto text = r.string(e, rs.at("nodes"));
-          if (!text) continue;
-          auto parsed = parse_endpoint(*text);
-          if (auto* msg = std::get_if<std::string>(&parsed))
-            r.error(e, rs.at("nodes"), *msg);
-          else
-            out.redis.nodes.push_back(std::get<Endpoint>(parsed));
-        }
-      }
+      if (rs.has("address"))
+        if (auto ep = endpoint(r, rs["address"], rs.at("address"))) out.redis.address = *ep;
+      if (rs.has("nodes"))
+        for (const auto& e : r.sequence(rs["nodes"], rs.at("nodes")))
+          if (auto ep = endpoint(r, e, rs.at("nodes"))) out.redis.nodes.push_back(*ep);
       rs.string("username", out.redis.username);
       rs.string("password", out.redis.password);
       rs.duration("timeout", out.redis.timeout);

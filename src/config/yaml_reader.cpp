@@ -185,41 +185,20 @@ std::optional<bool> YamlReader::boolean(const YAML::Node& n, const std::string& 
 
 std::optional<Duration> YamlReader::duration(const YAML::Node& n, const std::string& path,
                                              Duration min) {
-  auto s = string(n, path);
-  if (!s) return std::nullopt;
-  auto parsed = parse_duration(*s);
-  if (auto* msg = std::get_if<std::string>(&parsed)) {
-    error(n, path, *msg);
-    return std::nullopt;
-  }
-  auto d = std::get<Duration>(parsed);
-  if (d < min) {
-    error(n, path, "must be at least " + format_duration(min) + ", got \"" + *s + "\"");
+  auto d = parsed<Duration>(n, path, parse_duration);
+  if (d && *d < min) {
+    error(n, path, "must be at least " + format_duration(min) + ", got \"" + n.Scalar() + "\"");
     return std::nullopt;
   }
   return d;
 }
 
 std::optional<std::uint64_t> YamlReader::size(const YAML::Node& n, const std::string& path) {
-  auto s = string(n, path);
-  if (!s) return std::nullopt;
-  auto parsed = parse_size(*s);
-  if (auto* msg = std::get_if<std::string>(&parsed)) {
-    error(n, path, *msg);
-    return std::nullopt;
-  }
-  return std::get<std::uint64_t>(parsed);
+  return parsed<std::uint64_t>(n, path, parse_size);
 }
 
 std::optional<Rate> YamlReader::rate(const YAML::Node& n, const std::string& path) {
-  auto s = string(n, path);
-  if (!s) return std::nullopt;
-  auto parsed = parse_rate(*s);
-  if (auto* msg = std::get_if<std::string>(&parsed)) {
-    error(n, path, *msg);
-    return std::nullopt;
-  }
-  return std::get<Rate>(parsed);
+  return parsed<Rate>(n, path, parse_rate);
 }
 
 }  // namespace floodgate::config

@@ -46,6 +46,19 @@ class YamlReader {
   std::optional<std::uint64_t> size(const YAML::Node& n, const std::string& path);
   std::optional<Rate> rate(const YAML::Node& n, const std::string& path);
 
+  // A scalar read through one of the units.hpp / address.hpp parsers; its message on failure.
+  template <typename T>
+  std::optional<T> parsed(const YAML::Node& n, const std::string& path, Parsed<T> (*parse)(std::string_view)) {
+    auto s = string(n, path);
+    if (!s) return std::nullopt;
+    auto result = parse(*s);
+    if (auto* msg = std::get_if<std::string>(&result)) {
+      error(n, path, *msg);
+      return std::nullopt;
+    }
+    return std::get<T>(std::move(result));
+  }
+
   template <typename E>
   std::optional<E> choice(const YAML::Node& n, const std::string& path,
                           std::initializer_list<std::pair<std::string_view, E>> options) {

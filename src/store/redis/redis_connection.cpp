@@ -198,32 +198,26 @@ void Connection::on_disconnect(const redisAsyncContext* ac, int status) {
   self->schedule_reconnect();
 }
 
-void Connection::wait_readable() {
-  if (read_waiting_ || !ac_) return;
-  read_waiting_ = true;
-  fd_.async_wait(asio::posix::stream_descriptor::wait_read,
-                 [w = weak_from_this(), gen = generation_](boost::system::error_code ec) {
-                   auto self = w.lock();
-                   if (!self || gen != self->generation_) return;
-                   self->read_waiting_ = false;
-                   if (ec || !self->ac_ || !self->want_read_) return;
-                   redisAsyncHandleRead(self->ac_);  // may free the context (cleanup runs)
-                   if (gen == self->generation_ && self->ac_ && self->want_read_) self->wait_readable();
-                 });
-}
+void Connection::wait_readable() { wait(asio::posix::stream_descriptor::wait_read); }
+void Connection::wait_writable() { wait(asio::posix::stream_descriptor::wait_write); }
 
-void Connection::wait_writable() {
-  if (write_waiting_ || !ac_) return;
-  write_waiting_ = true;
-  fd_.async_wait(asio::posix::stream_descriptor::wait_write,
-                 [w = weak_from_this(), gen = generation_](boost::system::error_code ec) {
-                   auto self = w.lock();
-                   if (!self || gen != self->generation_) return;
-                   self->write_waiting_ = false;
-                   if (ec || !self->ac_ || !self->want_write_) return;
-                   redisAsyncHandleWrite(self->ac_);
-                   if (gen == self->generation_ && self->ac_ && self->want_write_) self->wait_writable();
-                 });
+// One readiness wait at a time per direction; when it fires, hiredis does the I/O, and the
+// wait is renewed while hiredis still wants it (and the context is still the same one).
+void Connection::wait(asio::posix::stream_descriptor::wait_type type) {
+  const bool reading = type == asio::posix::stream_descriptor::wait_read;
+  bool& waiting = reading ? read_waiting_ : write_waiting_;
+  if (waiting || !ac_) return;
+  waiting = true;
+  fd_.async_wait(type, [w = weak_from_this(), gen = generation_, type, reading](boost::system::error_code ec) {
+    auto self = w.lock();
+    if (!self || gen != self->generation_) return;
+    (reading ? self->read_waiting_ : self->write_waiting_) = false;
+    const bool& wanted = reading ? self->want_read_ : self->want_write_;
+    if (ec || !self->ac_ || !wanted) return;
+    if (reading) redisAsyncHandleRead(self->ac_);  // may free the context (cleanup runs)
+    else redisAsyncHandleWrite(self->ac_);
+    if (gen == self->generation_ && self->ac_ && wanted) self->wait(type);
+  });
 }
 
 void Connection::teardown_fd() {

@@ -75,6 +75,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_timer();
   void wait_readable();
   void wait_writable();
+  void wait(boost::asio::posix::stream_descriptor::wait_type type);
   void teardown_fd();
 
   static void on_reply(redisAsyncContext* ac, void* reply, void* privdata);

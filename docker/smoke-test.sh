@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Builds the image, brings docker/docker-compose.yml up (Redis, the demo origin, two floodgate
+# instances), shows that the two instances share one limit through Redis (the sum of their
+# 200s equals the limit), and tears everything down.
+#
+# Engine: podman + podman-compose when present (what these machines have: host networking,
+# runc, and a debootstrapped debian:bookworm base image, built here if missing), else docker
+# with its compose plugin. Takes a few minutes the first time (image builds).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+limit=${API_LIMIT:-50}
+requests=$((limit * 2 + 20))
+export API_LIMIT=$limit
+
+if command -v podman >/dev/null && command -v podman-compose >/dev/null; then
+  engine=podman
+  compose=(podman-compose -f docker/docker-compose.yml)
+  # runc with cgroupfs and host networking: what works in this kind of VM.
+  conf=$(mktemp /tmp/floodgate-containers.XXXXXX.conf)
+  cat >"$conf" <<'CONF'
+[containers]
+default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
+netns = "host"
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+CONF
+  export CONTAINERS_CONF=$conf
+  if ! podman image exists docker.io/library/debian:bookworm; then
+    echo "smoke: no debian:bookworm base image; building one with debootstrap (a few minutes)"
+    rootfs=$(mktemp -d /tmp/floodgate-rootfs.XXXXXX)
+    debootstrap --variant=minbase bookworm "$rootfs" >/dev/null
+    tar -C "$rootfs" -c . | podman import - docker.io/library/debian:bookworm >/dev/null
+    rm -rf "$rootfs"
+  fi
+  podman image exists docker.io/library/debian:bookworm-slim ||
+    podman tag docker.io/library/debian:bookworm docker.io/library/debian:bookworm-slim
+  build=(podman build --network=host)
+  # Host networking: every service on its own loopback port.
+  export NETWORK_MODE=host
+  export REDIS_PORT=16480 REDIS_BIND=127.0.0.1 REDIS_ADDRESS=127.0.0.1:16480
+  export ORIGIN_BIND=127.0.0.1 ORIGIN_PORT=19480 ORIGIN_URL=http://127.0.0.1:19480
+  export A_LISTEN=127.0.0.1:18481 A_ADMIN=127.0.0.1:19481 A_ADMIN_HEALTH=127.0.0.1:19481
+  export B_LISTEN=127.0.0.1:18482 B_ADMIN=127.0.0.1:19482 B_ADMIN_HEALTH=127.0.0.1:19482
+  a=127.0.0.1:18481 b=127.0.0.1:18482 a_admin=127.0.0.1:19481 b_admin=127.0.0.1:19482
+else
+  engine=docker
+  compose=(docker compose -f docker/docker-compose.yml)
+  build=(docker build)
+  a=127.0.0.1:8081 b=127.0.0.1:8082 a_admin=127.0.0.1:9911 b_admin=127.0.0.1:9912
+fi
+
+cleanup() { "${compose[@]}" down >/dev/null 2>&1 || true; [ -n "${conf:-}" ] && rm -f "$conf"; }
+trap cleanup EXIT
+
+echo "== build ($engine) =="
+"${build[@]}" -t floodgate:latest -f docker/Dockerfile . >/tmp/floodgate-image-build.log 2>&1 ||
+  { tail -30 /tmp/floodgate-image-build.log; exit 1; }
+"${build[@]}" -t floodgate-redis:latest -f docker/redis.Dockerfile . >>/tmp/floodgate-image-build.log 2>&1 ||
+  { tail -30 /tmp/floodgate-image-build.log; exit 1; }
+$engine images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E '^(localhost/)?floodgate' || true
+
+echo "== up =="
+"${compose[@]}" up -d >/tmp/floodgate-compose-up.log 2>&1 || { cat /tmp/floodgate-compose-up.log; exit 1; }
+for admin in $a_admin $b_admin; do
+  for _ in $(seq 100); do
+    curl -fsS "http://$admin/readyz" 2>/dev/null | grep -q '"healthy":true' && break
+    sleep 0.2
+  done
+  echo "  $admin/readyz: $(curl -sS "http://$admin/readyz")"
+done
+
+echo "== $requests requests to /api/demo, alternating between the two instances (limit $limit per minute, shared) =="
+ok_a=0 ok_b=0 limited=0 other=0
+for i in $(seq "$requests"); do
+  if ((i % 2)); then target=$a; else target=$b; fi
+  code=$(curl -s -o /dev/null -w '%{http_code}' "http://$target/api/demo")
+  case "$code" in
+    200) if ((i % 2)); then ok_a=$((ok_a + 1)); else ok_b=$((ok_b + 1)); fi ;;
+    429) limited=$((limited + 1)) ;;
+    *) other=$((other + 1)) ;;
+  esac
+done
+echo "  instance A: $ok_a x 200, instance B: $ok_b x 200, together $((ok_a + ok_b)) x 200; $limited x 429; $other other"
+echo "== /metrics of instance A (excerpt) =="
+curl -sS "http://$a_admin/metrics" | grep -E '^floodgate_(requests_total\{route="api"|build_info|store_healthy)' || true
+
+if ((ok_a + ok_b == limit && other == 0)); then
+  echo "smoke: OK (the two instances shared one limit of $limit)"
+else
+  echo "smoke: FAILED (expected $limit admitted in total)"
+  exit 1
+fi
