@@ -236,10 +236,9 @@ class Session {
   asio::awaitable<RelayResult> send_request(RequestParser& parser, UpstreamConnection& conn,
                                             const config::Upstream& u, bool expect_continue,
                                             const config::Config& config) {
+    // The header is not written on its own: it leaves with the first piece of the body (or
+    // alone when there is none), one write and one segment instead of two.
     bhttp::request_serializer<bhttp::buffer_body> sr{parser.get()};
-    conn.stream.expires_after(u.response_timeout);
-    auto [ec, n] = co_await bhttp::async_write_header(conn.stream, sr, as_tuple(use_awaitable));
-    if (ec) co_return RelayResult{RelayResult::Side::write, ec};
     if (expect_continue && !parser.is_done()) {
       static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
       client_.expires_after(config.server.timeouts.idle);
@@ -350,14 +349,16 @@ class Session {
     res.version(version);
     res.keep_alive(keep_alive);
     status_ = res.result_int();
+    // As for the request: the header goes out with the first piece of the body.
     bhttp::response_serializer<bhttp::buffer_body> sr{res};
-    client_.expires_after(config.server.timeouts.idle);
-    auto [ec, n] = co_await bhttp::async_write_header(client_, sr, as_tuple(use_awaitable));
-    if (ec) co_return false;
     auto relayed = co_await relay_body(conn->stream, conn->buffer, rp, client_, sr,
                                        std::span(chunk_), u.response_timeout,
                                        config.server.timeouts.idle);
     if (!relayed) {
+      if (relayed.failed == RelayResult::Side::read && !sr.is_header_done()) {
+        // Nothing reached the client yet: it can still be told what happened.
+        co_return co_await send_error(status_for_upstream_error(relayed.error), version, false);
+      }
       if (relayed.failed == RelayResult::Side::read)
         if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
           w_.log.warn("upstream {} ({}): response body: {} ({} similar lines suppressed)", u.name, u.url,
