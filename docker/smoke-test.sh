@@ -3,9 +3,9 @@
 # instances), shows that the two instances share one limit through Redis (the sum of their
 # 200s equals the limit), and tears everything down.
 #
-# Engine: podman + podman-compose when present (what these machines have: host networking,
-# runc, and a debootstrapped debian:bookworm base image, built here if missing), else docker
-# with its compose plugin. Takes a few minutes the first time (image builds).
+# Engine: podman + podman-compose when present (with runc and cgroupfs, and a debootstrapped
+# debian:bookworm base image, built here if missing, since no registry is reachable), else
+# docker with its compose plugin. Takes a few minutes the first time (image builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +16,7 @@ export API_LIMIT=$limit
 if command -v podman >/dev/null && command -v podman-compose >/dev/null; then
   engine=podman
   compose=(podman-compose -f docker/docker-compose.yml)
-  # runc with cgroupfs and host networking: what works in this kind of VM.
+  # runc with cgroupfs (crun fails on cgroups here); host networking for the image builds.
   conf=$(mktemp /tmp/floodgate-containers.XXXXXX.conf)
   cat >"$conf" <<'CONF'
 [containers]
@@ -37,19 +37,14 @@ CONF
   podman image exists docker.io/library/debian:bookworm-slim ||
     podman tag docker.io/library/debian:bookworm docker.io/library/debian:bookworm-slim
   build=(podman build --network=host)
-  # Host networking: every service on its own loopback port.
-  export NETWORK_MODE=host
-  export REDIS_PORT=16480 REDIS_BIND=127.0.0.1 REDIS_ADDRESS=127.0.0.1:16480
-  export ORIGIN_BIND=127.0.0.1 ORIGIN_PORT=19480 ORIGIN_URL=http://127.0.0.1:19480
-  export A_LISTEN=127.0.0.1:18481 A_ADMIN=127.0.0.1:19481 A_ADMIN_HEALTH=127.0.0.1:19481
-  export B_LISTEN=127.0.0.1:18482 B_ADMIN=127.0.0.1:19482 B_ADMIN_HEALTH=127.0.0.1:19482
-  a=127.0.0.1:18481 b=127.0.0.1:18482 a_admin=127.0.0.1:19481 b_admin=127.0.0.1:19482
 else
   engine=docker
   compose=(docker compose -f docker/docker-compose.yml)
   build=(docker build)
-  a=127.0.0.1:8081 b=127.0.0.1:8082 a_admin=127.0.0.1:9911 b_admin=127.0.0.1:9912
 fi
+# Host ports of the two instances and their admin listeners.
+export A_PORT=${A_PORT:-18481} B_PORT=${B_PORT:-18482} A_ADMIN_PORT=${A_ADMIN_PORT:-19481} B_ADMIN_PORT=${B_ADMIN_PORT:-19482}
+a=127.0.0.1:$A_PORT b=127.0.0.1:$B_PORT a_admin=127.0.0.1:$A_ADMIN_PORT b_admin=127.0.0.1:$B_ADMIN_PORT
 
 cleanup() { "${compose[@]}" down >/dev/null 2>&1 || true; [ -n "${conf:-}" ] && rm -f "$conf"; }
 trap cleanup EXIT
