@@ -76,7 +76,7 @@ bool YamlReader::map(const YAML::Node& n, const std::string& path,
   std::vector<std::string_view> names(allowed);
   std::vector<std::string> seen;
   for (auto it = n.begin(); it != n.end(); ++it) {
-    const YAML::Node& key = it->first;
+    const YAML::Node key = it->first;  // a copy: it->first lives in a temporary proxy
     if (!key.IsScalar()) {
       error(key, path, "keys must be plain names");
       continue;

@@ -211,7 +211,7 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
   co_return out;
 }
 
-void settle_from_response(WorkerContext& w, const Admission& a, const bhttp::fields& response) {
+void settle_from_response(const Admission& a, const bhttp::fields& response) {
   for (const auto& s : a.settles) {
     auto it = response.find(s.header);
     if (it == response.end()) continue;

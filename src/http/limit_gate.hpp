@@ -52,6 +52,6 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
                                                 const config::Route& route, const GateInput& in);
 
 // Applies the admission to an upstream response: settles true costs from its headers.
-void settle_from_response(WorkerContext& w, const Admission& a, const boost::beast::http::fields& response);
+void settle_from_response(const Admission& a, const boost::beast::http::fields& response);
 
 }  // namespace floodgate::http

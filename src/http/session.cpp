@@ -337,7 +337,7 @@ class Session {
     const bool upstream_keep_alive = rp.keep_alive();
     const auto content_length = rp.content_length();
     const bool has_body = !rp.is_done();
-    settle_from_response(w_, admission, res);
+    settle_from_response(admission, res);
     strip_hop_by_hop(res);
     for (const auto& [name, value] : admission.headers) res.set(name, value);
     if (content_length) {
