@@ -2,6 +2,7 @@
 // config such as the one in SPEC.md.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -112,8 +113,10 @@ constexpr const char* kEcPublicKey =
     "-----END PUBLIC KEY-----\n";
 
 // Writes `text` to a file under the test temp dir and returns its path.
+// Unique per process: ctest runs tests of this binary in parallel processes, and two of them
+// rewriting one shared file let a reader see it half written.
 std::string temp_file(const std::string& name, const std::string& text) {
-  auto path = (fs::path(::testing::TempDir()) / name).string();
+  auto path = (fs::path(::testing::TempDir()) / (std::to_string(::getpid()) + "-" + name)).string();
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }
