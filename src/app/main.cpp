@@ -79,10 +79,6 @@ int run(const std::string& path) {
   }
   auto log = app::make_logger(r.config->log);
   for (const auto& w : r.warnings) log->warn("{}", w.to_string());
-  if (r.config->store.backend == config::StoreBackend::redis_cluster) {
-    log->critical("store backend redis_cluster is not available in this build yet; use redis or memory");
-    return kExitRuntime;
-  }
   config::ConfigSource source(r.config);
   limit::SystemClock clock;
   // One in-process state shared by every worker: the embedded store and the `local` fallback.

@@ -15,7 +15,7 @@ http::StoreFactory memory_store_factory(store::MemoryState& memory) {
 http::StoreFactory configured_store_factory(const config::Config& config, store::MemoryState& memory,
                                             std::shared_ptr<spdlog::logger> log,
                                             const limit::Clock* test_clock) {
-  if (config.store.backend != config::StoreBackend::redis) return memory_store_factory(memory);
+  if (config.store.backend == config::StoreBackend::memory) return memory_store_factory(memory);
   const auto& rs = config.store.redis;
   store::RedisStoreOptions options;
   options.host = rs.address.host;
@@ -24,6 +24,12 @@ http::StoreFactory configured_store_factory(const config::Config& config, store:
   options.password = rs.password;
   options.timeout = rs.timeout;
   options.test_clock = test_clock;
+  if (config.store.backend == config::StoreBackend::redis_cluster) {
+    for (const auto& n : rs.nodes) options.seeds.push_back(n.to_string());
+    return [options, log](boost::asio::io_context& ioc) {
+      return store::make_redis_cluster_store(ioc, options, *log);
+    };
+  }
   return [options, log](boost::asio::io_context& ioc) {
     return store::make_redis_store(ioc, options, *log);
   };

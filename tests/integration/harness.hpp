@@ -9,6 +9,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -106,6 +107,10 @@ class Client {
   tcp::socket socket_{ioc_};
   beast::flat_buffer buffer_;
 };
+
+// Sends `n` requests at once over `n` connections spread over `ports`; counts statuses
+// (negative: connect, write or read failures).
+std::map<int, int> burst(const std::vector<std::uint16_t>& ports, const std::string& target, int n);
 
 // One request on a new connection.
 std::optional<Response> get(std::uint16_t port, const std::string& target,

@@ -23,36 +23,6 @@ std::string redis_config(std::uint16_t listen_port, std::uint16_t origin_port, s
          " }\n  key_secret: redis-test-secret-0123456789\n  instances: 2\nroutes:\n" + routes;
 }
 
-// Sends `n` requests at once over `n` connections, spread over `ports`; counts statuses.
-std::map<int, int> burst(const std::vector<std::uint16_t>& ports, const std::string& target, int n) {
-  asio::io_context ioc;
-  std::map<int, int> statuses;
-  struct Conn {
-    tcp::socket socket;
-    std::string request;
-    beast::flat_buffer buffer;
-    bhttp::response<bhttp::string_body> response;
-  };
-  std::vector<std::unique_ptr<Conn>> conns;
-  for (int i = 0; i < n; ++i) {
-    auto c = std::make_unique<Conn>(Conn{tcp::socket(ioc), "GET " + target + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", {}, {}});
-    auto* raw = c.get();
-    auto port = ports[static_cast<std::size_t>(i) % ports.size()];
-    raw->socket.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), [raw, &statuses](auto ec) {
-      if (ec) return void(++statuses[-1]);
-      asio::async_write(raw->socket, asio::buffer(raw->request), [raw, &statuses](auto ec, std::size_t) {
-        if (ec) return void(++statuses[-2]);
-        bhttp::async_read(raw->socket, raw->buffer, raw->response, [raw, &statuses](auto ec, std::size_t) {
-          ++statuses[ec ? -3 : raw->response.result_int()];
-        });
-      });
-    });
-    conns.push_back(std::move(c));
-  }
-  ioc.run_for(30s);
-  return statuses;
-}
-
 std::string write_file(const std::string& name, const std::string& text) {
   auto path = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()) + ".yaml");
   std::ofstream(path) << text;

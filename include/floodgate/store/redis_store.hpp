@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "floodgate/limit/clock.hpp"
 #include "floodgate/store/limit_store.hpp"
@@ -29,6 +30,7 @@ struct RedisStoreOptions {
   int breaker_threshold = 3;                   // consecutive failures that open the breaker
   std::chrono::milliseconds probe_interval{250};
   std::string instance_id;                     // prefix of concurrency lease ids
+  std::vector<std::string> seeds;              // redis_cluster: "host:port" of seed nodes
   // Tests only (the differential tests): pass this clock's time to the scripts instead of
   // letting them read Redis's TIME. Production leaves it null.
   const limit::Clock* test_clock = nullptr;
@@ -39,6 +41,10 @@ struct RedisHealth {
   virtual ~RedisHealth() = default;
   virtual bool healthy() const = 0;
 };
+
+// One connection per master per worker; routes each script by its keys' slot.
+std::unique_ptr<LimitStore> make_redis_cluster_store(boost::asio::io_context& ioc, RedisStoreOptions options,
+                                                     spdlog::logger& log);
 
 std::unique_ptr<LimitStore> make_redis_store(boost::asio::io_context& ioc, RedisStoreOptions options,
                                              spdlog::logger& log);

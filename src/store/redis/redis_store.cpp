@@ -11,6 +11,7 @@
 #include <charconv>
 
 #include "store/redis/redis_connection.hpp"
+#include "store/redis/script_calls.hpp"
 #include "store/redis/scripts.hpp"
 
 namespace floodgate::store {
@@ -31,37 +32,8 @@ std::string sha1_hex(std::string_view text) {
 
 namespace {
 
-std::string number(double v) {
-  char buf[32];
-  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, p);
-}
-
-bool is_noscript(const redisReply* r) {
-  return r && r->type == REDIS_REPLY_ERROR && std::string_view(r->str, r->len).starts_with("NOSCRIPT");
-}
-
-// {all_admitted, now, (admitted, remaining, reset_after, retry_after, limit) per item}
-std::optional<Outcome> decode(const redisReply* r, std::size_t items) {
-  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 + 5 * items) return std::nullopt;
-  for (std::size_t i = 0; i < r->elements; ++i)
-    if (r->element[i]->type != REDIS_REPLY_INTEGER) return std::nullopt;
-  auto at = [&](std::size_t i) { return static_cast<std::int64_t>(r->element[i]->integer); };
-  Outcome out;
-  out.admitted = at(0) == 1;
-  out.now = at(1);
-  for (std::size_t i = 0; i < items; ++i) {
-    limit::Decision d;
-    std::size_t b = 2 + 5 * i;
-    d.admitted = at(b) == 1;
-    d.remaining = at(b + 1);
-    d.reset_after = at(b + 2);
-    d.retry_after = at(b + 3);
-    d.limit = at(b + 4);
-    out.decisions.push_back(d);
-  }
-  return out;
-}
+using redis::decode_outcome;
+using redis::is_noscript;
 
 class RedisStore final : public LimitStore, public RedisHealth {
  public:
@@ -69,8 +41,7 @@ class RedisStore final : public LimitStore, public RedisHealth {
       : ioc_(ioc),
         options_(std::move(options)),
         log_(log),
-        acquire_sha_(redis::sha1_hex(redis::acquire_script())),
-        adjust_sha_(redis::sha1_hex(redis::adjust_script())),
+        shas_(redis::ScriptShas::compute()),
         probe_timer_(ioc) {
     redis::ConnectionOptions c;
     c.host = options_.host;
@@ -96,10 +67,7 @@ class RedisStore final : public LimitStore, public RedisHealth {
 
   void adjust(const Item& item, std::int64_t delta) override {
     if (open_ || !conn_->connected()) return;  // best effort: a lost settlement errs neither way for long
-    auto args = std::make_shared<std::vector<std::string>>(std::vector<std::string>{
-        "EVALSHA", adjust_sha_, "1", item.key, now_arg(),
-        std::to_string(static_cast<int>(item.params.algorithm)), std::to_string(item.params.capacity),
-        number(item.params.per_second), std::to_string(item.params.window), std::to_string(delta)});
+    auto args = std::make_shared<std::vector<std::string>>(redis::adjust_args(item, delta, shas_, now_arg()));
     send_simple(args, true);
   }
 
@@ -120,31 +88,8 @@ class RedisStore final : public LimitStore, public RedisHealth {
     return options_.test_clock ? std::to_string(options_.test_clock->now()) : std::string();
   }
 
-  std::vector<std::string> acquire_args(const Call& call, bool use_eval) const {
-    std::vector<std::string> a;
-    a.reserve(5 + call.items.size() * 7);
-    a.emplace_back(use_eval ? "EVAL" : "EVALSHA");
-    a.emplace_back(use_eval ? std::string(redis::acquire_script()) : acquire_sha_);
-    a.push_back(std::to_string(call.items.size()));
-    for (const auto& i : call.items) a.push_back(i.key);
-    a.push_back(now_arg());
-    std::string lease;
-    for (const auto& i : call.items)
-      if (!i.lease.empty()) lease = i.lease;
-    a.push_back(lease.empty() ? options_.instance_id : lease);
-    for (const auto& i : call.items) {
-      a.push_back(std::to_string(static_cast<int>(i.params.algorithm)));
-      a.push_back(std::to_string(i.params.capacity));
-      a.push_back(number(i.params.per_second));
-      a.push_back(std::to_string(i.params.window));
-      a.push_back(std::to_string(i.cost));
-      a.emplace_back(i.enforce ? "1" : "0");
-    }
-    return a;
-  }
-
   void send(const std::shared_ptr<Call>& call, bool use_eval) {
-    auto args = acquire_args(*call, use_eval);
+    auto args = redis::acquire_args(call->items, shas_, use_eval, now_arg(), options_.instance_id);
     std::vector<std::string_view> views(args.begin(), args.end());
     bool sent = conn_->command(views, Clock::now() + options_.timeout,
                                [this, call, use_eval](const redisReply* r, redis::CommandStatus s) {
@@ -158,7 +103,7 @@ class RedisStore final : public LimitStore, public RedisHealth {
     if (s == redis::CommandStatus::timeout) return failed(call, StoreError::timeout);
     if (s != redis::CommandStatus::ok) return failed(call, StoreError::unavailable);
     if (is_noscript(r) && !used_eval) return send(call, true);  // script cache flushed: once more
-    auto outcome = decode(r, call->items.size());
+    auto outcome = decode_outcome(r, call->items.size());
     if (!outcome) {
       if (r && r->type == REDIS_REPLY_ERROR)
         log_.error("redis acquire script failed: {}", std::string(r->str, r->len));
@@ -224,8 +169,7 @@ class RedisStore final : public LimitStore, public RedisHealth {
   asio::io_context& ioc_;
   RedisStoreOptions options_;
   spdlog::logger& log_;
-  std::string acquire_sha_;
-  std::string adjust_sha_;
+  redis::ScriptShas shas_;
   std::shared_ptr<redis::Connection> conn_;
   asio::steady_timer probe_timer_;
   int failures_ = 0;

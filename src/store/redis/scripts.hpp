@@ -8,6 +8,7 @@ namespace floodgate::store::redis {
 
 std::string_view acquire_script();
 std::string_view adjust_script();
+
 std::string sha1_hex(std::string_view text);
 
 }  // namespace floodgate::store::redis

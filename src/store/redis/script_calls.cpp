@@ -1,0 +1,106 @@
+#include "script_calls.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <charconv>
+
+#include "store/redis/scripts.hpp"
+
+namespace floodgate::store::redis {
+
+namespace {
+std::string number(double v) {
+  char buf[32];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, p);
+}
+}  // namespace
+
+ScriptShas ScriptShas::compute() { return {sha1_hex(acquire_script()), sha1_hex(adjust_script())}; }
+
+std::vector<std::string> acquire_args(const std::vector<Item>& items, const ScriptShas& shas, bool use_eval,
+                                      const std::string& now, const std::string& default_lease) {
+  std::vector<std::string> a;
+  a.reserve(5 + items.size() * 7);
+  a.emplace_back(use_eval ? "EVAL" : "EVALSHA");
+  a.emplace_back(use_eval ? std::string(acquire_script()) : shas.acquire);
+  a.push_back(std::to_string(items.size()));
+  for (const auto& i : items) a.push_back(i.key);
+  a.push_back(now);
+  std::string lease;
+  for (const auto& i : items)
+    if (!i.lease.empty()) lease = i.lease;
+  a.push_back(lease.empty() ? default_lease : lease);
+  for (const auto& i : items) {
+    a.push_back(std::to_string(static_cast<int>(i.params.algorithm)));
+    a.push_back(std::to_string(i.params.capacity));
+    a.push_back(number(i.params.per_second));
+    a.push_back(std::to_string(i.params.window));
+    a.push_back(std::to_string(i.cost));
+    a.emplace_back(i.enforce ? "1" : "0");
+  }
+  return a;
+}
+
+std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const ScriptShas& shas,
+                                     const std::string& now) {
+  return {"EVALSHA", shas.adjust, "1", item.key, now,
+          std::to_string(static_cast<int>(item.params.algorithm)), std::to_string(item.params.capacity),
+          number(item.params.per_second), std::to_string(item.params.window), std::to_string(delta)};
+}
+
+bool is_noscript(const redisReply* r) {
+  return r && r->type == REDIS_REPLY_ERROR && std::string_view(r->str, r->len).starts_with("NOSCRIPT");
+}
+
+std::optional<Redirect> redirect_of(const redisReply* r) {
+  if (!r || r->type != REDIS_REPLY_ERROR) return std::nullopt;
+  std::string_view e(r->str, r->len);
+  Redirect out;
+  if (e.starts_with("MOVED ")) e.remove_prefix(6);
+  else if (e.starts_with("ASK ")) e.remove_prefix(4), out.ask = true;
+  else return std::nullopt;
+  auto space = e.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  auto [p, ec] = std::from_chars(e.data(), e.data() + space, out.slot);
+  if (ec != std::errc{}) return std::nullopt;
+  out.node = std::string(e.substr(space + 1));
+  return out;
+}
+
+std::optional<Outcome> decode_outcome(const redisReply* r, std::size_t items) {
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 + 5 * items) return std::nullopt;
+  for (std::size_t i = 0; i < r->elements; ++i)
+    if (r->element[i]->type != REDIS_REPLY_INTEGER) return std::nullopt;
+  auto at = [&](std::size_t i) { return static_cast<std::int64_t>(r->element[i]->integer); };
+  Outcome out;
+  out.admitted = at(0) == 1;
+  out.now = at(1);
+  for (std::size_t i = 0; i < items; ++i) {
+    limit::Decision d;
+    std::size_t b = 2 + 5 * i;
+    d.admitted = at(b) == 1;
+    d.remaining = at(b + 1);
+    d.reset_after = at(b + 2);
+    d.retry_after = at(b + 3);
+    d.limit = at(b + 4);
+    out.decisions.push_back(d);
+  }
+  return out;
+}
+
+int key_slot(std::string_view key) {
+  auto open = key.find('{');
+  if (open != std::string_view::npos) {
+    auto close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1) key = key.substr(open + 1, close - open - 1);
+  }
+  std::uint16_t crc = 0;
+  for (unsigned char c : key) {
+    crc ^= static_cast<std::uint16_t>(c) << 8;
+    for (int i = 0; i < 8; ++i) crc = (crc & 0x8000) ? static_cast<std::uint16_t>((crc << 1) ^ 0x1021) : static_cast<std::uint16_t>(crc << 1);
+  }
+  return crc % 16384;
+}
+
+}  // namespace floodgate::store::redis

@@ -1,0 +1,46 @@
+#pragma once
+// What the single-Redis and the cluster stores share: the arguments of the acquire and adjust
+// scripts, and the decoding of their replies.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "floodgate/store/limit_store.hpp"
+
+struct redisReply;
+
+namespace floodgate::store::redis {
+
+struct ScriptShas {
+  std::string acquire;
+  std::string adjust;
+  static ScriptShas compute();
+};
+
+// EVALSHA (or EVAL with the script body) of lua/acquire.lua for `items`; `now` is "" (Redis
+// TIME) except in the differential tests.
+std::vector<std::string> acquire_args(const std::vector<Item>& items, const ScriptShas& shas, bool use_eval,
+                                      const std::string& now, const std::string& default_lease);
+// lua/adjust.lua for one item and a delta.
+std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const ScriptShas& shas,
+                                     const std::string& now);
+
+bool is_noscript(const redisReply* r);
+// "MOVED 3999 127.0.0.1:6381" / "ASK ..." -> the slot and the node to ask.
+struct Redirect {
+  bool ask = false;
+  int slot = 0;
+  std::string node;
+};
+std::optional<Redirect> redirect_of(const redisReply* r);
+
+// {all_admitted, now, (admitted, remaining, reset_after, retry_after, limit) per item}
+std::optional<Outcome> decode_outcome(const redisReply* r, std::size_t items);
+
+// Redis Cluster's key slot: CRC16 (XMODEM) of the hash tag (the part between the first '{'
+// and the next '}', when not empty) or of the whole key, modulo 16384.
+int key_slot(std::string_view key);
+
+}  // namespace floodgate::store::redis

@@ -1,0 +1,101 @@
+#include "redis_cluster.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <thread>
+
+#include "redis_server.hpp"
+
+namespace floodgate::testing {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+RedisCluster::RedisCluster() {
+  static int counter = 0;
+  dir_ = fs::temp_directory_path() / ("floodgate-cluster-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
+  fs::create_directories(dir_);
+  for (int i = 0; i < 6; ++i) {
+    auto port = free_port();
+    // The bus port is named explicitly: the default (port + 10000) may be taken or past 65535.
+    auto bus = free_port();
+    ports_.push_back(port);
+    auto node_dir = dir_ / std::to_string(port);
+    fs::create_directories(node_dir);
+    nodes_.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
+        "/usr/bin/redis-server", "--port", std::to_string(port), "--cluster-port", std::to_string(bus),
+        "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+        "--cluster-config-file", (node_dir / "nodes.conf").string(), "--cluster-node-timeout", "1000",
+        // A replica just created may not have synced yet: let it take over all the same.
+        "--cluster-replica-validity-factor", "0", "--save", "",
+        "--appendonly", "no", "--dir", node_dir.string(), "--logfile", (node_dir / "redis.log").string()}));
+  }
+  for (auto port : ports_) {
+    for (int i = 0; i < 200 && cli(port, "PING") != "PONG"; ++i) std::this_thread::sleep_for(20ms);
+    if (cli(port, "PING") != "PONG") throw std::runtime_error("cluster node " + std::to_string(port) + " did not start");
+  }
+  std::string create = "--cluster create";
+  for (auto port : ports_) create += " 127.0.0.1:" + std::to_string(port);
+  create += " --cluster-replicas 1 --cluster-yes";
+  cli(ports_[0], create);
+  if (!wait_ok(20s)) throw std::runtime_error("the Redis cluster did not come up");
+}
+
+RedisCluster::~RedisCluster() {
+  nodes_.clear();
+  std::error_code ignored;
+  fs::remove_all(dir_, ignored);
+}
+
+std::string RedisCluster::cli(std::uint16_t port, const std::string& args) const {
+  std::string cmd = "timeout 20 redis-cli -p " + std::to_string(port) + " " + args + " 2>/dev/null";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (auto n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+std::vector<std::uint16_t> RedisCluster::masters() const {
+  std::vector<std::uint16_t> out;
+  for (std::size_t i = 0; i < ports_.size(); ++i)
+    if (nodes_[i] && cli(ports_[i], "ROLE").rfind("master", 0) == 0) out.push_back(ports_[i]);
+  return out;
+}
+
+void RedisCluster::kill(std::uint16_t port) {
+  for (std::size_t i = 0; i < ports_.size(); ++i)
+    if (ports_[i] == port && nodes_[i]) {
+      nodes_[i]->signal_and_wait(SIGKILL, 5s);
+      nodes_[i].reset();
+    }
+}
+
+bool RedisCluster::wait_ok(std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool ok = true;
+    for (std::size_t i = 0; i < ports_.size() && ok; ++i)
+      if (nodes_[i]) ok = cli(ports_[i], "CLUSTER INFO").find("cluster_state:ok") != std::string::npos;
+    if (ok) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return false;
+}
+
+bool RedisCluster::wait_failover(std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (masters().size() == 3 && wait_ok(std::chrono::milliseconds(1))) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return false;
+}
+
+}  // namespace floodgate::testing

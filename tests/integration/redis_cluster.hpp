@@ -1,0 +1,33 @@
+#pragma once
+// A real Redis Cluster on loopback for one test: 3 masters and 3 replicas, created with
+// redis-cli --cluster create, in a temp dir, on free ports.
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace floodgate::testing {
+
+class RedisCluster {
+ public:
+  RedisCluster();
+  ~RedisCluster();
+  const std::vector<std::uint16_t>& ports() const { return ports_; }
+  std::vector<std::uint16_t> masters() const;
+  std::string cli(std::uint16_t port, const std::string& args) const;
+  void kill(std::uint16_t port);  // SIGKILL one node
+  // Waits until every live node reports cluster_state:ok and no failed master remains.
+  bool wait_ok(std::chrono::milliseconds limit);
+  // Waits until a replica has replaced every killed master (3 live masters, state ok).
+  bool wait_failover(std::chrono::milliseconds limit);
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<std::uint16_t> ports_;
+  std::vector<std::unique_ptr<ChildProcess>> nodes_;
+};
+
+}  // namespace floodgate::testing

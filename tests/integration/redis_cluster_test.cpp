@@ -1,0 +1,203 @@
+// The Redis Cluster store against a real 3-master, 3-replica cluster on loopback.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "redis_cluster.hpp"
+#include "redis_server.hpp"
+
+namespace floodgate::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string cluster_config(std::uint16_t listen, std::uint16_t origin, const RedisCluster& cluster,
+                           const std::string& routes) {
+  std::string nodes;
+  for (auto p : cluster.ports()) nodes += (nodes.empty() ? "" : ", ") + ("\"127.0.0.1:" + std::to_string(p) + "\"");
+  return "server:\n  listen: [127.0.0.1:" + std::to_string(listen) + "]\n  threads: 2\n  timeouts: { drain: 1s }\n" +
+         "upstreams:\n  origin: { url: \"http://127.0.0.1:" + std::to_string(origin) + "\" }\n" +
+         "store:\n  backend: redis_cluster\n  redis: { nodes: [" + nodes + "], timeout: 500ms }\n" +
+         "  key_secret: cluster-test-secret-0123456789\n  instances: 2\nroutes:\n" + routes;
+}
+
+// Until the store has the slot map on every worker: a run of decisions in a row.
+void wait_enforced(std::uint16_t port, const std::string& target) {
+  int streak = 0;
+  for (int i = 0; i < 400 && streak < 16; ++i) {
+    std::optional<Response> r;
+    try {
+      r = get(port, target);
+    } catch (const std::exception&) {
+    }
+    streak = r && r->result_int() == 200 ? streak + 1 : 0;
+    if (!streak) std::this_thread::sleep_for(25ms);
+  }
+  ASSERT_EQ(streak, 16) << "the cluster store never decided";
+}
+
+TEST(RedisClusterStore, KeysSpreadOverEveryMasterAndLimitsHold) {
+  RedisCluster cluster;
+  Origin origin;
+  Proxy proxy(cluster_config(0, origin.port(), cluster, R"(
+  - name: probe
+    match: { path_prefix: /probe }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: l, algorithm: token_bucket, capacity: 1000000, refill_rate: 1/h, key: [route] }]
+  - name: users
+    match: { path_prefix: / }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: per-user, algorithm: fixed_window, limit: 2, window: 1h, key: ["header:X-User"] }]
+)"));
+  wait_enforced(proxy.port(), "/probe");
+  int admitted = 0, refused = 0;
+  for (int u = 0; u < 60; ++u)
+    for (int i = 0; i < 3; ++i) {
+      auto r = get(proxy.port(), "/x", "X-User: user-" + std::to_string(u) + "\r\n");
+      (r && r->result_int() == 200 ? admitted : refused)++;
+    }
+  EXPECT_EQ(admitted, 120);
+  EXPECT_EQ(refused, 60);
+  auto masters = cluster.masters();
+  ASSERT_EQ(masters.size(), 3u);
+  for (auto m : masters) {
+    auto keys = std::stoll(cluster.cli(m, "DBSIZE"));
+    std::cout << "[ cluster ] master " << m << " holds " << keys << " keys\n";
+    EXPECT_GT(keys, 5) << "master " << m;
+  }
+}
+
+TEST(RedisClusterStore, LimitsInDifferentSlotsAreAllOrNothing) {
+  RedisCluster cluster;
+  Origin origin;
+  Proxy proxy(cluster_config(0, origin.port(), cluster, R"(
+  - name: probe
+    match: { path_prefix: /probe }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: l, algorithm: token_bucket, capacity: 1000000, refill_rate: 1/h, key: [route] }]
+  - name: api
+    match: { path_prefix: / }
+    upstream: origin
+    on_store_error: fail_closed
+    limits:
+      - { name: per-user, algorithm: token_bucket, capacity: 2, refill_rate: 1/h, key: ["header:X-User"] }
+      - { name: per-route, algorithm: sliding_log, limit: 3, window: 1h, key: [route] }
+      - { name: in-flight, algorithm: concurrency, limit: 100, key: [route] }
+)"));
+  wait_enforced(proxy.port(), "/probe");
+  auto status = [&](const std::string& user) { return get(proxy.port(), "/x", "X-User: " + user + "\r\n")->result_int(); };
+  EXPECT_EQ(status("a"), 200);
+  EXPECT_EQ(status("a"), 200);
+  EXPECT_EQ(status("a"), 429);  // per-user refuses; per-route and in-flight must give back
+  EXPECT_EQ(status("b"), 200);  // per-route's third unit is still there
+  EXPECT_EQ(status("c"), 429);
+  EXPECT_EQ(origin.requests(), 3u + 16u);  // + the probes
+}
+
+TEST(RedisClusterStore, TwoProcessesAdmitExactlyTheLimit) {
+  RedisCluster cluster;
+  Origin origin;
+  const std::string routes = R"(
+  - name: probe
+    match: { path_prefix: /probe }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: l, algorithm: token_bucket, capacity: 1000000, refill_rate: 1/h, key: [route] }]
+  - name: tb
+    match: { path_prefix: /tb }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: l, algorithm: token_bucket, capacity: 200, refill_rate: 1/h, key: [route] }]
+  - name: log
+    match: { path_prefix: /log }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: l, algorithm: sliding_log, limit: 200, window: 1h, key: [route] }]
+)";
+  auto p1 = free_port(), p2 = free_port();
+  std::vector<std::unique_ptr<ChildProcess>> fgs;
+  for (auto port : {p1, p2}) {
+    auto path = (std::filesystem::temp_directory_path() / ("fg-cluster-" + std::to_string(getpid()) + "-" + std::to_string(port) + ".yaml")).string();
+    std::ofstream(path) << cluster_config(port, origin.port(), cluster, routes);
+    fgs.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{FLOODGATE_BINARY, "--config", path}));
+  }
+  wait_enforced(p1, "/probe");
+  wait_enforced(p2, "/probe");
+  for (std::string target : {"/tb", "/log"}) {
+    get(origin.port(), "/__reset");
+    auto statuses = burst({p1, p2}, target, 500);
+    std::cout << "[ cluster exactness ] " << target << ": 500 concurrent over 2 instances -> " << statuses[200]
+              << " x 200, " << statuses[429] << " x 429, origin counted " << origin.requests() << "\n";
+    EXPECT_EQ(statuses[200], 200) << target;
+    EXPECT_EQ(statuses[429], 300) << target;
+    EXPECT_EQ(origin.requests(), 200u) << target;
+  }
+}
+
+TEST(RedisClusterStore, AMasterKilledUnderLoadIsFollowedAfterFailover) {
+  RedisCluster cluster;
+  Origin origin;
+  Proxy proxy(cluster_config(0, origin.port(), cluster, R"(
+  - name: probe
+    match: { path_prefix: /probe }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: l, algorithm: token_bucket, capacity: 1000000, refill_rate: 1/h, key: [route] }]
+  - name: users
+    match: { path_prefix: /u }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: l, algorithm: token_bucket, capacity: 100000000, refill_rate: 1/h, key: ["header:X-User"] }]
+)"));
+  wait_enforced(proxy.port(), "/probe");
+  std::atomic<bool> stop{false};
+  std::map<int, int> statuses;
+  std::mutex m;
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 3; ++t)
+    clients.emplace_back([&, t] {
+      for (int i = 0; !stop; ++i) {
+        int s = -1;
+        try {
+          s = get(proxy.port(), "/u", "X-User: u" + std::to_string((t * 1000 + i) % 50) + "\r\n")->result_int();
+        } catch (const std::exception&) {
+        }
+        std::lock_guard lock(m);
+        ++statuses[s];
+      }
+    });
+  std::this_thread::sleep_for(500ms);
+  auto victim = cluster.masters().front();
+  cluster.kill(victim);
+  auto killed = std::chrono::steady_clock::now();
+  ASSERT_TRUE(cluster.wait_failover(20s)) << "no failover";
+  auto failover = std::chrono::steady_clock::now() - killed;
+  // Decisions everywhere again: 16 in a row over users spread across all slots.
+  int streak = 0;
+  auto back_start = std::chrono::steady_clock::now();
+  while (streak < 50 && std::chrono::steady_clock::now() - back_start < 10s) {
+    auto r = get(proxy.port(), "/u", "X-User: w" + std::to_string(streak) + "\r\n");
+    streak = r && r->result_int() == 200 ? streak + 1 : 0;
+  }
+  auto followed = std::chrono::steady_clock::now() - back_start;
+  stop = true;
+  for (auto& c : clients) c.join();
+  std::cout << "[ cluster failover ] master " << victim << " killed; cluster_state ok after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(failover).count() << " ms; floodgate deciding on every slot "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(followed).count() << " ms later; during the run: ";
+  for (auto [s, n] : statuses) std::cout << n << " x " << s << " ";
+  std::cout << "\n";
+  EXPECT_EQ(streak, 50);
+  EXPECT_LT(followed, 5s);
+  for (auto [s, n] : statuses) EXPECT_TRUE(s == 200 || s == 503) << n << " x " << s;
+}
+
+}  // namespace
+}  // namespace floodgate::testing
