@@ -33,12 +33,14 @@ std::vector<std::string> make_keys(std::size_t n) {
   std::vector<std::string> keys;
   keys.reserve(n);
   keys::KeyHasher hasher("bench-secret-0123456789abcdef");
-  for (std::size_t i = 0; i < n; ++i) keys.push_back("rl:api:ip:{" + hasher.hex(std::to_string(i)) + "}");
+  for (std::size_t i = 0; i < n; ++i)
+    keys.push_back("rl:api:ip:{" + hasher.hex(std::to_string(i)) + "}");
   return keys;
 }
 
 void BM_MemoryStoreHotKey(benchmark::State& state) {
-  if (state.thread_index() == 0) shared_state = std::make_unique<store::MemoryState>(system_clock, 1'000'000);
+  if (state.thread_index() == 0)
+    shared_state = std::make_unique<store::MemoryState>(system_clock, 1'000'000);
   std::vector<store::Item> items{{"rl:api:ip:{hot}", bucket(1'000'000'000, 1e9), 1, true}};
   for (auto _ : state) benchmark::DoNotOptimize(shared_state->acquire(items));
   state.SetItemsProcessed(state.iterations());
@@ -47,7 +49,8 @@ BENCHMARK(BM_MemoryStoreHotKey)->Threads(1)->Threads(2)->UseRealTime();
 
 void BM_MemoryStoreMillionKeys(benchmark::State& state) {
   static const auto keys = make_keys(1'000'000);
-  if (state.thread_index() == 0) shared_state = std::make_unique<store::MemoryState>(system_clock, 2'000'000);
+  if (state.thread_index() == 0)
+    shared_state = std::make_unique<store::MemoryState>(system_clock, 2'000'000);
   std::vector<store::Item> items{{"", bucket(100, 10), 1, true}};
   std::size_t i = static_cast<std::size_t>(state.thread_index()) * 7919;
   for (auto _ : state) {
@@ -95,8 +98,10 @@ void BM_Evaluate(benchmark::State& state) {
   for (auto _ : state) {
     auto e = limit::evaluate(p, s, now, 1);
     // Keep a sliding log short so the loop measures a decision, not a growing vector.
-    if (p.algorithm != config::Algorithm::sliding_log || state.iterations() % 64 != 0) s = std::move(e.next);
-    else s = std::monostate{};
+    if (p.algorithm != config::Algorithm::sliding_log || state.iterations() % 64 != 0)
+      s = std::move(e.next);
+    else
+      s = std::monostate{};
     now += 1000;
     benchmark::DoNotOptimize(s);
   }

@@ -57,8 +57,8 @@ struct AdminServer::Impl {
       res.body() = std::string("{\"ready\":") + (draining ? "false" : "true") +
                    ",\"draining\":" + (draining ? "true" : "false") + ",\"store\":{\"backend\":\"" +
                    metrics.backend + "\",\"healthy\":" + (healthy == total ? "true" : "false") +
-                   ",\"healthy_connections\":" + std::to_string(healthy) + ",\"connections\":" +
-                   std::to_string(total) + "}}\n";
+                   ",\"healthy_connections\":" + std::to_string(healthy) +
+                   ",\"connections\":" + std::to_string(total) + "}}\n";
     } else if (target == "/config") {
       res.set(bhttp::field::content_type, "application/json");
       res.body() = redacted_config_json(*config.get());
@@ -80,10 +80,12 @@ struct AdminServer::Impl {
       parser.header_limit(8192);
       parser.body_limit(8192);
       stream.expires_after(std::chrono::seconds(30));
-      auto [ec, n] = co_await bhttp::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+      auto [ec, n] =
+          co_await bhttp::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
       if (ec) co_return;
       auto res = answer(parser.get());
-      auto [wec, wn] = co_await bhttp::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+      auto [wec, wn] =
+          co_await bhttp::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
       if (wec || !res.keep_alive()) co_return;
     }
   }
@@ -98,11 +100,13 @@ struct AdminServer::Impl {
   }
 };
 
-AdminServer::AdminServer(const config::Endpoint& listen, config::ConfigSource& config, Metrics& metrics,
-                         AdminState& state, spdlog::logger& log)
+AdminServer::AdminServer(const config::Endpoint& listen, config::ConfigSource& config,
+                         Metrics& metrics, AdminState& state, spdlog::logger& log)
     : impl_(new Impl{listen, config, metrics, state, log}) {}
 
-AdminServer::~AdminServer() { stop(); }
+AdminServer::~AdminServer() {
+  stop();
+}
 
 void AdminServer::start() {
   boost::system::error_code ec;
@@ -112,12 +116,15 @@ void AdminServer::start() {
   if (!ec) impl_->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) impl_->acceptor.bind(ep, ec);
   if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw std::system_error(ec, "cannot listen on admin address " + impl_->listen.to_string());
+  if (ec)
+    throw std::system_error(ec, "cannot listen on admin address " + impl_->listen.to_string());
   asio::co_spawn(impl_->ioc, impl_->accept_loop(), asio::detached);
   impl_->thread = std::thread([this] { impl_->ioc.run(); });
 }
 
-std::uint16_t AdminServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+std::uint16_t AdminServer::port() const {
+  return impl_->acceptor.local_endpoint().port();
+}
 
 void AdminServer::stop() {
   if (!impl_->thread.joinable()) return;

@@ -11,7 +11,9 @@ namespace {
 
 constexpr const char* kRedacted = "[redacted]";
 
-json::value secret(const std::string& s) { return s.empty() ? json::value("") : json::value(kRedacted); }
+json::value secret(const std::string& s) {
+  return s.empty() ? json::value("") : json::value(kRedacted);
+}
 
 json::object limit_json(const config::Limit& l) {
   json::object o;
@@ -64,7 +66,8 @@ std::string redacted_config_json(const config::Config& c) {
                                 {"max_body_bytes", c.server.max_body_bytes}};
   json::array upstreams;
   for (const auto& u : c.upstreams)
-    upstreams.push_back(json::object{{"name", u.name}, {"url", u.url}, {"max_idle_connections", u.max_idle_connections}});
+    upstreams.push_back(json::object{
+        {"name", u.name}, {"url", u.url}, {"max_idle_connections", u.max_idle_connections}});
   root["upstreams"] = std::move(upstreams);
   root["store"] = json::object{{"backend", config::to_string(c.store.backend)},
                                {"address", c.store.redis.address.to_string()},

@@ -7,8 +7,8 @@ namespace floodgate::admin {
 namespace {
 
 const std::vector<double>& latency_bounds() {
-  static const std::vector<double> b = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                        0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5, 10};
+  static const std::vector<double> b = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                        0.05,   0.1,     0.25,   0.5,   1,      2.5,   10};
   return b;
 }
 
@@ -47,14 +47,22 @@ std::string label(std::string_view key, std::string_view value) {
 
 const char* to_string(Outcome o) {
   switch (o) {
-    case Outcome::admitted: return "admitted";
-    case Outcome::limited: return "limited";
-    case Outcome::shadow_limited: return "shadow_limited";
-    case Outcome::store_error_open: return "store_error_open";
-    case Outcome::store_error_closed: return "store_error_closed";
-    case Outcome::local: return "local";
-    case Outcome::rejected: return "rejected";
-    case Outcome::kCount: break;
+    case Outcome::admitted:
+      return "admitted";
+    case Outcome::limited:
+      return "limited";
+    case Outcome::shadow_limited:
+      return "shadow_limited";
+    case Outcome::store_error_open:
+      return "store_error_open";
+    case Outcome::store_error_closed:
+      return "store_error_closed";
+    case Outcome::local:
+      return "local";
+    case Outcome::rejected:
+      return "rejected";
+    case Outcome::kCount:
+      break;
   }
   return "?";
 }
@@ -98,7 +106,8 @@ Metrics::Metrics(std::string version, std::string pop)
 RouteMetrics& Metrics::route(std::string_view name) {
   std::lock_guard lock(mutex_);
   auto it = routes_.find(name);
-  if (it == routes_.end()) it = routes_.emplace(std::string(name), std::make_unique<RouteMetrics>()).first;
+  if (it == routes_.end())
+    it = routes_.emplace(std::string(name), std::make_unique<RouteMetrics>()).first;
   return *it->second;
 }
 
@@ -123,7 +132,8 @@ std::string Metrics::render() const {
       line(out, "floodgate_requests_total",
            label("route", name) + "," + label("outcome", to_string(static_cast<Outcome>(i))),
            r->outcomes[i].load(std::memory_order_relaxed));
-  help(out, "floodgate_deny_cache_hits_total", "counter", "Refusals answered from the local deny cache.");
+  help(out, "floodgate_deny_cache_hits_total", "counter",
+       "Refusals answered from the local deny cache.");
   for (const auto& [name, r] : routes_)
     line(out, "floodgate_deny_cache_hits_total", label("route", name), r->deny_cache_hits.load());
 
@@ -138,28 +148,39 @@ std::string Metrics::render() const {
     auto [healthy, total] = store_health();
     help(out, "floodgate_store_healthy_connections", "gauge",
          "Workers whose store connection is up with its circuit breaker closed.");
-    line(out, "floodgate_store_healthy_connections", label("backend", backend), static_cast<std::uint64_t>(healthy));
-    help(out, "floodgate_store_circuit_open", "gauge", "Workers whose store circuit breaker is open or disconnected.");
-    line(out, "floodgate_store_circuit_open", label("backend", backend), static_cast<std::uint64_t>(total - healthy));
+    line(out, "floodgate_store_healthy_connections", label("backend", backend),
+         static_cast<std::uint64_t>(healthy));
+    help(out, "floodgate_store_circuit_open", "gauge",
+         "Workers whose store circuit breaker is open or disconnected.");
+    line(out, "floodgate_store_circuit_open", label("backend", backend),
+         static_cast<std::uint64_t>(total - healthy));
   }
-  help(out, "floodgate_memory_store_evictions_total", "counter", "Keys evicted from the embedded store at its cap.");
+  help(out, "floodgate_memory_store_evictions_total", "counter",
+       "Keys evicted from the embedded store at its cap.");
   line(out, "floodgate_memory_store_evictions_total", "", memory_evictions.load());
 
   help(out, "floodgate_upstream_responses_total", "counter", "Upstream responses by status class.");
   for (const auto& [name, u] : upstreams_)
     for (std::size_t c = 1; c <= 5; ++c)
       line(out, "floodgate_upstream_responses_total",
-           label("upstream", name) + "," + label("class", std::to_string(c) + "xx"), u->by_class[c].load());
-  help(out, "floodgate_upstream_errors_total", "counter", "Upstream failures: connect errors and timeouts.");
+           label("upstream", name) + "," + label("class", std::to_string(c) + "xx"),
+           u->by_class[c].load());
+  help(out, "floodgate_upstream_errors_total", "counter",
+       "Upstream failures: connect errors and timeouts.");
   for (const auto& [name, u] : upstreams_) {
-    line(out, "floodgate_upstream_errors_total", label("upstream", name) + ",kind=\"connect\"", u->connect_errors.load());
-    line(out, "floodgate_upstream_errors_total", label("upstream", name) + ",kind=\"timeout\"", u->timeouts.load());
+    line(out, "floodgate_upstream_errors_total", label("upstream", name) + ",kind=\"connect\"",
+         u->connect_errors.load());
+    line(out, "floodgate_upstream_errors_total", label("upstream", name) + ",kind=\"timeout\"",
+         u->timeouts.load());
   }
-  help(out, "floodgate_upstream_latency_seconds", "histogram", "Request sent to response header, by upstream.");
-  for (const auto& [name, u] : upstreams_) u->latency.render(out, "floodgate_upstream_latency_seconds", label("upstream", name));
+  help(out, "floodgate_upstream_latency_seconds", "histogram",
+       "Request sent to response header, by upstream.");
+  for (const auto& [name, u] : upstreams_)
+    u->latency.render(out, "floodgate_upstream_latency_seconds", label("upstream", name));
 
   help(out, "floodgate_active_connections", "gauge", "Open downstream connections.");
-  line(out, "floodgate_active_connections", "", static_cast<std::uint64_t>(std::max<std::int64_t>(0, active_connections.load())));
+  line(out, "floodgate_active_connections", "",
+       static_cast<std::uint64_t>(std::max<std::int64_t>(0, active_connections.load())));
   help(out, "floodgate_config_reloads_total", "counter", "Config reloads by result.");
   line(out, "floodgate_config_reloads_total", "result=\"ok\"", reloads_ok.load());
   line(out, "floodgate_config_reloads_total", "result=\"rejected\"", reloads_failed.load());

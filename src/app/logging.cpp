@@ -10,7 +10,8 @@ namespace {
 // %* : the message as the contents of a JSON string (quotes, backslashes, controls escaped).
 class JsonMessage final : public spdlog::custom_flag_formatter {
  public:
-  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
     static constexpr char hex[] = "0123456789abcdef";
     for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
       auto u = static_cast<unsigned char>(c);
@@ -25,26 +26,30 @@ class JsonMessage final : public spdlog::custom_flag_formatter {
       }
     }
   }
-  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonMessage>(); }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<JsonMessage>();
+  }
 };
 
 }  // namespace
 
 std::shared_ptr<spdlog::logger> make_access_logger() {
-  auto log = std::make_shared<spdlog::logger>("access", std::make_shared<spdlog::sinks::stdout_sink_mt>());
+  auto log =
+      std::make_shared<spdlog::logger>("access", std::make_shared<spdlog::sinks::stdout_sink_mt>());
   log->set_pattern("%v");  // each line is already a JSON object
   log->set_level(spdlog::level::info);
   return log;
 }
 
 void apply_log_settings(spdlog::logger& log, const config::LogSettings& s) {
-  static constexpr spdlog::level::level_enum levels[] = {
-      spdlog::level::trace, spdlog::level::debug, spdlog::level::info,
-      spdlog::level::warn,  spdlog::level::err,   spdlog::level::off};
+  static constexpr spdlog::level::level_enum levels[] = {spdlog::level::trace, spdlog::level::debug,
+                                                         spdlog::level::info,  spdlog::level::warn,
+                                                         spdlog::level::err,   spdlog::level::off};
   log.set_level(levels[static_cast<int>(s.level)]);
   if (s.format == config::LogFormat::json) {
     auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
-    f->add_flag<JsonMessage>('*').set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","msg":"%*"})");
+    f->add_flag<JsonMessage>('*').set_pattern(
+        R"({"time":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","msg":"%*"})");
     log.set_formatter(std::move(f));
   } else
     log.set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);

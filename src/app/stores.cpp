@@ -12,7 +12,8 @@ http::StoreFactory memory_store_factory(store::MemoryState& memory) {
   };
 }
 
-http::StoreFactory configured_store_factory(const config::Config& config, store::MemoryState& memory,
+http::StoreFactory configured_store_factory(const config::Config& config,
+                                            store::MemoryState& memory,
                                             std::shared_ptr<spdlog::logger> log,
                                             const limit::Clock* test_clock) {
   if (config.store.backend == config::StoreBackend::memory) return memory_store_factory(memory);

@@ -14,7 +14,8 @@ http::StoreFactory memory_store_factory(store::MemoryState& memory);
 
 // Per worker: the configured backend (its own Redis connection for `redis`). `test_clock`
 // is for the differential tests only.
-http::StoreFactory configured_store_factory(const config::Config& config, store::MemoryState& memory,
+http::StoreFactory configured_store_factory(const config::Config& config,
+                                            store::MemoryState& memory,
                                             std::shared_ptr<spdlog::logger> log,
                                             const limit::Clock* test_clock = nullptr);
 

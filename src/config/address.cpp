@@ -15,7 +15,8 @@ std::string Endpoint::to_string() const {
 
 Parsed<Endpoint> parse_endpoint(std::string_view text) {
   const std::string expected =
-      "expected HOST:PORT such as \"0.0.0.0:8080\" or \"[::]:8080\", got \"" + std::string(text) + "\"";
+      "expected HOST:PORT such as \"0.0.0.0:8080\" or \"[::]:8080\", got \"" + std::string(text) +
+      "\"";
   Endpoint ep;
   std::string_view port;
   if (!text.empty() && text.front() == '[') {

@@ -13,11 +13,15 @@ std::optional<KeyPart> key_part(YamlReader& r, const YAML::Node& n, const std::s
   KeyPart k;
   k.text = *text;
   static const std::pair<std::string_view, KeyPart::Kind> plain[] = {
-      {"ip", KeyPart::Kind::ip},         {"route", KeyPart::Kind::route},
-      {"method", KeyPart::Kind::method}, {"host", KeyPart::Kind::host},
+      {"ip", KeyPart::Kind::ip},
+      {"route", KeyPart::Kind::route},
+      {"method", KeyPart::Kind::method},
+      {"host", KeyPart::Kind::host},
       {"path", KeyPart::Kind::path}};
   static const std::pair<std::string_view, KeyPart::Kind> named[] = {
-      {"header", KeyPart::Kind::header}, {"query", KeyPart::Kind::query}, {"jwt", KeyPart::Kind::jwt}};
+      {"header", KeyPart::Kind::header},
+      {"query", KeyPart::Kind::query},
+      {"jwt", KeyPart::Kind::jwt}};
   for (auto [word, kind] : plain)
     if (*text == word) return KeyPart{kind, "", *text};
   auto colon = text->find(':');
@@ -29,7 +33,8 @@ std::optional<KeyPart> key_part(YamlReader& r, const YAML::Node& n, const std::s
       k.name = text->substr(colon + 1);
       if (k.name.empty()) break;
       if (kind == KeyPart::Kind::header)
-        for (auto& ch : k.name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        for (auto& ch : k.name)
+          ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
       return k;
     }
   }
@@ -40,7 +45,9 @@ std::optional<KeyPart> key_part(YamlReader& r, const YAML::Node& n, const std::s
   return std::nullopt;
 }
 
-bool is_bucket(Algorithm a) { return a == Algorithm::token_bucket || a == Algorithm::gcra; }
+bool is_bucket(Algorithm a) {
+  return a == Algorithm::token_bucket || a == Algorithm::gcra;
+}
 
 // The ceiling a single request's cost may reach under these parameters.
 std::int64_t ceiling(Algorithm a, const LimitParams& p) {
@@ -52,8 +59,7 @@ std::int64_t ceiling(Algorithm a, const LimitParams& p) {
 void read_params(const Section& s, Algorithm a, LimitParams& p, bool partial) {
   auto& r = s.reader();
   auto forbid = [&](const char* key) {
-    if (s.has(key))
-      r.error(s[key], s.at(key), std::string("does not apply to ") + to_string(a));
+    if (s.has(key)) r.error(s[key], s.at(key), std::string("does not apply to ") + to_string(a));
   };
   auto need = [&](const char* key) { return partial ? s.has(key) : s.require(key); };
   if (is_bucket(a)) {
@@ -107,19 +113,21 @@ void check_cost_fits(const Section& s, Limit& l) {
   std::string smallest_name = "this limit";
   if (l.overrides) {
     for (const auto& [tier, p] : l.overrides->values) {
-      if (ceiling(l.algorithm, p) < smallest) smallest = ceiling(l.algorithm, p), smallest_name = "tier \"" + tier + "\"";
+      if (ceiling(l.algorithm, p) < smallest)
+        smallest = ceiling(l.algorithm, p), smallest_name = "tier \"" + tier + "\"";
     }
   }
   if (l.algorithm == Algorithm::concurrency || smallest <= 0) return;
   const char* what = is_bucket(l.algorithm) ? "capacity" : "limit";
   if (l.cost.max == 0) l.cost.max = smallest;
   if (l.cost.max > smallest)
-    r.error(s["cost"], s.at("cost"), "max " + std::to_string(l.cost.max) + " exceeds the " + what +
-                                         " of " + smallest_name + " (" + std::to_string(smallest) + ")");
+    r.error(s["cost"], s.at("cost"),
+            "max " + std::to_string(l.cost.max) + " exceeds the " + what + " of " + smallest_name +
+                " (" + std::to_string(smallest) + ")");
   if (l.cost.fixed > smallest)
-    r.error(s["cost"], s.at("cost"), "cost " + std::to_string(l.cost.fixed) + " exceeds the " +
-                                         what + " of " + smallest_name + " (" +
-                                         std::to_string(smallest) + ")");
+    r.error(s["cost"], s.at("cost"),
+            "cost " + std::to_string(l.cost.fixed) + " exceeds the " + what + " of " +
+                smallest_name + " (" + std::to_string(smallest) + ")");
 }
 
 std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string& path) {
@@ -132,7 +140,8 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
   if (s.require("name")) {
     s.string("name", l.name);
     if (!valid_name(l.name))
-      r.error(s["name"], s.at("name"), "must be letters, digits, '-', '_' or '.' (it goes into headers)");
+      r.error(s["name"], s.at("name"),
+              "must be letters, digits, '-', '_' or '.' (it goes into headers)");
   }
   if (!s.require("algorithm")) return std::nullopt;
   auto algo = r.choice<Algorithm>(s["algorithm"], s.at("algorithm"),
@@ -150,13 +159,15 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
     for (const auto& p : parts)
       if (auto k = key_part(r, p, s.at("key"))) l.key.push_back(*k);
     if (parts.empty() && s["key"].IsSequence())
-      r.error(s["key"], s.at("key"), "needs at least one part (use [route] for one bucket per route)");
+      r.error(s["key"], s.at("key"),
+              "needs at least one part (use [route] for one bucket per route)");
   }
   s.choice<OnMissingKey>("on_missing_key", l.on_missing_key,
                          {{"reject", OnMissingKey::reject},
                           {"skip", OnMissingKey::skip},
                           {"shared", OnMissingKey::shared}});
-  s.choice<LimitMode>("mode", l.mode, {{"enforce", LimitMode::enforce}, {"shadow", LimitMode::shadow}});
+  s.choice<LimitMode>("mode", l.mode,
+                      {{"enforce", LimitMode::enforce}, {"shadow", LimitMode::shadow}});
   if (s.has("overrides")) {
     Section o(r, s["overrides"], s.at("overrides"));
     if (r.map(o.node(), o.path(), {"by", "values"}) && o.require("by") && o.require("values")) {
@@ -186,15 +197,18 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
   if (s.has("settle")) {
     auto settle = r.string(s["settle"], s.at("settle"));
     bool settles = l.algorithm == Algorithm::token_bucket || l.algorithm == Algorithm::gcra ||
-                   l.algorithm == Algorithm::sliding_window || l.algorithm == Algorithm::fixed_window;
+                   l.algorithm == Algorithm::sliding_window ||
+                   l.algorithm == Algorithm::fixed_window;
     if (!settles) {
       r.error(s["settle"], s.at("settle"),
-              std::string("settle applies to token_bucket, gcra, sliding_window and fixed_window, not ") +
+              std::string(
+                  "settle applies to token_bucket, gcra, sliding_window and fixed_window, not ") +
                   to_string(l.algorithm));
     } else if (settle && settle->rfind("response_header:", 0) == 0 && settle->size() > 16) {
       l.settle_header = settle->substr(16);
     } else if (settle) {
-      r.error(s["settle"], s.at("settle"), "expected response_header:NAME, got \"" + *settle + "\"");
+      r.error(s["settle"], s.at("settle"),
+              "expected response_header:NAME, got \"" + *settle + "\"");
     }
   }
   return l;
@@ -202,7 +216,8 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
 
 std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string& path) {
   Section s(r, n, path);
-  if (!r.map(n, path, {"name", "match", "upstream", "on_store_error", "limits"})) return std::nullopt;
+  if (!r.map(n, path, {"name", "match", "upstream", "on_store_error", "limits"}))
+    return std::nullopt;
   Route rt;
   if (s.require("name")) {
     s.string("name", rt.name);
@@ -230,14 +245,16 @@ std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string
       read_path("path_prefix", rt.match.path_prefix);
       read_path("path", rt.match.path);
       m.string("host", rt.match.host);
-      for (auto& ch : rt.match.host) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      for (auto& ch : rt.match.host)
+        ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
       if (m.has("path_prefix") && m.has("path"))
         r.error(m.node(), m.path(), "set either path_prefix or path, not both");
       if (m.has("methods")) {
         for (const auto& e : r.sequence(m["methods"], m.at("methods"))) {
           auto method = r.string(e, m.at("methods"));
           if (!method) continue;
-          for (auto& ch : *method) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+          for (auto& ch : *method)
+            ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
           bool token = !method->empty() && std::all_of(method->begin(), method->end(), [](char ch) {
             return std::isalpha(static_cast<unsigned char>(ch)) != 0;
           });
@@ -261,7 +278,8 @@ std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string
         continue;
       }
       if (!names.insert(l->name).second)
-        r.error(items[i], s.at("limits"), "limit name \"" + l->name + "\" is used twice in this route");
+        r.error(items[i], s.at("limits"),
+                "limit name \"" + l->name + "\" is used twice in this route");
       rt.limits.push_back(std::move(*l));
     }
   }

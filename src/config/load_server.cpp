@@ -1,5 +1,4 @@
 // server, admin, log, upstreams, store and jwt sections.
-#include <boost/url/parse.hpp>
 #include <openssl/bio.h>
 #include <openssl/core_names.h>
 #include <openssl/ec.h>
@@ -9,6 +8,7 @@
 #include <openssl/objects.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <boost/url/parse.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -88,18 +88,18 @@ std::variant<std::shared_ptr<evp_pkey_st>, std::string> read_public_key(const st
   }
   ERR_clear_error();
   auto from_pem = [&]() -> EVP_PKEY* {
-    std::unique_ptr<BIO, int (*)(BIO*)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
-                                            &BIO_free);
+    std::unique_ptr<BIO, int (*)(BIO*)> bio(
+        BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
     if (!bio) return nullptr;
     if (EVP_PKEY* k = PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr)) return k;
     return nullptr;
   };
   auto from_cert = [&]() -> EVP_PKEY* {
-    std::unique_ptr<BIO, int (*)(BIO*)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
-                                            &BIO_free);
+    std::unique_ptr<BIO, int (*)(BIO*)> bio(
+        BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
     if (!bio) return nullptr;
-    std::unique_ptr<X509, void (*)(X509*)> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr),
-                                                &X509_free);
+    std::unique_ptr<X509, void (*)(X509*)> cert(
+        PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr), &X509_free);
     return cert ? X509_get_pubkey(cert.get()) : nullptr;
   };
   std::string why;
@@ -113,8 +113,9 @@ std::variant<std::shared_ptr<evp_pkey_st>, std::string> read_public_key(const st
   } else if (pem.find("PRIVATE KEY-----") != std::string::npos) {
     why = "this is a private key; give the public key (openssl pkey -in KEY -pubout)";
   } else if (pem.find("-----BEGIN RSA PUBLIC KEY-----") != std::string::npos) {
-    why = "PKCS#1 \"RSA PUBLIC KEY\" is not supported; convert it to \"PUBLIC KEY\" "
-          "(openssl rsa -RSAPublicKey_in -in FILE -pubout)";
+    why =
+        "PKCS#1 \"RSA PUBLIC KEY\" is not supported; convert it to \"PUBLIC KEY\" "
+        "(openssl rsa -RSAPublicKey_in -in FILE -pubout)";
   } else {
     why = "no \"PUBLIC KEY\" or \"CERTIFICATE\" PEM block found";
   }
@@ -124,13 +125,15 @@ std::variant<std::shared_ptr<evp_pkey_st>, std::string> read_public_key(const st
   if (EVP_PKEY_is_a(raw, "RSA")) {
     int bits = EVP_PKEY_get_bits(raw);
     if (bits < 2048)
-      return "RSA key of " + std::to_string(bits) + " bits is too short (RS256 needs at least 2048)";
+      return "RSA key of " + std::to_string(bits) +
+             " bits is too short (RS256 needs at least 2048)";
     return key;
   }
   if (EVP_PKEY_is_a(raw, "EC")) {
     char group[80] = {0};
     std::size_t len = 0;
-    if (EVP_PKEY_get_utf8_string_param(raw, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group, &len) != 1) {
+    if (EVP_PKEY_get_utf8_string_param(raw, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group,
+                                       &len) != 1) {
       ERR_clear_error();
       return std::string("EC key with an unknown curve (ES256 needs P-256)");
     }
@@ -148,8 +151,8 @@ std::variant<std::shared_ptr<evp_pkey_st>, std::string> read_public_key(const st
 
 bool valid_name(std::string_view name) {
   return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-         });
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
 }
 
 void read_server(const Section& s, ServerSettings& out) {
@@ -191,7 +194,8 @@ void read_server(const Section& s, ServerSettings& out) {
     }
   }
   s.size("max_header_bytes", out.max_header_bytes);
-  if (s.has("max_header_bytes") && (out.max_header_bytes < 1024 || out.max_header_bytes > (1u << 24)))
+  if (s.has("max_header_bytes") &&
+      (out.max_header_bytes < 1024 || out.max_header_bytes > (1u << 24)))
     r.error(s["max_header_bytes"], s.at("max_header_bytes"), "must be between 1KiB and 16MiB");
   s.size("max_body_bytes", out.max_body_bytes);
 }
@@ -242,7 +246,8 @@ void read_upstreams(const Section& s, std::vector<Upstream>& out) {
     if (us.require("url")) {
       us.string("url", u.url);
       auto parsed = boost::urls::parse_uri(u.url);
-      const std::string why = "expected http://HOST[:PORT] or https://HOST[:PORT], got \"" + u.url + "\"";
+      const std::string why =
+          "expected http://HOST[:PORT] or https://HOST[:PORT], got \"" + u.url + "\"";
       if (!parsed || !parsed->has_authority() || parsed->host().empty()) {
         r.error(us["url"], us.at("url"), why);
       } else if (parsed->scheme() != "http" && parsed->scheme() != "https") {
@@ -294,19 +299,20 @@ void read_store(const Section& s, StoreSettings& out) {
     }
   }
   if (wants_redis && !s.has("redis"))
-    r.error(s.node(), s.path(), std::string("backend ") + to_string(out.backend) +
-                                    " needs a \"redis\" section");
+    r.error(s.node(), s.path(),
+            std::string("backend ") + to_string(out.backend) + " needs a \"redis\" section");
   if (out.backend == StoreBackend::redis_cluster && s.has("redis") && out.redis.nodes.empty())
-    r.error(s["redis"], s.at("redis"), "backend redis_cluster needs at least one address in \"nodes\"");
+    r.error(s["redis"], s.at("redis"),
+            "backend redis_cluster needs at least one address in \"nodes\"");
   if (s.has("key_secret") && !out.key_secret.empty() && out.key_secret.size() < 16)
     r.warn(s["key_secret"], s.at("key_secret"), "shorter than 16 bytes: easy to guess");
 }
 
 void read_jwt(const Section& s, JwtSettings& out) {
   auto& r = s.reader();
-  if (!r.map(s.node(), s.path(),
-             {"header", "algorithms", "hs256_secret", "public_keys", "issuer", "audience",
-              "leeway"}))
+  if (!r.map(
+          s.node(), s.path(),
+          {"header", "algorithms", "hs256_secret", "public_keys", "issuer", "audience", "leeway"}))
     return;
   s.string("header", out.header);
   s.string("hs256_secret", out.hs256_secret);

@@ -50,7 +50,8 @@ void read_root(YamlReader& r, const YAML::Node& root, Config& c) {
   if (top.require("server")) read_server(Section(r, root["server"], "server"), c.server);
   if (top.has("admin")) read_admin(Section(r, root["admin"], "admin"), c.admin);
   if (top.has("log")) read_log(Section(r, root["log"], "log"), c.log);
-  if (top.require("upstreams")) read_upstreams(Section(r, root["upstreams"], "upstreams"), c.upstreams);
+  if (top.require("upstreams"))
+    read_upstreams(Section(r, root["upstreams"], "upstreams"), c.upstreams);
   if (top.has("store")) read_store(Section(r, root["store"], "store"), c.store);
   if (top.has("jwt")) {
     c.jwt.emplace();
@@ -120,42 +121,60 @@ LoadResult load_config_file(const std::string& path, const EnvLookup& env) {
 
 const char* to_string(Algorithm a) {
   switch (a) {
-    case Algorithm::token_bucket: return "token_bucket";
-    case Algorithm::gcra: return "gcra";
-    case Algorithm::sliding_window: return "sliding_window";
-    case Algorithm::sliding_log: return "sliding_log";
-    case Algorithm::fixed_window: return "fixed_window";
-    case Algorithm::concurrency: return "concurrency";
+    case Algorithm::token_bucket:
+      return "token_bucket";
+    case Algorithm::gcra:
+      return "gcra";
+    case Algorithm::sliding_window:
+      return "sliding_window";
+    case Algorithm::sliding_log:
+      return "sliding_log";
+    case Algorithm::fixed_window:
+      return "fixed_window";
+    case Algorithm::concurrency:
+      return "concurrency";
   }
   return "?";
 }
 
 const char* to_string(StoreBackend b) {
   switch (b) {
-    case StoreBackend::memory: return "memory";
-    case StoreBackend::redis: return "redis";
-    case StoreBackend::redis_cluster: return "redis_cluster";
+    case StoreBackend::memory:
+      return "memory";
+    case StoreBackend::redis:
+      return "redis";
+    case StoreBackend::redis_cluster:
+      return "redis_cluster";
   }
   return "?";
 }
 
 const char* to_string(OnStoreError e) {
   switch (e) {
-    case OnStoreError::fail_open: return "fail_open";
-    case OnStoreError::fail_closed: return "fail_closed";
-    case OnStoreError::local: return "local";
+    case OnStoreError::fail_open:
+      return "fail_open";
+    case OnStoreError::fail_closed:
+      return "fail_closed";
+    case OnStoreError::local:
+      return "local";
   }
   return "?";
 }
 
 const char* to_string(LogLevel l) {
   switch (l) {
-    case LogLevel::trace: return "trace";
-    case LogLevel::debug: return "debug";
-    case LogLevel::info: return "info";
-    case LogLevel::warn: return "warn";
-    case LogLevel::error: return "error";
-    case LogLevel::off: return "off";
+    case LogLevel::trace:
+      return "trace";
+    case LogLevel::debug:
+      return "debug";
+    case LogLevel::info:
+      return "info";
+    case LogLevel::warn:
+      return "warn";
+    case LogLevel::error:
+      return "error";
+    case LogLevel::off:
+      return "off";
   }
   return "?";
 }

@@ -22,8 +22,10 @@ std::string describe(const Limit& l) {
   o << ", key [";
   for (std::size_t i = 0; i < l.key.size(); ++i) o << (i ? ", " : "") << l.key[i].text;
   o << "]";
-  if (!l.cost.from_header.empty()) o << ", cost from " << l.cost.from_header;
-  else if (l.cost.fixed != 1) o << ", cost " << l.cost.fixed;
+  if (!l.cost.from_header.empty())
+    o << ", cost from " << l.cost.from_header;
+  else if (l.cost.fixed != 1)
+    o << ", cost " << l.cost.fixed;
   if (l.overrides) o << ", " << l.overrides->values.size() << " tiers by " << l.overrides->by.text;
   if (l.mode == LimitMode::shadow) o << " (shadow)";
   return o.str();
@@ -35,8 +37,10 @@ std::string summarize(const Config& c) {
   std::ostringstream o;
   o << c.source << ": OK\n";
   o << "  listen:";
-  for (const auto& l : c.server.listen) o << " " << l.address.to_string() << (l.tls ? " (tls)" : "");
-  o << "\n  threads: " << (c.server.threads == 0 ? "one per core" : std::to_string(c.server.threads))
+  for (const auto& l : c.server.listen)
+    o << " " << l.address.to_string() << (l.tls ? " (tls)" : "");
+  o << "\n  threads: "
+    << (c.server.threads == 0 ? "one per core" : std::to_string(c.server.threads))
     << ", pop: " << c.server.pop << "\n";
   if (c.admin.listen) o << "  admin: " << c.admin.listen->to_string() << "\n";
   o << "  store: " << to_string(c.store.backend);
@@ -49,12 +53,15 @@ std::string summarize(const Config& c) {
   for (const auto& r : c.routes) {
     o << "    " << r.name << ": ";
     if (!r.match.methods.empty()) {
-      for (std::size_t i = 0; i < r.match.methods.size(); ++i) o << (i ? "|" : "") << r.match.methods[i];
+      for (std::size_t i = 0; i < r.match.methods.size(); ++i)
+        o << (i ? "|" : "") << r.match.methods[i];
       o << " ";
     }
     if (!r.match.host.empty()) o << r.match.host;
-    if (!r.match.path.empty()) o << r.match.path << " (exact)";
-    else o << (r.match.path_prefix.empty() ? "/" : r.match.path_prefix) << "*";
+    if (!r.match.path.empty())
+      o << r.match.path << " (exact)";
+    else
+      o << (r.match.path_prefix.empty() ? "/" : r.match.path_prefix) << "*";
     o << " -> " << r.upstream << ", on_store_error " << to_string(r.on_store_error) << "\n";
     for (const auto& l : r.limits) o << "      " << describe(l) << "\n";
   }

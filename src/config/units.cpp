@@ -45,15 +45,22 @@ NumberAndUnit split(std::string_view text) {
 
 Parsed<Duration> parse_duration(std::string_view text) {
   auto nu = split(text);
-  const std::string expected = "expected a duration with a unit (ms, s, m, h), e.g. \"45ms\" or \"10s\"";
+  const std::string expected =
+      "expected a duration with a unit (ms, s, m, h), e.g. \"45ms\" or \"10s\"";
   if (!nu.ok) return expected + ", got \"" + std::string(text) + "\"";
   double ms_per_unit = 0;
-  if (nu.unit == "ms") ms_per_unit = 1;
-  else if (nu.unit == "s") ms_per_unit = 1000;
-  else if (nu.unit == "m") ms_per_unit = 60'000;
-  else if (nu.unit == "h") ms_per_unit = 3'600'000;
-  else if (nu.unit == "d") ms_per_unit = 86'400'000;
-  else return expected + ", got \"" + std::string(text) + "\"";
+  if (nu.unit == "ms")
+    ms_per_unit = 1;
+  else if (nu.unit == "s")
+    ms_per_unit = 1000;
+  else if (nu.unit == "m")
+    ms_per_unit = 60'000;
+  else if (nu.unit == "h")
+    ms_per_unit = 3'600'000;
+  else if (nu.unit == "d")
+    ms_per_unit = 86'400'000;
+  else
+    return expected + ", got \"" + std::string(text) + "\"";
   double ms = nu.value * ms_per_unit;
   if (ms > 1e13) return "duration \"" + std::string(text) + "\" is too long";
   if (ms != std::floor(ms)) return "duration \"" + std::string(text) + "\" is finer than 1ms";
@@ -66,14 +73,20 @@ Parsed<std::uint64_t> parse_size(std::string_view text) {
   if (!nu.ok) return expected + ", got \"" + std::string(text) + "\"";
   double mult = 0;
   auto u = nu.unit;
-  if (u.empty() || u == "B") mult = 1;
-  else if (u == "KiB" || u == "KB" || u == "K" || u == "k") mult = 1024.0;
-  else if (u == "MiB" || u == "MB" || u == "M" || u == "m") mult = 1024.0 * 1024;
-  else if (u == "GiB" || u == "GB" || u == "G" || u == "g") mult = 1024.0 * 1024 * 1024;
-  else return expected + ", got \"" + std::string(text) + "\"";
+  if (u.empty() || u == "B")
+    mult = 1;
+  else if (u == "KiB" || u == "KB" || u == "K" || u == "k")
+    mult = 1024.0;
+  else if (u == "MiB" || u == "MB" || u == "M" || u == "m")
+    mult = 1024.0 * 1024;
+  else if (u == "GiB" || u == "GB" || u == "G" || u == "g")
+    mult = 1024.0 * 1024 * 1024;
+  else
+    return expected + ", got \"" + std::string(text) + "\"";
   double bytes = nu.value * mult;
   if (bytes > 1e15) return "size \"" + std::string(text) + "\" is too large";
-  if (bytes != std::floor(bytes)) return "size \"" + std::string(text) + "\" is not a whole number of bytes";
+  if (bytes != std::floor(bytes))
+    return "size \"" + std::string(text) + "\" is not a whole number of bytes";
   return static_cast<std::uint64_t>(bytes);
 }
 
@@ -85,10 +98,14 @@ Parsed<Rate> parse_rate(std::string_view text) {
   if (!nu.ok || !nu.unit.empty()) return expected + ", got \"" + std::string(text) + "\"";
   auto per = text.substr(slash + 1);
   double seconds = 0;
-  if (per == "s") seconds = 1;
-  else if (per == "m") seconds = 60;
-  else if (per == "h") seconds = 3600;
-  else return expected + ", got \"" + std::string(text) + "\"";
+  if (per == "s")
+    seconds = 1;
+  else if (per == "m")
+    seconds = 60;
+  else if (per == "h")
+    seconds = 3600;
+  else
+    return expected + ", got \"" + std::string(text) + "\"";
   if (nu.value <= 0) return "rate \"" + std::string(text) + "\" must be greater than zero";
   return Rate{nu.value / seconds, std::string(text)};
 }
@@ -102,7 +119,8 @@ std::string format_duration(Duration d) {
 }
 
 std::string format_size(std::uint64_t bytes) {
-  if (bytes != 0 && bytes % (1024 * 1024) == 0) return std::to_string(bytes / (1024 * 1024)) + "MiB";
+  if (bytes != 0 && bytes % (1024 * 1024) == 0)
+    return std::to_string(bytes / (1024 * 1024)) + "MiB";
   if (bytes != 0 && bytes % 1024 == 0) return std::to_string(bytes / 1024) + "KiB";
   return std::to_string(bytes) + "B";
 }

@@ -31,7 +31,8 @@ std::string shown(const YAML::Node& n) {
 
 }  // namespace
 
-std::string YamlReader::hint(std::string_view word, const std::vector<std::string_view>& candidates) {
+std::string YamlReader::hint(std::string_view word,
+                             const std::vector<std::string_view>& candidates) {
   std::string_view best;
   std::size_t best_d = std::string_view::npos;
   for (auto c : candidates) {
@@ -167,8 +168,8 @@ std::optional<std::int64_t> YamlReader::integer(const YAML::Node& n, const std::
     return std::nullopt;
   }
   if (v < min || v > max) {
-    error(n, path, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                       ", got " + *s);
+    error(n, path,
+          "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + *s);
     return std::nullopt;
   }
   return v;

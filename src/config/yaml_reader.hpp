@@ -48,7 +48,8 @@ class YamlReader {
 
   // A scalar read through one of the units.hpp / address.hpp parsers; its message on failure.
   template <typename T>
-  std::optional<T> parsed(const YAML::Node& n, const std::string& path, Parsed<T> (*parse)(std::string_view)) {
+  std::optional<T> parsed(const YAML::Node& n, const std::string& path,
+                          Parsed<T> (*parse)(std::string_view)) {
     auto s = string(n, path);
     if (!s) return std::nullopt;
     auto result = parse(*s);
@@ -67,9 +68,11 @@ class YamlReader {
     for (const auto& [name, value] : options)
       if (*s == name) return value;
     std::string list;
-    for (const auto& [name, value] : options) list += (list.empty() ? "" : ", ") + std::string(name);
-    error(n, path, "unknown value \"" + *s + "\" (expected one of: " + list + ")" +
-                       hint(*s, names_of(options)));
+    for (const auto& [name, value] : options)
+      list += (list.empty() ? "" : ", ") + std::string(name);
+    error(n, path,
+          "unknown value \"" + *s + "\" (expected one of: " + list + ")" +
+              hint(*s, names_of(options)));
     return std::nullopt;
   }
 
@@ -94,7 +97,9 @@ class YamlReader {
 };
 
 // Present and not an explicit null (`key:` with nothing is treated as absent).
-inline bool given(const YAML::Node& n) { return n.IsDefined() && !n.IsNull(); }
+inline bool given(const YAML::Node& n) {
+  return n.IsDefined() && !n.IsNull();
+}
 
 // One mapping being read: optional fields are assigned only when present and valid, so a
 // section's defaults live in the Config aggregates and nowhere else.

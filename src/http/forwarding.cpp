@@ -20,19 +20,25 @@ void strip_hop_by_hop(bhttp::fields& fields) {
     while (!v.empty()) {
       auto comma = v.find(',');
       auto token = v.substr(0, comma);
-      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
-      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+      while (!token.empty() && (token.front() == ' ' || token.front() == '\t'))
+        token.remove_prefix(1);
+      while (!token.empty() && (token.back() == ' ' || token.back() == '\t'))
+        token.remove_suffix(1);
       if (!token.empty()) named.emplace_back(token);
       if (comma == std::string_view::npos) break;
       v.remove_prefix(comma + 1);
     }
   }
-  static constexpr bhttp::field hop[] = {
-      bhttp::field::connection,          bhttp::field::keep_alive,
-      bhttp::field::proxy_connection,    bhttp::field::te,
-      bhttp::field::trailer,             bhttp::field::transfer_encoding,
-      bhttp::field::upgrade,             bhttp::field::proxy_authenticate,
-      bhttp::field::proxy_authorization, bhttp::field::content_length};
+  static constexpr bhttp::field hop[] = {bhttp::field::connection,
+                                         bhttp::field::keep_alive,
+                                         bhttp::field::proxy_connection,
+                                         bhttp::field::te,
+                                         bhttp::field::trailer,
+                                         bhttp::field::transfer_encoding,
+                                         bhttp::field::upgrade,
+                                         bhttp::field::proxy_authenticate,
+                                         bhttp::field::proxy_authorization,
+                                         bhttp::field::content_length};
   for (auto f : hop) fields.erase(f);
   for (const auto& name : named) fields.erase(name);
 }
@@ -78,9 +84,12 @@ std::optional<Target> parse_target(std::string_view target) {
   Target t;
   if (target.front() != '/') {
     std::string_view rest;
-    if (target.starts_with("http://")) rest = target.substr(7);
-    else if (target.starts_with("https://")) rest = target.substr(8);
-    else return std::nullopt;
+    if (target.starts_with("http://"))
+      rest = target.substr(7);
+    else if (target.starts_with("https://"))
+      rest = target.substr(8);
+    else
+      return std::nullopt;
     auto slash = rest.find_first_of("/?");
     t.authority = rest.substr(0, slash);
     if (t.authority.empty() || t.authority.find('@') != std::string_view::npos) return std::nullopt;

@@ -29,8 +29,8 @@ void add_forwarding_headers(boost::beast::http::fields& fields, const ForwardedF
 // absolute-form ("http://h/a?b") fills it (it then overrides Host, RFC 9112 section 3.2.2).
 struct Target {
   std::string_view authority;
-  std::string_view path;   // starts with '/'
-  std::string_view query;  // without '?'
+  std::string_view path;         // starts with '/'
+  std::string_view query;        // without '?'
   std::string_view origin_form;  // path + query, what the upstream receives
 };
 // nullopt for targets a proxy must refuse: empty, relative, authority-form, or with bytes

@@ -74,16 +74,20 @@ StringResponse refusal(const config::Limit& l, const limit::Params& p, const lim
 }
 
 keys::KeyHasher& hasher_for(WorkerContext& w, const config::Config& c) {
-  static constexpr std::string_view kBuiltInSecret = "floodgate built-in key secret: set store.key_secret";
+  static constexpr std::string_view kBuiltInSecret =
+      "floodgate built-in key secret: set store.key_secret";
   std::string_view secret = c.store.key_secret.empty() ? kBuiltInSecret : c.store.key_secret;
-  if (!w.hasher || w.hasher->secret() != secret) w.hasher = std::make_unique<keys::KeyHasher>(secret);
+  if (!w.hasher || w.hasher->secret() != secret)
+    w.hasher = std::make_unique<keys::KeyHasher>(secret);
   return *w.hasher;
 }
 
 // The route's on_store_error when the store could not decide.
-boost::asio::awaitable<std::optional<store::Outcome>> degraded(WorkerContext& w, const config::Config& c,
+boost::asio::awaitable<std::optional<store::Outcome>> degraded(WorkerContext& w,
+                                                               const config::Config& c,
                                                                const config::Route& route,
-                                                               limit::Plan& plan, admin::RouteMetrics& stats) {
+                                                               limit::Plan& plan,
+                                                               admin::RouteMetrics& stats) {
   switch (route.on_store_error) {
     case config::OnStoreError::fail_open:
       stats.count(admin::Outcome::store_error_open);
@@ -117,15 +121,17 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
   const auto now = w.clock.now();
   LazyClaims claims(in.fields, config, now);
   const auto& ip = config.server.client_ip;
-  keys::RequestFacts facts{route.name, in.method, in.host, in.path, in.query,
-                           keys::client_ip(in.peer, joined_forwarded(in.fields, ip.header), ip),
-                           &headers, &claims};
+  keys::RequestFacts facts{
+      route.name, in.method, in.host,
+      in.path,    in.query,  keys::client_ip(in.peer, joined_forwarded(in.fields, ip.header), ip),
+      &headers,   &claims};
   auto plan = limit::plan(config, route, facts, hasher_for(w, config));
   if (plan.reject_status != 0) {
     stats.count(admin::Outcome::rejected);
     out.admission.decision = "rejected";
     out.admission.limit = plan.rejected_by->name;
-    auto status = plan.reject_status == 401 ? bhttp::status::unauthorized : bhttp::status::bad_request;
+    auto status =
+        plan.reject_status == 401 ? bhttp::status::unauthorized : bhttp::status::bad_request;
     out.answer = error_response(status, in.version, in.keep_alive);
     co_return out;
   }
@@ -144,13 +150,15 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
     stats.deny_cache_hits.fetch_add(1, std::memory_order_relaxed);
     out.admission.decision = "limited";
     out.admission.limit = plan.limits[hit->item]->name;
-    out.answer = refusal(*plan.limits[hit->item], plan.items[hit->item].params, hit->decision, now, in);
+    out.answer =
+        refusal(*plan.limits[hit->item], plan.items[hit->item].params, hit->decision, now, in);
     co_return out;
   }
   const auto started = std::chrono::steady_clock::now();
   auto result = co_await w.store->acquire(plan.items, boost::asio::use_awaitable);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-  (config.store.backend == config::StoreBackend::memory ? w.metrics.decision_memory : w.metrics.decision_redis)
+  (config.store.backend == config::StoreBackend::memory ? w.metrics.decision_memory
+                                                        : w.metrics.decision_redis)
       .observe(took.count());
   std::optional<store::Outcome> outcome;
   out.admission.store = w.store.get();
@@ -200,13 +208,15 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
   // Reset times are counted from the store's clock (Redis's TIME), not this PoP's.
   const auto decided_at = outcome->now != 0 ? outcome->now : now;
   if (v.shown >= 0)
-    out.admission.headers = limit::rate_headers(*plan.limits[v.shown], plan.items[v.shown].params, v.decision, decided_at);
+    out.admission.headers = limit::rate_headers(*plan.limits[v.shown], plan.items[v.shown].params,
+                                                v.decision, decided_at);
   for (std::size_t i = 0; i < plan.items.size(); ++i) {
     if (!outcome->decisions[i].admitted) continue;  // not charged: nothing to return or settle
     if (plan.items[i].params.algorithm == config::Algorithm::concurrency)
       out.admission.leases.push_back(plan.items[i]);
     if (!plan.limits[i]->settle_header.empty())
-      out.admission.settles.push_back({plan.items[i], plan.limits[i]->settle_header, plan.items[i].cost});
+      out.admission.settles.push_back(
+          {plan.items[i], plan.limits[i]->settle_header, plan.items[i].cost});
   }
   co_return out;
 }

@@ -22,11 +22,11 @@ struct Admission {
   std::string_view decision = "none";
   std::string limit;
   std::string key;
-  limit::HeaderList headers;         // for the response: the limit closest to refusal
-  std::vector<store::Item> leases;   // concurrency leases to return when the response ends
+  limit::HeaderList headers;        // for the response: the limit closest to refusal
+  std::vector<store::Item> leases;  // concurrency leases to return when the response ends
   struct Settle {
     store::Item item;
-    std::string header;              // response header carrying the true cost
+    std::string header;  // response header carrying the true cost
     std::int64_t charged = 0;
   };
   std::vector<Settle> settles;

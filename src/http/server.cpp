@@ -12,8 +12,8 @@
 
 #include <cstdio>
 #include <future>
-#include <random>
 #include <list>
+#include <random>
 #include <system_error>
 #include <thread>
 
@@ -46,8 +46,7 @@ auto log_exceptions(spdlog::logger& log, const char* what) {
 tcp::endpoint to_endpoint(const config::Endpoint& ep) {
   boost::system::error_code ec;
   auto address = asio::ip::make_address(ep.host, ec);
-  if (ec)
-    throw std::system_error(ec, "listen address " + ep.to_string() + " is not an IP address");
+  if (ec) throw std::system_error(ec, "listen address " + ep.to_string() + " is not an IP address");
   return {address, ep.port};
 }
 
@@ -55,7 +54,8 @@ class Worker {
  public:
   Worker(config::ConfigSource& config, spdlog::logger& log, const ServerDeps& deps,
          std::string lease_prefix)
-      : ctx_{config, log, deps.clock, UpstreamPool(ioc_.get_executor()), {}, {}, {}, {}, deps.metrics} {
+      : ctx_{config, log, deps.clock,  UpstreamPool(ioc_.get_executor()), {}, {},
+             {},     {},  deps.metrics} {
     ctx_.store = deps.make_store(ioc_);
     ctx_.local = deps.make_local(ioc_);
     ctx_.lease_prefix = std::move(lease_prefix);
@@ -126,7 +126,8 @@ class Worker {
         continue;
       }
       socket.set_option(tcp::no_delay(true), ec);
-      asio::co_spawn(ioc_, run_session(std::move(socket), ctx_), log_exceptions(ctx_.log, "session"));
+      asio::co_spawn(ioc_, run_session(std::move(socket), ctx_),
+                     log_exceptions(ctx_.log, "session"));
     }
   }
 
@@ -136,7 +137,8 @@ class Worker {
       tick.expires_after(std::chrono::milliseconds(20));
       co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
     }
-    if (ctx_.in_flight > 0) ctx_.log.warn("drain: {} requests still in flight at the deadline", ctx_.in_flight);
+    if (ctx_.in_flight > 0)
+      ctx_.log.warn("drain: {} requests still in flight at the deadline", ctx_.in_flight);
     ctx_.pool.clear();
     ioc_.stop();
   }
@@ -174,8 +176,9 @@ void Server::start() {
   char instance[17];
   std::snprintf(instance, sizeof instance, "%08x%08x", rd(), rd());
   for (int i = 0; i < threads; ++i)
-    impl_->workers.push_back(std::make_unique<Worker>(
-        impl_->config, *impl_->log, impl_->deps, std::string(instance) + ":" + std::to_string(i) + ":"));
+    impl_->workers.push_back(
+        std::make_unique<Worker>(impl_->config, *impl_->log, impl_->deps,
+                                 std::string(instance) + ":" + std::to_string(i) + ":"));
   for (const auto& l : cfg->server.listen) {
     auto ep = to_endpoint(l.address);
     // With port 0 the first worker gets an ephemeral port and the others join it.
@@ -186,7 +189,9 @@ void Server::start() {
   for (auto& w : impl_->workers) w->start();
 }
 
-std::vector<std::uint16_t> Server::ports() const { return impl_->ports; }
+std::vector<std::uint16_t> Server::ports() const {
+  return impl_->ports;
+}
 
 std::pair<int, int> Server::store_health() const {
   int healthy = 0;

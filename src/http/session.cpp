@@ -50,9 +50,9 @@ std::string peer_text(const tcp::socket& s) {
 bool framing_is_safe(const RequestParser& p) {
   const auto& req = p.get();
   bool has_te = req.find(bhttp::field::transfer_encoding) != req.end();
-  if (has_te && (req.version() < 11 || !p.chunked() ||
-                 req.count(bhttp::field::transfer_encoding) != 1 ||
-                 !beast::iequals(req[bhttp::field::transfer_encoding], "chunked")))
+  if (has_te &&
+      (req.version() < 11 || !p.chunked() || req.count(bhttp::field::transfer_encoding) != 1 ||
+       !beast::iequals(req[bhttp::field::transfer_encoding], "chunked")))
     return false;
   auto hosts = req.count(bhttp::field::host);
   if (hosts > 1 || (hosts == 0 && req.version() >= 11)) return false;
@@ -108,8 +108,8 @@ class Session {
       parser.header_limit(static_cast<std::uint32_t>(config->server.max_header_bytes));
       parser.body_limit(config->server.max_body_bytes);
       client_.expires_after(config->server.timeouts.header_read);
-      auto [ec, n] = co_await bhttp::async_read_header(client_, buffer_, parser,
-                                                       as_tuple(use_awaitable));
+      auto [ec, n] =
+          co_await bhttp::async_read_header(client_, buffer_, parser, as_tuple(use_awaitable));
       if (ec) {
         // A client that closes or stalls between requests gets nothing; a broken request
         // gets its status and the connection is closed (its remaining bytes are unframed).
@@ -138,8 +138,8 @@ class Session {
   // timeout; only then does the header_read clock start.
   asio::awaitable<bool> wait_for_next_request(const config::Config& config) {
     client_.expires_after(config.server.timeouts.idle);
-    auto [ec, n] = co_await client_.async_read_some(buffer_.prepare(kChunkSize),
-                                                    as_tuple(use_awaitable));
+    auto [ec, n] =
+        co_await client_.async_read_some(buffer_.prepare(kChunkSize), as_tuple(use_awaitable));
     if (ec) co_return false;
     buffer_.commit(n);
     co_return true;
@@ -147,17 +147,19 @@ class Session {
 
   // One JSON line per request: what an operator needs to explain a decision, and no raw
   // client identifier beyond the socket peer (the key is the hashed store key).
-  void access_log(const bhttp::request<bhttp::buffer_body>& req, std::chrono::steady_clock::time_point started) {
+  void access_log(const bhttp::request<bhttp::buffer_body>& req,
+                  std::chrono::steady_clock::time_point started) {
     auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
     auto path = std::string_view(req.target());
     path = path.substr(0, path.find('?'));
-    std::string line = "{\"type\":\"access\",\"pop\":\"" + w_.config.get()->server.pop + "\",\"peer\":\"" + peer_ip_ +
-                       "\",\"method\":\"" + std::string(req.method_string()) + "\",\"path\":\"" +
-                       json_escaped(path) + "\",\"route\":\"" + std::string(route_name_) +
+    std::string line = "{\"type\":\"access\",\"pop\":\"" + w_.config.get()->server.pop +
+                       "\",\"peer\":\"" + peer_ip_ + "\",\"method\":\"" +
+                       std::string(req.method_string()) + "\",\"path\":\"" + json_escaped(path) +
+                       "\",\"route\":\"" + std::string(route_name_) +
                        "\",\"status\":" + std::to_string(status_);
     if (!logged_.decision.empty())
-      line += ",\"decision\":\"" + std::string(logged_.decision) + "\",\"limit\":\"" + logged_.limit +
-              "\",\"key\":\"" + logged_.key + "\"";
+      line += ",\"decision\":\"" + std::string(logged_.decision) + "\",\"limit\":\"" +
+              logged_.limit + "\",\"key\":\"" + logged_.key + "\"";
     char timing[96];
     std::snprintf(timing, sizeof timing, ",\"duration_ms\":%.3f,\"upstream_ms\":%.3f}",
                   ms(std::chrono::steady_clock::now() - started), ms(upstream_took_));
@@ -193,21 +195,24 @@ class Session {
   // connection may carry another request.
   asio::awaitable<bool> serve(RequestParser& parser, const config::Config& config) {
     auto& req = parser.get();
-    if (!framing_is_safe(parser)) co_return co_await send_error(bhttp::status::bad_request, 11, false);
+    if (!framing_is_safe(parser))
+      co_return co_await send_error(bhttp::status::bad_request, 11, false);
     auto target = parse_target(req.target());
     if (!target) co_return co_await send_error(bhttp::status::bad_request, req.version(), false);
     // The body, if any, is still unread: a refusal must close, or its bytes would be read
     // as the next request.
     bool can_continue = req.keep_alive() && parser.is_done();
-    std::string_view host = target->authority.empty() ? std::string_view(req[bhttp::field::host])
-                                                      : target->authority;
+    std::string_view host =
+        target->authority.empty() ? std::string_view(req[bhttp::field::host]) : target->authority;
     const auto* route = match_route(config, req.method_string(), host, target->path);
-    if (!route) co_return co_await send_error(bhttp::status::not_found, req.version(), can_continue);
+    if (!route)
+      co_return co_await send_error(bhttp::status::not_found, req.version(), can_continue);
     route_name_ = route->name;
     GateResult gate;
     if (!route->limits.empty()) {
-      GateInput in{req, req.method_string(), host_without_port(host), target->path, target->query,
-                   peer_, req.version(), can_continue};
+      GateInput in{req,           req.method_string(), host_without_port(host),
+                   target->path,  target->query,       peer_,
+                   req.version(), can_continue};
       gate = co_await apply_limits(w_, config, *route, in);
       if (config.log.access_log) remember_for_log(gate.admission);
       if (gate.answer) co_return co_await send(*gate.answer);
@@ -223,13 +228,16 @@ class Session {
     auto content_length = parser.content_length();
     bool chunked = parser.chunked();
     if (!target.authority.empty()) req.set(bhttp::field::host, target.authority);
-    if (target.origin_form.size() != req.target().size()) req.target(std::string(target.origin_form));
+    if (target.origin_form.size() != req.target().size())
+      req.target(std::string(target.origin_form));
     strip_hop_by_hop(req);
     req.erase(bhttp::field::expect);  // answered by us: see forward()
     add_forwarding_headers(req, {peer_ip_, false, config.server.pop});
     req.version(11);
-    if (content_length) req.content_length(*content_length);
-    else if (chunked) req.chunked(true);
+    if (content_length)
+      req.content_length(*content_length);
+    else if (chunked)
+      req.chunked(true);
   }
 
   // Sends the request (header and body) to an upstream connection.
@@ -242,7 +250,8 @@ class Session {
     if (expect_continue && !parser.is_done()) {
       static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
       client_.expires_after(config.server.timeouts.idle);
-      auto [cec, cn] = co_await asio::async_write(client_, asio::buffer(cont), as_tuple(use_awaitable));
+      auto [cec, cn] =
+          co_await asio::async_write(client_, asio::buffer(cont), as_tuple(use_awaitable));
       if (cec) co_return RelayResult{RelayResult::Side::read, cec};
     }
     co_return co_await relay_body(client_, buffer_, parser, conn.stream, sr, std::span(chunk_),
@@ -260,8 +269,8 @@ class Session {
       rp->body_limit(boost::none);
       rp->skip(head);
       conn.stream.expires_after(u.response_timeout);
-      auto [ec, n] = co_await bhttp::async_read_header(conn.stream, conn.buffer, *rp,
-                                                       as_tuple(use_awaitable));
+      auto [ec, n] =
+          co_await bhttp::async_read_header(conn.stream, conn.buffer, *rp, as_tuple(use_awaitable));
       if (ec) co_return ec;
       auto code = rp->get().result_int();
       if (code >= 200) co_return beast::error_code{};
@@ -289,10 +298,11 @@ class Session {
         auto [fresh, cec] = co_await w_.pool.connect(u);
         if (cec) {
           auto& stats = w_.upstream_stats(u.name);
-          (cec == beast::error::timeout ? stats.timeouts : stats.connect_errors).fetch_add(1, std::memory_order_relaxed);
+          (cec == beast::error::timeout ? stats.timeouts : stats.connect_errors)
+              .fetch_add(1, std::memory_order_relaxed);
           if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
-            w_.log.warn("upstream {} ({}): connect failed: {} ({} similar lines suppressed)", u.name, u.url,
-                        cec.message(), quiet);
+            w_.log.warn("upstream {} ({}): connect failed: {} ({} similar lines suppressed)",
+                        u.name, u.url, cec.message(), quiet);
           co_return co_await send_error(status_for_upstream_error(cec), version, false);
         }
         conn = std::move(fresh);
@@ -310,7 +320,8 @@ class Session {
         upstream_took_ = std::chrono::steady_clock::now() - sent_at;
         auto& stats = w_.upstream_stats(u.name);
         stats.latency.observe(std::chrono::duration<double>(upstream_took_).count());
-        stats.by_class[std::min<unsigned>(5, rp->get().result_int() / 100)].fetch_add(1, std::memory_order_relaxed);
+        stats.by_class[std::min<unsigned>(5, rp->get().result_int() / 100)].fetch_add(
+            1, std::memory_order_relaxed);
         break;
       }
       // A pooled connection the upstream closed just as we reused it: safe to try once more
@@ -322,7 +333,8 @@ class Session {
       if (ec == beast::error::timeout)
         w_.upstream_stats(u.name).timeouts.fetch_add(1, std::memory_order_relaxed);
       if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
-        w_.log.warn("upstream {} ({}): {} ({} similar lines suppressed)", u.name, u.url, ec.message(), quiet);
+        w_.log.warn("upstream {} ({}): {} ({} similar lines suppressed)", u.name, u.url,
+                    ec.message(), quiet);
       co_return co_await send_error(status_for_upstream_error(ec), version, false);
     }
     co_return co_await send_response(*rp, std::move(conn), u, version,
@@ -330,9 +342,8 @@ class Session {
   }
 
   asio::awaitable<bool> send_response(ResponseParser& rp, UpstreamConnectionPtr conn,
-                                      const config::Upstream& u, unsigned version,
-                                      bool keep_alive, const config::Config& config,
-                                      const Admission& admission) {
+                                      const config::Upstream& u, unsigned version, bool keep_alive,
+                                      const config::Config& config, const Admission& admission) {
     auto& res = rp.get();
     const bool upstream_keep_alive = rp.keep_alive();
     const auto content_length = rp.content_length();
@@ -343,17 +354,19 @@ class Session {
     if (content_length) {
       res.content_length(*content_length);
     } else if (has_body) {
-      if (version >= 11) res.chunked(true);
-      else keep_alive = false;  // HTTP/1.0 without a length: the body ends with the connection
+      if (version >= 11)
+        res.chunked(true);
+      else
+        keep_alive = false;  // HTTP/1.0 without a length: the body ends with the connection
     }
     res.version(version);
     res.keep_alive(keep_alive);
     status_ = res.result_int();
     // As for the request: the header goes out with the first piece of the body.
     bhttp::response_serializer<bhttp::buffer_body> sr{res};
-    auto relayed = co_await relay_body(conn->stream, conn->buffer, rp, client_, sr,
-                                       std::span(chunk_), u.response_timeout,
-                                       config.server.timeouts.idle);
+    auto relayed =
+        co_await relay_body(conn->stream, conn->buffer, rp, client_, sr, std::span(chunk_),
+                            u.response_timeout, config.server.timeouts.idle);
     if (!relayed) {
       if (relayed.failed == RelayResult::Side::read && !sr.is_header_done()) {
         // Nothing reached the client yet: it can still be told what happened.
@@ -361,8 +374,8 @@ class Session {
       }
       if (relayed.failed == RelayResult::Side::read)
         if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
-          w_.log.warn("upstream {} ({}): response body: {} ({} similar lines suppressed)", u.name, u.url,
-                      relayed.error.message(), quiet);
+          w_.log.warn("upstream {} ({}): response body: {} ({} similar lines suppressed)", u.name,
+                      u.url, relayed.error.message(), quiet);
       co_return false;  // the client has a partial response: closing is the only honest end
     }
     if (upstream_keep_alive && conn->buffer.size() == 0) w_.pool.give_back(u, std::move(conn));

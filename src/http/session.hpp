@@ -8,6 +8,7 @@
 namespace floodgate::http {
 
 // Serves one downstream connection until it closes, times out, or the worker drains.
-boost::asio::awaitable<void> run_session(boost::asio::ip::tcp::socket socket, WorkerContext& worker);
+boost::asio::awaitable<void> run_session(boost::asio::ip::tcp::socket socket,
+                                         WorkerContext& worker);
 
 }  // namespace floodgate::http

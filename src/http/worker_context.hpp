@@ -67,7 +67,7 @@ struct WorkerContext {
     return *slot;
   }
   LogThrottle upstream_errors;
-  std::string lease_prefix;     // "<instance>:<worker>:": concurrency lease / log entry ids
+  std::string lease_prefix;  // "<instance>:<worker>:": concurrency lease / log entry ids
   std::uint64_t lease_seq = 0;
   // False once the worker is being torn down: coroutine frames destroyed with the event loop
   // must not touch the stores any more (they hold a copy of this flag, not the context).

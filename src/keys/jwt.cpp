@@ -2,8 +2,6 @@
 // signature before payload, then exp / nbf / iss / aud.
 #include "floodgate/keys/jwt.hpp"
 
-#include <boost/json/parse.hpp>
-#include <boost/json/value.hpp>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -13,6 +11,8 @@
 #include <openssl/hmac.h>
 #include <openssl/obj_mac.h>
 #include <openssl/objects.h>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
 
 #include <algorithm>
 #include <array>
@@ -28,7 +28,9 @@ namespace {
 using config::JwtAlgorithm;
 using Bytes = std::vector<unsigned char>;
 
-bool is_space(char c) { return c == ' ' || c == '\t'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t';
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
@@ -128,7 +130,8 @@ bool is_p256(EVP_PKEY* key) {
   if (EVP_PKEY_is_a(key, "EC") != 1) return false;
   char group[80] = {0};
   std::size_t len = 0;
-  if (EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group, &len) != 1)
+  if (EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group, &len) !=
+      1)
     return false;
   int nid = OBJ_sn2nid(group);
   if (nid == NID_undef) nid = EC_curve_nist2nid(group);
@@ -192,7 +195,9 @@ NumericDate numeric_date(const boost::json::object& claims, std::string_view nam
   return {false, std::nullopt};
 }
 
-JwtResult fail(JwtError e) { return JwtResult{e, {}}; }
+JwtResult fail(JwtError e) {
+  return JwtResult{e, {}};
+}
 
 JwtResult verify(std::string_view header_value, const config::JwtSettings& settings,
                  std::int64_t now_seconds) {
@@ -238,9 +243,15 @@ JwtResult verify(std::string_view header_value, const config::JwtSettings& setti
   std::string_view signing_input = token.substr(0, dot2);
   bool good = false;
   switch (*alg) {
-    case JwtAlgorithm::hs256: good = verify_hs256(signing_input, *sig, settings.hs256_secret); break;
-    case JwtAlgorithm::rs256: good = verify_rs256(signing_input, *sig, settings); break;
-    case JwtAlgorithm::es256: good = verify_es256(signing_input, *sig, settings); break;
+    case JwtAlgorithm::hs256:
+      good = verify_hs256(signing_input, *sig, settings.hs256_secret);
+      break;
+    case JwtAlgorithm::rs256:
+      good = verify_rs256(signing_input, *sig, settings);
+      break;
+    case JwtAlgorithm::es256:
+      good = verify_es256(signing_input, *sig, settings);
+      break;
   }
   ERR_clear_error();  // failed verifications leave entries on this thread's queue
   if (!good) return fail(JwtError::bad_signature);
@@ -282,15 +293,24 @@ JwtResult verify(std::string_view header_value, const config::JwtSettings& setti
 
 const char* to_string(JwtError e) {
   switch (e) {
-    case JwtError::none: return "none";
-    case JwtError::missing: return "missing";
-    case JwtError::malformed: return "malformed";
-    case JwtError::algorithm_not_allowed: return "algorithm_not_allowed";
-    case JwtError::bad_signature: return "bad_signature";
-    case JwtError::expired: return "expired";
-    case JwtError::not_yet_valid: return "not_yet_valid";
-    case JwtError::wrong_issuer: return "wrong_issuer";
-    case JwtError::wrong_audience: return "wrong_audience";
+    case JwtError::none:
+      return "none";
+    case JwtError::missing:
+      return "missing";
+    case JwtError::malformed:
+      return "malformed";
+    case JwtError::algorithm_not_allowed:
+      return "algorithm_not_allowed";
+    case JwtError::bad_signature:
+      return "bad_signature";
+    case JwtError::expired:
+      return "expired";
+    case JwtError::not_yet_valid:
+      return "not_yet_valid";
+    case JwtError::wrong_issuer:
+      return "wrong_issuer";
+    case JwtError::wrong_audience:
+      return "wrong_audience";
   }
   return "unknown";
 }

@@ -36,7 +36,8 @@ std::string KeyHasher::hex(std::string_view material) {
   std::size_t len = 0;
   // Re-initialising with a null key keeps the key already set: no allocation per call.
   EVP_MAC_init(impl_->ctx, nullptr, 0, nullptr);
-  EVP_MAC_update(impl_->ctx, reinterpret_cast<const unsigned char*>(material.data()), material.size());
+  EVP_MAC_update(impl_->ctx, reinterpret_cast<const unsigned char*>(material.data()),
+                 material.size());
   EVP_MAC_final(impl_->ctx, out, &len, sizeof out);
   static constexpr char digits[] = "0123456789abcdef";
   std::string hex(32, '0');
@@ -62,15 +63,19 @@ std::optional<std::string_view> query_param(std::string_view query, std::string_
 std::optional<std::string> part_value(const config::KeyPart& part, const RequestFacts& r) {
   using Kind = config::KeyPart::Kind;
   switch (part.kind) {
-    case Kind::ip: return r.client.to_string();
-    case Kind::route: return std::string(r.route);
-    case Kind::method: return std::string(r.method);
+    case Kind::ip:
+      return r.client.to_string();
+    case Kind::route:
+      return std::string(r.route);
+    case Kind::method:
+      return std::string(r.method);
     case Kind::host: {
       std::string h(r.host);
       for (auto& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       return h;
     }
-    case Kind::path: return std::string(r.path);
+    case Kind::path:
+      return std::string(r.path);
     case Kind::header: {
       auto v = r.headers ? r.headers->header(part.name) : std::nullopt;
       if (!v || v->empty()) return std::nullopt;
@@ -81,7 +86,8 @@ std::optional<std::string> part_value(const config::KeyPart& part, const Request
       if (!v || v->empty()) return std::nullopt;
       return std::string(*v);
     }
-    case Kind::jwt: return r.claims ? r.claims->claim(part.name) : std::nullopt;
+    case Kind::jwt:
+      return r.claims ? r.claims->claim(part.name) : std::nullopt;
   }
   return std::nullopt;
 }
@@ -94,7 +100,12 @@ BuiltKey build_key(std::string_view prefix, const config::Route& route, const co
     if (!value) {
       if (limit.on_missing_key != config::OnMissingKey::shared) return BuiltKey{"", true};
       std::string key;
-      key.append(prefix).append(":").append(route.name).append(":").append(limit.name).append(":{shared}");
+      key.append(prefix)
+          .append(":")
+          .append(route.name)
+          .append(":")
+          .append(limit.name)
+          .append(":{shared}");
       return BuiltKey{std::move(key), true};
     }
     // kind, length, value: "ip" + "9:127.0.0.1" can never equal another split of the bytes.

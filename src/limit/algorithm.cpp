@@ -9,8 +9,12 @@ using config::Algorithm;
 
 namespace {
 
-Micros ceil_micros(double us) { return static_cast<Micros>(std::ceil(us - 1e-6)); }
-Micros floor_to(Micros now, Micros window) { return now - ((now % window) + window) % window; }
+Micros ceil_micros(double us) {
+  return static_cast<Micros>(std::ceil(us - 1e-6));
+}
+Micros floor_to(Micros now, Micros window) {
+  return now - ((now % window) + window) % window;
+}
 
 // ---- token bucket: continuous refill, starts full -------------------------------------
 
@@ -18,7 +22,8 @@ BucketState refill(const Params& p, const State& s, Micros now) {
   const auto* b = std::get_if<BucketState>(&s);
   if (!b) return BucketState{static_cast<double>(p.capacity), now};
   double elapsed = static_cast<double>(std::max<Micros>(0, now - b->updated));
-  double tokens = std::min<double>(p.capacity, b->tokens + elapsed * p.per_second / kMicrosPerSecond);
+  double tokens =
+      std::min<double>(p.capacity, b->tokens + elapsed * p.per_second / kMicrosPerSecond);
   return BucketState{tokens, std::max(now, b->updated)};
 }
 
@@ -33,9 +38,11 @@ Evaluation token_bucket(const Params& p, const State& s, Micros now, std::int64_
   if (b.tokens + 1e-9 >= static_cast<double>(cost)) {
     b.tokens -= static_cast<double>(cost);
     e.decision.admitted = true;
-    e.decision.remaining = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(b.tokens + 1e-9)));
+    e.decision.remaining =
+        std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(b.tokens + 1e-9)));
   } else {
-    e.decision.retry_after = std::max<Micros>(1, bucket_time_to(p, static_cast<double>(cost) - b.tokens));
+    e.decision.retry_after =
+        std::max<Micros>(1, bucket_time_to(p, static_cast<double>(cost) - b.tokens));
   }
   e.decision.reset_after = bucket_time_to(p, static_cast<double>(p.capacity) - b.tokens);
   e.next = b;
@@ -63,7 +70,8 @@ Evaluation gcra(const Params& p, const State& s, Micros now, std::int64_t cost) 
     e.decision.reset_after = bucket_time_to(p, next);
     e.next = GcraState{next, now};
   } else {
-    e.decision.retry_after = std::max<Micros>(1, bucket_time_to(p, next - static_cast<double>(p.capacity)));
+    e.decision.retry_after =
+        std::max<Micros>(1, bucket_time_to(p, next - static_cast<double>(p.capacity)));
     e.decision.reset_after = bucket_time_to(p, debt);
     e.next = GcraState{debt, now};
   }
@@ -112,7 +120,8 @@ Evaluation sliding_window(const Params& p, const State& s, Micros now, std::int6
     w.current += cost;
     e.decision.admitted = true;
     e.decision.remaining = std::max<std::int64_t>(
-        0, static_cast<std::int64_t>(std::floor(static_cast<double>(p.capacity) - estimate - cost + 1e-9)));
+        0, static_cast<std::int64_t>(
+               std::floor(static_cast<double>(p.capacity) - estimate - cost + 1e-9)));
   } else {
     e.decision.retry_after = sliding_retry(w, now, p.window, p.capacity, cost);
   }
@@ -156,7 +165,8 @@ Evaluation sliding_log(const Params& p, const State& s, Micros now, std::int64_t
     }
   }
   if (!e.decision.admitted && e.decision.retry_after == 0)  // a cost above the limit never fits
-    e.decision.retry_after = std::max<Micros>(1, l.entries.empty() ? p.window : l.entries.back().at + p.window - now);
+    e.decision.retry_after =
+        std::max<Micros>(1, l.entries.empty() ? p.window : l.entries.back().at + p.window - now);
   e.decision.reset_after = l.entries.empty() ? 0 : l.entries.back().at + p.window - now;
   e.next = std::move(l);
   return e;
@@ -214,12 +224,18 @@ Params Params::from(const config::Limit& l, const config::LimitParams& p) {
 
 Evaluation evaluate(const Params& p, const State& s, Micros now, std::int64_t cost) {
   switch (p.algorithm) {
-    case Algorithm::token_bucket: return token_bucket(p, s, now, cost);
-    case Algorithm::gcra: return gcra(p, s, now, cost);
-    case Algorithm::sliding_window: return sliding_window(p, s, now, cost);
-    case Algorithm::sliding_log: return sliding_log(p, s, now, cost);
-    case Algorithm::fixed_window: return fixed_window(p, s, now, cost);
-    case Algorithm::concurrency: return concurrency(p, s, now);
+    case Algorithm::token_bucket:
+      return token_bucket(p, s, now, cost);
+    case Algorithm::gcra:
+      return gcra(p, s, now, cost);
+    case Algorithm::sliding_window:
+      return sliding_window(p, s, now, cost);
+    case Algorithm::sliding_log:
+      return sliding_log(p, s, now, cost);
+    case Algorithm::fixed_window:
+      return fixed_window(p, s, now, cost);
+    case Algorithm::concurrency:
+      return concurrency(p, s, now);
   }
   return {};
 }
@@ -271,7 +287,9 @@ Micros time_to_neutral(const Params& p, const State& s, Micros now) {
       return bucket_time_to(p, gcra_debt(p, s, now));
     case Algorithm::sliding_window: {
       auto w = roll(s, floor_to(now, p.window), p.window);
-      return w.current > 0 ? w.start + 2 * p.window - now : w.previous > 0 ? w.start + p.window - now : 0;
+      return w.current > 0    ? w.start + 2 * p.window - now
+             : w.previous > 0 ? w.start + p.window - now
+                              : 0;
     }
     case Algorithm::fixed_window: {
       const auto* w = std::get_if<WindowState>(&s);
@@ -279,7 +297,8 @@ Micros time_to_neutral(const Params& p, const State& s, Micros now) {
     }
     case Algorithm::sliding_log: {
       const auto* l = std::get_if<LogState>(&s);
-      return l && !l->entries.empty() ? std::max<Micros>(0, l->entries.back().at + p.window - now) : 0;
+      return l && !l->entries.empty() ? std::max<Micros>(0, l->entries.back().at + p.window - now)
+                                      : 0;
     }
     case Algorithm::concurrency: {
       const auto* c = std::get_if<ConcurrencyState>(&s);

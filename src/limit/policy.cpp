@@ -7,10 +7,13 @@ namespace floodgate::limit {
 
 namespace {
 
-std::int64_t ceil_seconds(Micros us) { return us <= 0 ? 0 : (us + kMicrosPerSecond - 1) / kMicrosPerSecond; }
+std::int64_t ceil_seconds(Micros us) {
+  return us <= 0 ? 0 : (us + kMicrosPerSecond - 1) / kMicrosPerSecond;
+}
 
 // Parses the cost header: absent or empty -> default; not a non-negative integer -> error.
-std::optional<std::int64_t> cost_of(const config::Limit& l, const keys::RequestFacts& r, bool& bad) {
+std::optional<std::int64_t> cost_of(const config::Limit& l, const keys::RequestFacts& r,
+                                    bool& bad) {
   if (l.cost.from_header.empty()) return l.cost.fixed;
   auto v = r.headers ? r.headers->header(l.cost.from_header) : std::nullopt;
   if (!v || v->empty()) return l.cost.fixed;
@@ -86,7 +89,8 @@ Verdict verdict(const Plan& plan, const store::Outcome& outcome) {
     } else {
       // Closest to refusal: the smallest share of its quota left, then the longest to reset.
       double share = static_cast<double>(d.remaining) / std::max<std::int64_t>(1, d.limit);
-      double best = static_cast<double>(v.decision.remaining) / std::max<std::int64_t>(1, v.decision.limit);
+      double best =
+          static_cast<double>(v.decision.remaining) / std::max<std::int64_t>(1, v.decision.limit);
       better = share < best || (share == best && d.reset_after > v.decision.reset_after);
     }
     if (better) {
@@ -114,8 +118,9 @@ HeaderList rate_headers(const config::Limit& limit, const Params& params, const 
     case config::Algorithm::token_bucket:
     case config::Algorithm::gcra:
       // The window in which the whole quota is replenished.
-      policy += ";w=" + std::to_string(std::max<std::int64_t>(
-                            1, static_cast<std::int64_t>(std::ceil(params.capacity / params.per_second))));
+      policy += ";w=" +
+                std::to_string(std::max<std::int64_t>(
+                    1, static_cast<std::int64_t>(std::ceil(params.capacity / params.per_second))));
       break;
     case config::Algorithm::concurrency:
       break;
@@ -124,7 +129,8 @@ HeaderList rate_headers(const config::Limit& limit, const Params& params, const 
   }
   h.emplace_back("RateLimit-Policy", policy);
   std::int64_t t = d.admitted ? reset_in : retry_after_seconds(d);
-  h.emplace_back("RateLimit", "\"" + limit.name + "\";r=" + std::to_string(remaining) + ";t=" + std::to_string(t));
+  h.emplace_back("RateLimit", "\"" + limit.name + "\";r=" + std::to_string(remaining) +
+                                  ";t=" + std::to_string(t));
   if (!d.admitted) h.emplace_back("Retry-After", std::to_string(retry_after_seconds(d)));
   return h;
 }

@@ -28,7 +28,8 @@ std::string limited_routes(std::uint16_t origin_port) {
   return "upstreams:\n  origin: { url: \"http://127.0.0.1:" + std::to_string(origin_port) +
          "\" }\nstore: { key_secret: admin-test-secret-0123456789 }\nroutes:\n"
          "  - name: api\n    match: { path_prefix: /api }\n    upstream: origin\n"
-         "    limits: [{ name: burst, algorithm: token_bucket, capacity: 5, refill_rate: 1/h, key: [ip] }]\n"
+         "    limits: [{ name: burst, algorithm: token_bucket, capacity: 5, refill_rate: 1/h, key: "
+         "[ip] }]\n"
          "  - name: other\n    match: { path_prefix: / }\n    upstream: origin\n";
 }
 
@@ -45,10 +46,13 @@ TEST(Admin, MetricsMoveWithTrafficAndSecretsAreRedacted) {
   ASSERT_TRUE(m);
   EXPECT_EQ(m->result_int(), 200);
   const auto& text = m->body();
-  EXPECT_EQ(metric(text, R"(floodgate_requests_total{route="api",outcome="admitted"})"), 5u) << text;
+  EXPECT_EQ(metric(text, R"(floodgate_requests_total{route="api",outcome="admitted"})"), 5u)
+      << text;
   EXPECT_EQ(metric(text, R"(floodgate_requests_total{route="api",outcome="limited"})"), 7u);
-  EXPECT_EQ(metric(text, R"(floodgate_upstream_responses_total{upstream="origin",class="2xx"})"), 8u);
-  EXPECT_EQ(metric(text, R"(floodgate_decision_seconds_count{backend="memory"})"), 5u + 1u);  // then the deny cache
+  EXPECT_EQ(metric(text, R"(floodgate_upstream_responses_total{upstream="origin",class="2xx"})"),
+            8u);
+  EXPECT_EQ(metric(text, R"(floodgate_decision_seconds_count{backend="memory"})"),
+            5u + 1u);  // then the deny cache
   EXPECT_EQ(metric(text, R"(floodgate_deny_cache_hits_total{route="api"})"), 6u);  // one worker
   EXPECT_EQ(metric(text, R"(floodgate_build_info{version="test",pop="itest"})"), 1u);
   EXPECT_EQ(text.find("127.0.0.1"), std::string::npos) << "no client address may be a label";
@@ -72,19 +76,24 @@ struct Running {
   Origin origin;
   std::uint16_t port = free_port();
   std::uint16_t admin = free_port();
-  std::string path = (std::filesystem::temp_directory_path() / ("fg-admin-" + std::to_string(getpid()) + "-" +
-                                                                 std::to_string(port) + ".yaml")).string();
+  std::string path =
+      (std::filesystem::temp_directory_path() /
+       ("fg-admin-" + std::to_string(getpid()) + "-" + std::to_string(port) + ".yaml"))
+          .string();
   std::unique_ptr<ChildProcess> fg;
 
   std::string config(int capacity, bool access_log = false) {
-    return "server:\n  listen: [127.0.0.1:" + std::to_string(port) + "]\n  threads: 2\n  timeouts: { drain: 5s }\n" +
-           "admin: { listen: 127.0.0.1:" + std::to_string(admin) + " }\nlog: { level: warn, access_log: " +
-           (access_log ? "true" : "false") + " }\n" +
-           substitute(limited_routes(origin.port()), "capacity: 5", "capacity: " + std::to_string(capacity));
+    return "server:\n  listen: [127.0.0.1:" + std::to_string(port) +
+           "]\n  threads: 2\n  timeouts: { drain: 5s }\n" +
+           "admin: { listen: 127.0.0.1:" + std::to_string(admin) +
+           " }\nlog: { level: warn, access_log: " + (access_log ? "true" : "false") + " }\n" +
+           substitute(limited_routes(origin.port()), "capacity: 5",
+                      "capacity: " + std::to_string(capacity));
   }
   void start(const std::string& text) {
     std::ofstream(path) << text;
-    fg = std::make_unique<ChildProcess>(std::vector<std::string>{FLOODGATE_BINARY, "--config", path});
+    fg = std::make_unique<ChildProcess>(
+        std::vector<std::string>{FLOODGATE_BINARY, "--config", path});
     for (int i = 0; i < 200; ++i) {
       try {
         if (get(admin, "/healthz")) return;
@@ -147,8 +156,8 @@ TEST(Admin, ReloadUnderLoadLosesNoRequest) {
   std::this_thread::sleep_for(250ms);
   stop = true;
   for (auto& t : clients) t.join();
-  std::cout << "[ reload ] 6 reloads under load: " << ok << " x 200, " << limited << " x 429, " << other
-            << " other\n";
+  std::cout << "[ reload ] 6 reloads under load: " << ok << " x 200, " << limited << " x 429, "
+            << other << " other\n";
   EXPECT_GT(ok.load(), 500);
   EXPECT_EQ(other.load(), 0);
   auto m = get(r.admin, "/metrics")->body();
@@ -165,10 +174,13 @@ TEST(Admin, AccessLogHasOneJsonLinePerRequest) {
   int admitted = 0, limited = 0;
   for (const auto& line : lines) {
     EXPECT_NE(line.find(R"("route":"api")"), std::string::npos) << line;
-    EXPECT_TRUE(std::regex_search(line, std::regex(R"("key":"rl:api:burst:\{[0-9a-f]{32}\}")"))) << line;
-    if (line.find(R"("status":200)") != std::string::npos && line.find(R"("decision":"admitted")") != std::string::npos)
+    EXPECT_TRUE(std::regex_search(line, std::regex(R"("key":"rl:api:burst:\{[0-9a-f]{32}\}")")))
+        << line;
+    if (line.find(R"("status":200)") != std::string::npos &&
+        line.find(R"("decision":"admitted")") != std::string::npos)
       ++admitted;
-    if (line.find(R"("status":429)") != std::string::npos && line.find(R"("decision":"limited")") != std::string::npos)
+    if (line.find(R"("status":429)") != std::string::npos &&
+        line.find(R"("decision":"limited")") != std::string::npos)
       ++limited;
   }
   EXPECT_EQ(admitted, 2);

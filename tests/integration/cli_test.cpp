@@ -84,18 +84,24 @@ routes:
   EXPECT_EQ(r.exit_code, 2) << r.output;
   std::string p = path.string();
   EXPECT_NE(r.output.find(p + ":3:3: unknown key \"lisen\" in server (did you mean \"listen\"?)"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find(p + ":5:60: upstreams.origin.connect_timeout: expected a duration"),
-            std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(p + ":9:15: routes[0].upstream: no upstream named \"orgin\" (did you mean \"origin\"?)"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(
+      r.output.find(
+          p + ":9:15: routes[0].upstream: no upstream named \"orgin\" (did you mean \"origin\"?)"),
+      std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("3 errors"), std::string::npos) << r.output;
 }
 
 TEST(Cli, MissingFileIsAnError) {
   auto r = run("--check-config /nonexistent/floodgate.yaml");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("/nonexistent/floodgate.yaml:0:0: cannot read the file"), std::string::npos);
+  EXPECT_NE(r.output.find("/nonexistent/floodgate.yaml:0:0: cannot read the file"),
+            std::string::npos);
 }
 
 TEST(Cli, UnknownArgumentsPrintUsage) {
@@ -106,8 +112,10 @@ TEST(Cli, UnknownArgumentsPrintUsage) {
 
 std::string serving_config(std::uint16_t port, std::uint16_t origin, const std::string& prefix) {
   return "server:\n  listen: [127.0.0.1:" + std::to_string(port) +
-         "]\n  threads: 2\n  timeouts: { drain: 2s }\nupstreams:\n  origin: { url: \"http://127.0.0.1:" +
-         std::to_string(origin) + "\" }\nroutes:\n  - name: r\n    match: { path_prefix: " + prefix +
+         "]\n  threads: 2\n  timeouts: { drain: 2s }\nupstreams:\n  origin: { url: "
+         "\"http://127.0.0.1:" +
+         std::to_string(origin) +
+         "\" }\nroutes:\n  - name: r\n    match: { path_prefix: " + prefix +
          " }\n    upstream: origin\n";
 }
 

@@ -31,7 +31,8 @@ limit::Params params(Algorithm a, std::int64_t capacity, double rate, Micros win
 class Driver {
  public:
   Driver(RedisServer& redis, const limit::Clock& clock)
-      : log_(std::make_shared<spdlog::logger>("diff", std::make_shared<spdlog::sinks::stderr_sink_mt>())) {
+      : log_(std::make_shared<spdlog::logger>("diff",
+                                              std::make_shared<spdlog::sinks::stderr_sink_mt>())) {
     log_->set_level(spdlog::level::warn);
     store::RedisStoreOptions o;
     o.port = redis.port();
@@ -56,7 +57,8 @@ class Driver {
     for (int i = 0; i < 100; ++i) {
       ioc_.restart();
       ioc_.run_for(std::chrono::milliseconds(20));
-      auto r = acquire({{"diff:probe", params(Algorithm::fixed_window, 1000, 0, kMicrosPerSecond), 0, true}});
+      auto r = acquire(
+          {{"diff:probe", params(Algorithm::fixed_window, 1000, 0, kMicrosPerSecond), 0, true}});
       if (std::holds_alternative<store::Outcome>(r)) return true;
     }
     return false;
@@ -104,22 +106,27 @@ TEST_P(Differential, RandomTrafficGetsTheSameDecisions) {
   ASSERT_TRUE(driver.wait_connected());
   const auto p = GetParam().p;
   std::mt19937_64 rng(7 + static_cast<unsigned>(p.algorithm));
-  const Micros step = p.window > 0 ? p.window / 7 : static_cast<Micros>(kMicrosPerSecond / p.per_second * 0.8);
+  const Micros step =
+      p.window > 0 ? p.window / 7 : static_cast<Micros>(kMicrosPerSecond / p.per_second * 0.8);
   int admitted = 0, refused = 0;
   for (int i = 0; i < 300; ++i) {
     // Mostly small steps (bursts and refusals), sometimes long gaps (refill, expiry).
-    Micros dt = rng() % 10 == 0 ? step * static_cast<Micros>(rng() % 20) : static_cast<Micros>(rng() % std::max<Micros>(step, 2));
+    Micros dt = rng() % 10 == 0 ? step * static_cast<Micros>(rng() % 20)
+                                : static_cast<Micros>(rng() % std::max<Micros>(step, 2));
     clock.advance(dt);
     std::string key = "diff:" + std::string(GetParam().name) + ":" + std::to_string(rng() % 3);
-    std::int64_t cost = p.algorithm == Algorithm::concurrency ? 1 : static_cast<std::int64_t>(rng() % (p.capacity / 2 + 1));
+    std::int64_t cost = p.algorithm == Algorithm::concurrency
+                            ? 1
+                            : static_cast<std::int64_t>(rng() % (p.capacity / 2 + 1));
     std::vector<store::Item> items{{key, p, cost, true, "lease" + std::to_string(i)}};
     if (rng() % 4 == 0)  // a second limit on the same request: all-or-nothing across both
-      items.push_back({key + ":b", params(Algorithm::fixed_window, 6, 0, 2 * kMicrosPerSecond), 1, rng() % 2 == 0,
-                       "lease" + std::to_string(i)});
+      items.push_back({key + ":b", params(Algorithm::fixed_window, 6, 0, 2 * kMicrosPerSecond), 1,
+                       rng() % 2 == 0, "lease" + std::to_string(i)});
     auto m = memory.acquire(items);
     auto r = driver.acquire(items);
     ASSERT_TRUE(std::holds_alternative<store::Outcome>(r)) << "step " << i;
-    expect_same(m, std::get<store::Outcome>(r), std::string(GetParam().name) + " step " + std::to_string(i));
+    expect_same(m, std::get<store::Outcome>(r),
+                std::string(GetParam().name) + " step " + std::to_string(i));
     (m.admitted ? admitted : refused)++;
     if (::testing::Test::HasFailure()) return;
   }
@@ -130,12 +137,13 @@ TEST_P(Differential, RandomTrafficGetsTheSameDecisions) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllAlgorithms, Differential,
-    ::testing::Values(Case{"token_bucket", params(Algorithm::token_bucket, 10, 5, 0)},
-                      Case{"token_bucket_fractional", params(Algorithm::token_bucket, 7, 0.5, 0)},
-                      Case{"gcra", params(Algorithm::gcra, 10, 5, 0)},
-                      Case{"sliding_window", params(Algorithm::sliding_window, 20, 0, 10 * kMicrosPerSecond)},
-                      Case{"sliding_log", params(Algorithm::sliding_log, 12, 0, 10 * kMicrosPerSecond)},
-                      Case{"fixed_window", params(Algorithm::fixed_window, 15, 0, 5 * kMicrosPerSecond)}),
+    ::testing::Values(
+        Case{"token_bucket", params(Algorithm::token_bucket, 10, 5, 0)},
+        Case{"token_bucket_fractional", params(Algorithm::token_bucket, 7, 0.5, 0)},
+        Case{"gcra", params(Algorithm::gcra, 10, 5, 0)},
+        Case{"sliding_window", params(Algorithm::sliding_window, 20, 0, 10 * kMicrosPerSecond)},
+        Case{"sliding_log", params(Algorithm::sliding_log, 12, 0, 10 * kMicrosPerSecond)},
+        Case{"fixed_window", params(Algorithm::fixed_window, 15, 0, 5 * kMicrosPerSecond)}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(DifferentialSettle, AdjustGivesTheSameStateInBothStores) {

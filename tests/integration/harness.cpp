@@ -1,9 +1,9 @@
 #include "harness.hpp"
 
 #include <fcntl.h>
-#include <sys/socket.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,7 +47,8 @@ std::string ChildProcess::read_line(std::chrono::milliseconds timeout) {
       pending_.erase(0, nl + 1);
       return line;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return "";
     pollfd p{out_fd_, POLLIN, 0};
     if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return "";
@@ -92,8 +93,12 @@ std::uint64_t json_number(const std::string& json, const std::string& key) {
 }
 }  // namespace
 
-std::uint64_t Origin::requests() { return json_number(stats(), "requests"); }
-std::uint64_t Origin::connections() { return json_number(stats(), "connections"); }
+std::uint64_t Origin::requests() {
+  return json_number(stats(), "requests");
+}
+std::uint64_t Origin::connections() {
+  return json_number(stats(), "connections");
+}
 
 std::string substitute(std::string text, const std::string& from, const std::string& to) {
   for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
@@ -112,7 +117,8 @@ Proxy::Proxy(const std::string& yaml, const limit::Clock* clock) {
   if (!clock) clock = &system_clock_;
   source_ = std::make_unique<config::ConfigSource>(load_or_fail(yaml));
   memory_ = std::make_unique<store::MemoryState>(*clock, source_->get()->store.max_keys);
-  auto log = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto log =
+      std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   log->set_level(spdlog::level::err);
   server_ = std::make_unique<http::Server>(
       *source_, log,
@@ -122,14 +128,18 @@ Proxy::Proxy(const std::string& yaml, const limit::Clock* clock) {
   port_ = server_->ports().at(0);
 }
 
-Proxy::~Proxy() { server_->drain(std::chrono::milliseconds(100)); }
+Proxy::~Proxy() {
+  server_->drain(std::chrono::milliseconds(100));
+}
 
 Client::Client(std::uint16_t port) {
   socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
   socket_.set_option(tcp::no_delay(true));
 }
 
-void Client::send(std::string_view bytes) { asio::write(socket_, asio::buffer(bytes)); }
+void Client::send(std::string_view bytes) {
+  asio::write(socket_, asio::buffer(bytes));
+}
 
 namespace {
 // Runs `op` on the client's io_context for at most `timeout`; cancels it past that.
@@ -191,7 +201,8 @@ std::optional<Response> get(std::uint16_t port, const std::string& target,
   return c.request("GET " + target + " HTTP/1.1\r\nHost: test\r\n" + extra_headers + "\r\n");
 }
 
-std::map<int, int> burst(const std::vector<std::uint16_t>& ports, const std::string& target, int n) {
+std::map<int, int> burst(const std::vector<std::uint16_t>& ports, const std::string& target,
+                         int n) {
   asio::io_context ioc;
   std::map<int, int> statuses;
   struct Conn {
@@ -202,18 +213,25 @@ std::map<int, int> burst(const std::vector<std::uint16_t>& ports, const std::str
   };
   std::vector<std::unique_ptr<Conn>> conns;
   for (int i = 0; i < n; ++i) {
-    auto c = std::make_unique<Conn>(Conn{tcp::socket(ioc), "GET " + target + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", {}, {}});
+    auto c = std::make_unique<Conn>(
+        Conn{tcp::socket(ioc),
+             "GET " + target + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+             {},
+             {}});
     auto* raw = c.get();
     auto port = ports[static_cast<std::size_t>(i) % ports.size()];
-    raw->socket.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), [raw, &statuses](auto ec) {
-      if (ec) return void(++statuses[-1]);
-      asio::async_write(raw->socket, asio::buffer(raw->request), [raw, &statuses](auto ec, std::size_t) {
-        if (ec) return void(++statuses[-2]);
-        bhttp::async_read(raw->socket, raw->buffer, raw->response, [raw, &statuses](auto ec, std::size_t) {
-          ++statuses[ec ? -3 : raw->response.result_int()];
+    raw->socket.async_connect(
+        tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), [raw, &statuses](auto ec) {
+          if (ec) return void(++statuses[-1]);
+          asio::async_write(raw->socket, asio::buffer(raw->request),
+                            [raw, &statuses](auto ec, std::size_t) {
+                              if (ec) return void(++statuses[-2]);
+                              bhttp::async_read(raw->socket, raw->buffer, raw->response,
+                                                [raw, &statuses](auto ec, std::size_t) {
+                                                  ++statuses[ec ? -3 : raw->response.result_int()];
+                                                });
+                            });
         });
-      });
-    });
     conns.push_back(std::move(c));
   }
   ioc.run_for(std::chrono::seconds(30));

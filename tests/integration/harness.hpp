@@ -2,11 +2,11 @@
 // Real parts for integration tests: an origin process, a floodgate server on an ephemeral
 // port, and a raw-socket client that can send any bytes (including malformed ones).
 
+#include <spdlog/logger.h>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <spdlog/logger.h>
-#include <spdlog/sinks/stdout_sinks.h>
 
 #include <chrono>
 #include <map>
@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "floodgate/admin/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/config/loader.hpp"
-#include "floodgate/admin/metrics.hpp"
 #include "floodgate/http/server.hpp"
 #include "floodgate/store/memory_store.hpp"
 

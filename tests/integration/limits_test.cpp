@@ -24,14 +24,20 @@ server:
 upstreams:
   origin: { url: "http://{ORIGIN}" }
 store: { key_secret: integration-test-secret-0123456789 }
-)" + extra + "routes:\n" + routes,
+)" + extra + "routes:\n" +
+                        routes,
                     "{ORIGIN}", "127.0.0.1:" + std::to_string(origin.port()));
 }
 
-std::string header(const Response& r, const char* name) { return std::string((*r.base().find(name)).value()); }
-bool has_header(const Response& r, const char* name) { return r.base().find(name) != r.base().end(); }
+std::string header(const Response& r, const char* name) {
+  return std::string((*r.base().find(name)).value());
+}
+bool has_header(const Response& r, const char* name) {
+  return r.base().find(name) != r.base().end();
+}
 
-std::optional<Response> send(std::uint16_t port, const std::string& target, const std::string& headers = "") {
+std::optional<Response> send(std::uint16_t port, const std::string& target,
+                             const std::string& headers = "") {
   return get(port, target, headers);
 }
 
@@ -51,9 +57,13 @@ TEST(Limits, TokenBucketBurstIsLimitedWithHonestHeaders) {
     EXPECT_EQ(header(*r, "X-RateLimit-Limit"), "5");
     EXPECT_EQ(header(*r, "X-RateLimit-Remaining"), std::to_string(4 - i));
     EXPECT_EQ(header(*r, "RateLimit-Policy"), "\"burst\";q=5;w=300");
-    EXPECT_EQ(header(*r, "RateLimit"), "\"burst\";r=" + std::to_string(4 - i) + ";t=" + std::to_string(60 * (i + 1)));
+    EXPECT_EQ(header(*r, "RateLimit"),
+              "\"burst\";r=" + std::to_string(4 - i) + ";t=" + std::to_string(60 * (i + 1)));
     auto reset = std::stoll(header(*r, "X-RateLimit-Reset"));
-    auto expect = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() + 60 * (i + 1);
+    auto expect = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count() +
+                  60 * (i + 1);
     EXPECT_NEAR(static_cast<double>(reset), static_cast<double>(expect), 2.0);
   }
   for (int i = 0; i < 5; ++i) {
@@ -65,7 +75,8 @@ TEST(Limits, TokenBucketBurstIsLimitedWithHonestHeaders) {
     EXPECT_LE(retry, 60);
     EXPECT_EQ(header(*r, "X-RateLimit-Remaining"), "0");
     EXPECT_EQ(header(*r, "Content-Type"), "application/json");
-    EXPECT_EQ(r->body(), "{\"error\":\"rate_limited\",\"limit\":\"burst\",\"retry_after\":" + std::to_string(retry) + "}\n");
+    EXPECT_EQ(r->body(), "{\"error\":\"rate_limited\",\"limit\":\"burst\",\"retry_after\":" +
+                             std::to_string(retry) + "}\n");
     EXPECT_EQ(header(*r, "RateLimit"), "\"burst\";r=0;t=" + std::to_string(retry));
   }
   EXPECT_EQ(origin.requests(), 5u);  // refused requests never reached it
@@ -82,12 +93,15 @@ TEST(Limits, SlidingWindowDoesNotLetTwiceTheLimitThroughAtTheBoundary) {
     upstream: origin
     limits:
       - { name: minute, algorithm: sliding_window, limit: 100, window: 60s, key: [ip] }
-)"), &clock);
+)"),
+              &clock);
   int admitted_first = 0, admitted_second = 0;
   Client c(proxy.port());
-  for (int i = 0; i < 100; ++i) admitted_first += c.request("GET /a HTTP/1.1\r\nHost: t\r\n\r\n")->result_int() == 200;
+  for (int i = 0; i < 100; ++i)
+    admitted_first += c.request("GET /a HTTP/1.1\r\nHost: t\r\n\r\n")->result_int() == 200;
   clock.advance(2 * limit::kMicrosPerSecond);  // hh:(mm+1):01
-  for (int i = 0; i < 100; ++i) admitted_second += c.request("GET /a HTTP/1.1\r\nHost: t\r\n\r\n")->result_int() == 200;
+  for (int i = 0; i < 100; ++i)
+    admitted_second += c.request("GET /a HTTP/1.1\r\nHost: t\r\n\r\n")->result_int() == 200;
   EXPECT_EQ(admitted_first, 100);
   // 100 * (59/60) = 98.3 of the previous window still counts: one more fits, not 100.
   EXPECT_EQ(admitted_second, 1);
@@ -109,10 +123,13 @@ TEST(Limits, ForwardedForIsBelievedOnlyFromTrustedProxies) {
     EXPECT_EQ(send(proxy.port(), "/", "X-Forwarded-For: 198.51.100.2\r\n")->result_int(), 200);
     EXPECT_EQ(send(proxy.port(), "/", "X-Forwarded-For: 198.51.100.1\r\n")->result_int(), 429);
     // A client prepending a spoofed address is still keyed on what the trusted hop saw.
-    EXPECT_EQ(send(proxy.port(), "/", "X-Forwarded-For: 203.0.113.7, 198.51.100.2\r\n")->result_int(), 429);
+    EXPECT_EQ(
+        send(proxy.port(), "/", "X-Forwarded-For: 203.0.113.7, 198.51.100.2\r\n")->result_int(),
+        429);
   }
   {
-    auto untrusted = substitute(config_with(origin, routes), "trusted_proxies: [127.0.0.1/32]", "trusted_proxies: [10.0.0.0/8]");
+    auto untrusted = substitute(config_with(origin, routes), "trusted_proxies: [127.0.0.1/32]",
+                                "trusted_proxies: [10.0.0.0/8]");
     Proxy proxy(untrusted);  // the peer is not trusted: XFF is ignored, all share 127.0.0.1
     EXPECT_EQ(send(proxy.port(), "/", "X-Forwarded-For: 198.51.100.1\r\n")->result_int(), 200);
     EXPECT_EQ(send(proxy.port(), "/", "X-Forwarded-For: 198.51.100.2\r\n")->result_int(), 429);
@@ -136,7 +153,8 @@ TEST(Limits, RefusedRequestChargesNoOtherLimit) {
   EXPECT_NE(refused->body().find("\"limit\":\"per-user\""), std::string::npos);
   auto third = send(proxy.port(), "/", "X-User: b\r\n");
   EXPECT_EQ(third->result_int(), 200);  // per-ip's third unit
-  EXPECT_EQ(header(*third, "RateLimit").rfind("\"per-ip\";r=0;t=", 0), 0u) << header(*third, "RateLimit");
+  EXPECT_EQ(header(*third, "RateLimit").rfind("\"per-ip\";r=0;t=", 0), 0u)
+      << header(*third, "RateLimit");
   auto fourth = send(proxy.port(), "/", "X-User: c\r\n");
   EXPECT_EQ(fourth->result_int(), 429);
   EXPECT_NE(fourth->body().find("\"limit\":\"per-ip\""), std::string::npos);
@@ -202,13 +220,15 @@ TEST(Limits, OnMissingKeyRejectsSkipsOrShares) {
   EXPECT_EQ(send(proxy.port(), "/skip?key=z")->result_int(), 429);
   EXPECT_EQ(send(proxy.port(), "/shared")->result_int(), 200);
   EXPECT_EQ(send(proxy.port(), "/shared")->result_int(), 200);
-  EXPECT_EQ(send(proxy.port(), "/shared")->result_int(), 429);  // every anonymous caller: one bucket
+  EXPECT_EQ(send(proxy.port(), "/shared")->result_int(),
+            429);  // every anonymous caller: one bucket
   EXPECT_EQ(send(proxy.port(), "/shared", "X-Key: own\r\n")->result_int(), 200);
 }
 
 std::string b64url(const unsigned char* data, std::size_t n) {
   std::string out(4 * ((n + 2) / 3) + 1, '\0');
-  int len = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(n));
+  int len =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(n));
   out.resize(static_cast<std::size_t>(len));
   for (auto& c : out) c = c == '+' ? '-' : c == '/' ? '_' : c;
   while (!out.empty() && out.back() == '=') out.pop_back();
@@ -217,8 +237,9 @@ std::string b64url(const unsigned char* data, std::size_t n) {
 
 std::string hs256(const std::string& payload, const std::string& secret) {
   std::string header = R"({"alg":"HS256","typ":"JWT"})";
-  std::string signing = b64url(reinterpret_cast<const unsigned char*>(header.data()), header.size()) + "." +
-                        b64url(reinterpret_cast<const unsigned char*>(payload.data()), payload.size());
+  std::string signing =
+      b64url(reinterpret_cast<const unsigned char*>(header.data()), header.size()) + "." +
+      b64url(reinterpret_cast<const unsigned char*>(payload.data()), payload.size());
   unsigned char mac[32];
   unsigned len = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
@@ -228,7 +249,8 @@ std::string hs256(const std::string& payload, const std::string& secret) {
 
 TEST(Limits, VerifiedJwtTenantsWithTiers) {
   Origin origin;
-  Proxy proxy(config_with(origin, R"(
+  Proxy proxy(
+      config_with(origin, R"(
   - name: partners
     match: { path_prefix: / }
     upstream: origin
@@ -239,11 +261,19 @@ TEST(Limits, VerifiedJwtTenantsWithTiers) {
         window: 1h
         key: [jwt:tenant]
         overrides: { by: jwt:tier, values: { gold: { limit: 5 }, free: { limit: 1 } } }
-)", "jwt: { algorithms: [HS256], hs256_secret: jwt-test-secret, audience: api }\n"));
-  auto exp = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() + 600);
-  auto token = [&](const std::string& tenant, const std::string& tier, const std::string& secret = "jwt-test-secret",
-                   const std::string& aud = "api") {
-    return "Authorization: Bearer " + hs256(R"({"tenant":")" + tenant + R"(","tier":")" + tier + R"(","aud":")" + aud + R"(","exp":)" + exp + "}", secret) + "\r\n";
+)",
+                  "jwt: { algorithms: [HS256], hs256_secret: jwt-test-secret, audience: api }\n"));
+  auto exp = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count() +
+                            600);
+  auto token = [&](const std::string& tenant, const std::string& tier,
+                   const std::string& secret = "jwt-test-secret", const std::string& aud = "api") {
+    return "Authorization: Bearer " +
+           hs256(R"({"tenant":")" + tenant + R"(","tier":")" + tier + R"(","aud":")" + aud +
+                     R"(","exp":)" + exp + "}",
+                 secret) +
+           "\r\n";
   };
   auto count_ok = [&](const std::string& auth, int n) {
     int ok = 0;
@@ -254,7 +284,9 @@ TEST(Limits, VerifiedJwtTenantsWithTiers) {
   EXPECT_EQ(count_ok(token("tiny", "free"), 3), 1);
   EXPECT_EQ(count_ok(token("plain", "unknown-tier"), 5), 3);  // base limit
   EXPECT_EQ(send(proxy.port(), "/", token("evil", "gold", "wrong-secret"))->result_int(), 401);
-  EXPECT_EQ(send(proxy.port(), "/", token("evil", "gold", "jwt-test-secret", "other-aud"))->result_int(), 401);
+  EXPECT_EQ(
+      send(proxy.port(), "/", token("evil", "gold", "jwt-test-secret", "other-aud"))->result_int(),
+      401);
   EXPECT_EQ(send(proxy.port(), "/")->result_int(), 401);  // no token
   EXPECT_EQ(origin.requests(), 9u);
 }
@@ -323,10 +355,10 @@ TEST(Limits, SettlementChargesTheTrueCostAfterTheResponse) {
         settle: response_header:X-Tokens-Used
 )"));
   auto first = send(proxy.port(), "/respond?X-Tokens-Used=50");
-  EXPECT_EQ(header(*first, "X-RateLimit-Remaining"), "90");  // charged 10 up front
+  EXPECT_EQ(header(*first, "X-RateLimit-Remaining"), "90");          // charged 10 up front
   auto second = send(proxy.port(), "/respond?X-Tokens-Used=bogus");  // invalid: changes nothing
-  EXPECT_EQ(header(*second, "X-RateLimit-Remaining"), "40");  // 100 - 50 (settled) - 10
-  auto third = send(proxy.port(), "/respond?X-Tokens-Used=0");  // 40 - 10, then 10 refunded
+  EXPECT_EQ(header(*second, "X-RateLimit-Remaining"), "40");         // 100 - 50 (settled) - 10
+  auto third = send(proxy.port(), "/respond?X-Tokens-Used=0");       // 40 - 10, then 10 refunded
   EXPECT_EQ(header(*third, "X-RateLimit-Remaining"), "30");
   auto fourth = send(proxy.port(), "/x");
   EXPECT_EQ(header(*fourth, "X-RateLimit-Remaining"), "30");  // 40 - 10

@@ -24,7 +24,8 @@ server:
   max_header_bytes: 4KiB
 )" + server_extra + R"(
 upstreams:
-  origin: { url: "http://{ORIGIN}", response_timeout: )" + response_timeout + R"( }
+  origin: { url: "http://{ORIGIN}", response_timeout: )" +
+                        response_timeout + R"( }
   nowhere: { url: "http://127.0.0.1:1", connect_timeout: 500ms }
 routes:
   - name: dead
@@ -45,7 +46,8 @@ routes:
   - name: slow
     match: { path_prefix: /slow/ }
     upstream: origin
-)", "{ORIGIN}", "127.0.0.1:" + std::to_string(origin.port()));
+)",
+                    "{ORIGIN}", "127.0.0.1:" + std::to_string(origin.port()));
 }
 
 std::uint64_t fnv(std::string_view data) {
@@ -85,12 +87,14 @@ TEST_F(ProxyTest, GetPassesThroughWithForwardingHeaders) {
   const auto& body = r->body();
   EXPECT_NE(body.find(R"("target":"/echo/x?y=1")"), std::string::npos) << body;
   EXPECT_NE(body.find(R"(["Host","shop.test"])"), std::string::npos) << body;
-  EXPECT_NE(body.find(R"(["X-Forwarded-For","203.0.113.9, 127.0.0.1"])"), std::string::npos) << body;
+  EXPECT_NE(body.find(R"(["X-Forwarded-For","203.0.113.9, 127.0.0.1"])"), std::string::npos)
+      << body;
   EXPECT_NE(body.find(R"(["X-Forwarded-Proto","http"])"), std::string::npos) << body;
   EXPECT_NE(body.find(R"(["Via","1.0 cdn, 1.1 itest"])"), std::string::npos) << body;
   EXPECT_NE(body.find(R"(["X-Keep","yes"])"), std::string::npos) << body;
   for (auto dropped : {"X-Secret", "Keep-Alive", "Proxy-Authorization", "Connection"})
-    EXPECT_EQ(body.find(std::string("\"") + dropped + "\""), std::string::npos) << dropped << " in " << body;
+    EXPECT_EQ(body.find(std::string("\"") + dropped + "\""), std::string::npos)
+        << dropped << " in " << body;
   EXPECT_EQ(origin.requests(), 1u);
 }
 
@@ -98,12 +102,14 @@ TEST_F(ProxyTest, PostBodyArrivesIntact) {
   Proxy proxy(base_config(origin));
   auto data = random_bytes(900 * 1024);
   Client c(proxy.port());
-  auto r = c.request("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: " +
-                     std::to_string(data.size()) + "\r\n\r\n" + data);
+  auto r =
+      c.request("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(data.size()) +
+                "\r\n\r\n" + data);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->result_int(), 200);
   EXPECT_NE(r->body().find("\"body_bytes\":" + std::to_string(data.size())), std::string::npos);
-  EXPECT_NE(r->body().find("\"body_fnv\":\"" + std::to_string(fnv(data)) + "\""), std::string::npos);
+  EXPECT_NE(r->body().find("\"body_fnv\":\"" + std::to_string(fnv(data)) + "\""),
+            std::string::npos);
 }
 
 TEST_F(ProxyTest, ChunkedUploadIsReframedNotCorrupted) {
@@ -226,7 +232,8 @@ TEST_F(ProxyTest, ChunkedBodyOverTheLimitIs413) {
 TEST_F(ProxyTest, HeaderTooLargeIs431) {
   Proxy proxy(base_config(origin));
   Client c(proxy.port());
-  auto r = c.request("GET /echo HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(8000, 'a') + "\r\n\r\n");
+  auto r =
+      c.request("GET /echo HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(8000, 'a') + "\r\n\r\n");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->result_int(), 431);
   EXPECT_EQ(origin.requests(), 0u);
@@ -236,9 +243,9 @@ TEST_F(ProxyTest, MalformedRequestsAre400AndClosed) {
   Proxy proxy(base_config(origin));
   for (std::string raw : {
            std::string("GARBAGE\r\n\r\n"),
-           std::string("GET /echo HTTP/1.1\r\n\r\n"),                           // no Host
-           std::string("GET /echo HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),     // two Hosts
-           std::string("GET echo HTTP/1.1\r\nHost: a\r\n\r\n"),                 // relative target
+           std::string("GET /echo HTTP/1.1\r\n\r\n"),                        // no Host
+           std::string("GET /echo HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),  // two Hosts
+           std::string("GET echo HTTP/1.1\r\nHost: a\r\n\r\n"),              // relative target
            std::string("GET /echo HTTP/1.1\r\nHost: a\r\nBad Header: x\r\n\r\n"),
        }) {
     Client c(proxy.port());
@@ -256,16 +263,25 @@ TEST_F(ProxyTest, SmugglingAttemptsNeverReachTheOrigin) {
   const std::string smuggled = "GET /echo/smuggled HTTP/1.1\r\nHost: t\r\n\r\n";
   for (std::string raw : {
            // CL.TE: both framings
-           "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 6\r\nTransfer-Encoding: "
+           "chunked\r\n\r\n0\r\n\r\n" +
+               smuggled,
            // TE.CL
-           "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n5c\r\n" + smuggled + "\r\n0\r\n\r\n",
+           "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: "
+           "4\r\n\r\n5c\r\n" +
+               smuggled + "\r\n0\r\n\r\n",
            // conflicting Content-Lengths
-           "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 41\r\n\r\nhello" + smuggled,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: "
+           "41\r\n\r\nhello" +
+               smuggled,
            // a Transfer-Encoding that is not chunked
            "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n" + smuggled,
-           "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n" + smuggled,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, "
+           "identity\r\n\r\n0\r\n\r\n" +
+               smuggled,
            // Transfer-Encoding in HTTP/1.0
-           "POST /echo HTTP/1.0\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled,
+           "POST /echo HTTP/1.0\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
+               smuggled,
        }) {
     Client c(proxy.port());
     auto r = c.request(raw);

@@ -16,7 +16,8 @@ using namespace std::chrono_literals;
 
 RedisCluster::RedisCluster() {
   static int counter = 0;
-  dir_ = fs::temp_directory_path() / ("floodgate-cluster-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
+  dir_ = fs::temp_directory_path() /
+         ("floodgate-cluster-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
   fs::create_directories(dir_);
   for (int i = 0; i < 6; ++i) {
     auto port = free_port();
@@ -26,16 +27,18 @@ RedisCluster::RedisCluster() {
     auto node_dir = dir_ / std::to_string(port);
     fs::create_directories(node_dir);
     nodes_.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
-        "/usr/bin/redis-server", "--port", std::to_string(port), "--cluster-port", std::to_string(bus),
-        "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-        "--cluster-config-file", (node_dir / "nodes.conf").string(), "--cluster-node-timeout", "1000",
+        "/usr/bin/redis-server", "--port", std::to_string(port), "--cluster-port",
+        std::to_string(bus), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+        "--cluster-config-file", (node_dir / "nodes.conf").string(), "--cluster-node-timeout",
+        "1000",
         // A replica just created may not have synced yet: let it take over all the same.
-        "--cluster-replica-validity-factor", "0", "--save", "",
-        "--appendonly", "no", "--dir", node_dir.string(), "--logfile", (node_dir / "redis.log").string()}));
+        "--cluster-replica-validity-factor", "0", "--save", "", "--appendonly", "no", "--dir",
+        node_dir.string(), "--logfile", (node_dir / "redis.log").string()}));
   }
   for (auto port : ports_) {
     for (int i = 0; i < 200 && cli(port, "PING") != "PONG"; ++i) std::this_thread::sleep_for(20ms);
-    if (cli(port, "PING") != "PONG") throw std::runtime_error("cluster node " + std::to_string(port) + " did not start");
+    if (cli(port, "PING") != "PONG")
+      throw std::runtime_error("cluster node " + std::to_string(port) + " did not start");
   }
   std::string create = "--cluster create";
   for (auto port : ports_) create += " 127.0.0.1:" + std::to_string(port);
@@ -82,7 +85,8 @@ bool RedisCluster::wait_ok(std::chrono::milliseconds limit) {
   while (std::chrono::steady_clock::now() < deadline) {
     bool ok = true;
     for (std::size_t i = 0; i < ports_.size() && ok; ++i)
-      if (nodes_[i]) ok = cli(ports_[i], "CLUSTER INFO").find("cluster_state:ok") != std::string::npos;
+      if (nodes_[i])
+        ok = cli(ports_[i], "CLUSTER INFO").find("cluster_state:ok") != std::string::npos;
     if (ok) return true;
     std::this_thread::sleep_for(100ms);
   }

@@ -18,8 +18,10 @@ using namespace std::chrono_literals;
 std::string cluster_config(std::uint16_t listen, std::uint16_t origin, const RedisCluster& cluster,
                            const std::string& routes) {
   std::string nodes;
-  for (auto p : cluster.ports()) nodes += (nodes.empty() ? "" : ", ") + ("\"127.0.0.1:" + std::to_string(p) + "\"");
-  return "server:\n  listen: [127.0.0.1:" + std::to_string(listen) + "]\n  threads: 2\n  timeouts: { drain: 1s }\n" +
+  for (auto p : cluster.ports())
+    nodes += (nodes.empty() ? "" : ", ") + ("\"127.0.0.1:" + std::to_string(p) + "\"");
+  return "server:\n  listen: [127.0.0.1:" + std::to_string(listen) +
+         "]\n  threads: 2\n  timeouts: { drain: 1s }\n" +
          "upstreams:\n  origin: { url: \"http://127.0.0.1:" + std::to_string(origin) + "\" }\n" +
          "store:\n  backend: redis_cluster\n  redis: { nodes: [" + nodes + "], timeout: 500ms }\n" +
          "  key_secret: cluster-test-secret-0123456789\n  instances: 2\nroutes:\n" + routes;
@@ -92,7 +94,9 @@ TEST(RedisClusterStore, LimitsInDifferentSlotsAreAllOrNothing) {
       - { name: in-flight, algorithm: concurrency, limit: 100, key: [route] }
 )"));
   wait_enforced(proxy.port(), "/probe");
-  auto status = [&](const std::string& user) { return get(proxy.port(), "/x", "X-User: " + user + "\r\n")->result_int(); };
+  auto status = [&](const std::string& user) {
+    return get(proxy.port(), "/x", "X-User: " + user + "\r\n")->result_int();
+  };
   EXPECT_EQ(status("a"), 200);
   EXPECT_EQ(status("a"), 200);
   EXPECT_EQ(status("a"), 429);  // per-user refuses; per-route and in-flight must give back
@@ -124,17 +128,21 @@ TEST(RedisClusterStore, TwoProcessesAdmitExactlyTheLimit) {
   auto p1 = free_port(), p2 = free_port();
   std::vector<std::unique_ptr<ChildProcess>> fgs;
   for (auto port : {p1, p2}) {
-    auto path = (std::filesystem::temp_directory_path() / ("fg-cluster-" + std::to_string(getpid()) + "-" + std::to_string(port) + ".yaml")).string();
+    auto path = (std::filesystem::temp_directory_path() /
+                 ("fg-cluster-" + std::to_string(getpid()) + "-" + std::to_string(port) + ".yaml"))
+                    .string();
     std::ofstream(path) << cluster_config(port, origin.port(), cluster, routes);
-    fgs.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{FLOODGATE_BINARY, "--config", path}));
+    fgs.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{FLOODGATE_BINARY, "--config", path}));
   }
   wait_enforced(p1, "/probe");
   wait_enforced(p2, "/probe");
   for (std::string target : {"/tb", "/log"}) {
     get(origin.port(), "/__reset");
     auto statuses = burst({p1, p2}, target, 500);
-    std::cout << "[ cluster exactness ] " << target << ": 500 concurrent over 2 instances -> " << statuses[200]
-              << " x 200, " << statuses[429] << " x 429, origin counted " << origin.requests() << "\n";
+    std::cout << "[ cluster exactness ] " << target << ": 500 concurrent over 2 instances -> "
+              << statuses[200] << " x 200, " << statuses[429] << " x 429, origin counted "
+              << origin.requests() << "\n";
     EXPECT_EQ(statuses[200], 200) << target;
     EXPECT_EQ(statuses[429], 300) << target;
     EXPECT_EQ(origin.requests(), 200u) << target;
@@ -166,7 +174,8 @@ TEST(RedisClusterStore, AMasterKilledUnderLoadIsFollowedAfterFailover) {
       for (int i = 0; !stop; ++i) {
         int s = -1;
         try {
-          s = get(proxy.port(), "/u", "X-User: u" + std::to_string((t * 1000 + i) % 50) + "\r\n")->result_int();
+          s = get(proxy.port(), "/u", "X-User: u" + std::to_string((t * 1000 + i) % 50) + "\r\n")
+                  ->result_int();
         } catch (const std::exception&) {
         }
         std::lock_guard lock(m);
@@ -190,8 +199,10 @@ TEST(RedisClusterStore, AMasterKilledUnderLoadIsFollowedAfterFailover) {
   stop = true;
   for (auto& c : clients) c.join();
   std::cout << "[ cluster failover ] master " << victim << " killed; cluster_state ok after "
-            << std::chrono::duration_cast<std::chrono::milliseconds>(failover).count() << " ms; floodgate deciding on every slot "
-            << std::chrono::duration_cast<std::chrono::milliseconds>(followed).count() << " ms later; during the run: ";
+            << std::chrono::duration_cast<std::chrono::milliseconds>(failover).count()
+            << " ms; floodgate deciding on every slot "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(followed).count()
+            << " ms later; during the run: ";
   for (auto [s, n] : statuses) std::cout << n << " x " << s << " ";
   std::cout << "\n";
   EXPECT_EQ(streak, 50);

@@ -19,7 +19,8 @@ std::uint16_t free_port() {
 
 RedisServer::RedisServer() {
   static int counter = 0;
-  dir_ = fs::temp_directory_path() / ("floodgate-redis-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
+  dir_ = fs::temp_directory_path() /
+         ("floodgate-redis-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
   fs::create_directories(dir_);
   port_ = free_port();
   start();

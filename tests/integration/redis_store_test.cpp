@@ -14,17 +14,21 @@ namespace {
 using namespace std::chrono_literals;
 using Ms = std::chrono::milliseconds;
 
-std::string redis_config(std::uint16_t listen_port, std::uint16_t origin_port, std::uint16_t redis_port,
-                         const std::string& routes, const std::string& timeout = "50ms") {
+std::string redis_config(std::uint16_t listen_port, std::uint16_t origin_port,
+                         std::uint16_t redis_port, const std::string& routes,
+                         const std::string& timeout = "50ms") {
   return "server:\n  listen: [127.0.0.1:" + std::to_string(listen_port) +
-         "]\n  threads: 2\n  timeouts: { drain: 1s }\nupstreams:\n  origin: { url: \"http://127.0.0.1:" +
-         std::to_string(origin_port) + "\" }\nstore:\n  backend: redis\n  redis: { address: \"127.0.0.1:" +
+         "]\n  threads: 2\n  timeouts: { drain: 1s }\nupstreams:\n  origin: { url: "
+         "\"http://127.0.0.1:" +
+         std::to_string(origin_port) +
+         "\" }\nstore:\n  backend: redis\n  redis: { address: \"127.0.0.1:" +
          std::to_string(redis_port) + "\", timeout: " + timeout +
          " }\n  key_secret: redis-test-secret-0123456789\n  instances: 2\nroutes:\n" + routes;
 }
 
 std::string write_file(const std::string& name, const std::string& text) {
-  auto path = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()) + ".yaml");
+  auto path =
+      std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()) + ".yaml");
   std::ofstream(path) << text;
   return path.string();
 }
@@ -81,8 +85,9 @@ TEST(RedisExactness, TwoProcessesAdmitExactlyTheLimitUnderABurst) {
     EXPECT_EQ(statuses[200], 200) << target;
     EXPECT_EQ(statuses[429], 300) << target;
     EXPECT_EQ(origin.requests(), 200u) << target;
-    std::cout << "[ exactness ] " << target << ": 500 concurrent over 2 instances -> " << statuses[200]
-              << " x 200, " << statuses[429] << " x 429, origin counted " << origin.requests() << "\n";
+    std::cout << "[ exactness ] " << target << ": 500 concurrent over 2 instances -> "
+              << statuses[200] << " x 200, " << statuses[429] << " x 429, origin counted "
+              << origin.requests() << "\n";
   }
 }
 
@@ -163,7 +168,8 @@ struct Policies : ::testing::Test {
   std::pair<int, Ms> timed(const std::string& target) {
     auto start = std::chrono::steady_clock::now();
     auto r = get(proxy->port(), target);
-    return {r ? r->result_int() : -1, std::chrono::duration_cast<Ms>(std::chrono::steady_clock::now() - start)};
+    return {r ? r->result_int() : -1,
+            std::chrono::duration_cast<Ms>(std::chrono::steady_clock::now() - start)};
   }
 };
 
@@ -212,11 +218,12 @@ TEST_F(Policies, RedisFrozenThenThawed) {
   auto [s2, fast] = timed("/open/y");
   EXPECT_EQ(s2, 200);
   EXPECT_LT(fast, Ms(40));
-  std::cout << "[ faults ] frozen Redis: first fail_open answer " << first.count() << " ms, with the breaker open "
-            << fast.count() << " ms\n";
+  std::cout << "[ faults ] frozen Redis: first fail_open answer " << first.count()
+            << " ms, with the breaker open " << fast.count() << " ms\n";
   redis.thaw();
   auto took = wait_until_enforced();
-  std::cout << "[ faults ] thawed Redis: limits enforced on every worker again after " << took.count() << " ms\n";
+  std::cout << "[ faults ] thawed Redis: limits enforced on every worker again after "
+            << took.count() << " ms\n";
   EXPECT_LT(took, Ms(2000));
   int admitted = 0;
   for (int i = 0; i < 5; ++i) admitted += timed("/closed/z").first == 200;

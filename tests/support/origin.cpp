@@ -36,24 +36,30 @@ struct Stats {
 std::string json_escape(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
+    if (c == '"' || c == '\\')
+      out += '\\', out += c;
     else if (static_cast<unsigned char>(c) < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       out += buf;
-    } else out += c;
+    } else
+      out += c;
   }
   return out;
 }
 
-char pattern_byte(std::uint64_t i) { return static_cast<char>('a' + i % 26); }
+char pattern_byte(std::uint64_t i) {
+  return static_cast<char>('a' + i % 26);
+}
 
 asio::awaitable<void> send_pattern(beast::tcp_stream& s, std::uint64_t n, bool chunked,
                                    unsigned version, bool keep_alive) {
   http::response<http::buffer_body> res{http::status::ok, version};
   res.set(http::field::content_type, "application/octet-stream");
-  if (chunked) res.chunked(true);
-  else res.content_length(n);
+  if (chunked)
+    res.chunked(true);
+  else
+    res.content_length(n);
   res.keep_alive(keep_alive);
   http::response_serializer<http::buffer_body> sr{res};
   auto [ec, _] = co_await http::async_write_header(s, sr, as_tuple(use_awaitable));
@@ -96,7 +102,8 @@ asio::awaitable<void> session(tcp::socket socket, Stats& stats) {
       auto [rec, rn] = co_await http::async_read(s, buffer, p, as_tuple(use_awaitable));
       if (rec && rec != http::error::need_buffer) co_return;
       std::size_t got = chunk.size() - p.get().body().size;
-      for (std::size_t i = 0; i < got; ++i) fnv = (fnv ^ static_cast<unsigned char>(chunk[i])) * 1099511628211ull;
+      for (std::size_t i = 0; i < got; ++i)
+        fnv = (fnv ^ static_cast<unsigned char>(chunk[i])) * 1099511628211ull;
       body_bytes += got;
     }
     auto& req = p.get();
@@ -108,7 +115,8 @@ asio::awaitable<void> session(tcp::socket socket, Stats& stats) {
       std::string t;
       for (const auto& x : stats.targets) t += (t.empty() ? "\"" : ",\"") + json_escape(x) + "\"";
       res.body() = "{\"requests\":" + std::to_string(stats.requests) +
-                   ",\"connections\":" + std::to_string(stats.connections) + ",\"targets\":[" + t + "]}";
+                   ",\"connections\":" + std::to_string(stats.connections) + ",\"targets\":[" + t +
+                   "]}";
     } else if (target == "/__reset") {
       stats = Stats{};
       res.body() = "reset";
@@ -134,7 +142,8 @@ asio::awaitable<void> session(tcp::socket socket, Stats& stats) {
         if (!keep_alive) co_return;
         continue;
       } else if (target.starts_with("/slow/")) {
-        asio::steady_timer t(s.get_executor(), std::chrono::milliseconds(std::stoi(target.substr(6))));
+        asio::steady_timer t(s.get_executor(),
+                             std::chrono::milliseconds(std::stoi(target.substr(6))));
         co_await t.async_wait(as_tuple(use_awaitable));
         res.body() = "slow ok";
       } else if (target.starts_with("/respond?")) {
@@ -181,7 +190,8 @@ int main(int argc, char** argv) {
   unsigned short port = 0;
   std::string bind = "127.0.0.1";
   for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--port") port = static_cast<unsigned short>(std::stoi(argv[i + 1]));
+    if (std::string(argv[i]) == "--port")
+      port = static_cast<unsigned short>(std::stoi(argv[i + 1]));
     if (std::string(argv[i]) == "--bind") bind = argv[i + 1];
   }
   asio::io_context ioc{1};

@@ -34,7 +34,8 @@ namespace {
 
 constexpr Micros kSec = kMicrosPerSecond;
 constexpr Micros kMs = 1000;
-// A real Unix time, a multiple of 60 s and of 3600 s: windows of 1 s, 10 s, 60 s and 1 h start here.
+// A real Unix time, a multiple of 60 s and of 3600 s: windows of 1 s, 10 s, 60 s and 1 h start
+// here.
 constexpr Micros T0 = 1'699'999'200LL * kSec;
 static_assert(T0 % (3600 * kSec) == 0);
 
@@ -48,7 +49,9 @@ Params bucket(Algorithm a, std::int64_t capacity, double per_second) {
 Params token_bucket(std::int64_t capacity, double per_second) {
   return bucket(Algorithm::token_bucket, capacity, per_second);
 }
-Params gcra(std::int64_t capacity, double per_second) { return bucket(Algorithm::gcra, capacity, per_second); }
+Params gcra(std::int64_t capacity, double per_second) {
+  return bucket(Algorithm::gcra, capacity, per_second);
+}
 Params windowed(Algorithm a, std::int64_t limit, Micros window) {
   Params p;
   p.algorithm = a;
@@ -59,8 +62,12 @@ Params windowed(Algorithm a, std::int64_t limit, Micros window) {
 Params sliding_window(std::int64_t limit, Micros window) {
   return windowed(Algorithm::sliding_window, limit, window);
 }
-Params sliding_log(std::int64_t limit, Micros window) { return windowed(Algorithm::sliding_log, limit, window); }
-Params fixed_window(std::int64_t limit, Micros window) { return windowed(Algorithm::fixed_window, limit, window); }
+Params sliding_log(std::int64_t limit, Micros window) {
+  return windowed(Algorithm::sliding_log, limit, window);
+}
+Params fixed_window(std::int64_t limit, Micros window) {
+  return windowed(Algorithm::fixed_window, limit, window);
+}
 Params concurrency(std::int64_t limit) {
   Params p;
   p.algorithm = Algorithm::concurrency;
@@ -81,10 +88,13 @@ std::string describe(const State& s) {
   std::ostringstream o;
   o.precision(17);
   if (std::holds_alternative<std::monostate>(s)) o << "neutral";
-  if (auto* b = std::get_if<BucketState>(&s)) o << "bucket{tokens=" << b->tokens << " updated=" << b->updated << "}";
-  if (auto* g = std::get_if<GcraState>(&s)) o << "gcra{debt=" << g->debt << ",updated=" << g->updated << "}";
+  if (auto* b = std::get_if<BucketState>(&s))
+    o << "bucket{tokens=" << b->tokens << " updated=" << b->updated << "}";
+  if (auto* g = std::get_if<GcraState>(&s))
+    o << "gcra{debt=" << g->debt << ",updated=" << g->updated << "}";
   if (auto* w = std::get_if<WindowState>(&s))
-    o << "window{start=" << w->start << " current=" << w->current << " previous=" << w->previous << "}";
+    o << "window{start=" << w->start << " current=" << w->current << " previous=" << w->previous
+      << "}";
   if (auto* l = std::get_if<LogState>(&s)) {
     o << "log{";
     for (auto& e : l->entries) o << e.at << "x" << e.cost << " ";
@@ -118,7 +128,9 @@ struct Caller {
     if (e.decision.admitted) s = std::move(e.next);
     return e.decision;
   }
-  Decision peek(Micros now, std::int64_t cost = 1) const { return evaluate(p, s, now, cost).decision; }
+  Decision peek(Micros now, std::int64_t cost = 1) const {
+    return evaluate(p, s, now, cost).decision;
+  }
   // Admitted requests of `cost` at one instant until the first refusal.
   int burst(Micros now, std::int64_t cost = 1, int max = 100000) {
     int n = 0;
@@ -213,10 +225,20 @@ TEST(Gcra, BurstIsExactForAnyRate) {
     std::int64_t capacity;
     double rate;
   };
-  for (auto [capacity, rate] : std::vector<Case>{{1, 1}, {10, 5}, {20, 10}, {3, 3}, {7, 100.0 / 60},
-                                                  {100, 0.5}, {60, 1}, {1000, 3}, {250, 7},
-                                                  {10000, 70}, {1000, 0.7}, {200000, 2000},
-                                                  {100000, 3000}, {100000, 7000}}) {
+  for (auto [capacity, rate] : std::vector<Case>{{1, 1},
+                                                 {10, 5},
+                                                 {20, 10},
+                                                 {3, 3},
+                                                 {7, 100.0 / 60},
+                                                 {100, 0.5},
+                                                 {60, 1},
+                                                 {1000, 3},
+                                                 {250, 7},
+                                                 {10000, 70},
+                                                 {1000, 0.7},
+                                                 {200000, 2000},
+                                                 {100000, 3000},
+                                                 {100000, 7000}}) {
     SCOPED_TRACE(describe(gcra(capacity, rate)));
     Caller c{gcra(capacity, rate)};
     std::int64_t admitted = 0, wrong_remaining = 0, first_wrong = -1;
@@ -443,12 +465,17 @@ struct Named {
 };
 
 std::vector<Named> every_algorithm() {
-  return {{"token_bucket", token_bucket(10, 2)},      {"gcra", gcra(10, 2)},
-          {"sliding_window", sliding_window(10, 5 * kSec)}, {"sliding_log", sliding_log(10, 5 * kSec)},
-          {"fixed_window", fixed_window(10, 5 * kSec)}, {"concurrency", concurrency(10)}};
+  return {{"token_bucket", token_bucket(10, 2)},
+          {"gcra", gcra(10, 2)},
+          {"sliding_window", sliding_window(10, 5 * kSec)},
+          {"sliding_log", sliding_log(10, 5 * kSec)},
+          {"fixed_window", fixed_window(10, 5 * kSec)},
+          {"concurrency", concurrency(10)}};
 }
 
-void PrintTo(const Named& n, std::ostream* os) { *os << describe(n.params); }
+void PrintTo(const Named& n, std::ostream* os) {
+  *os << describe(n.params);
+}
 
 class EveryAlgorithm : public ::testing::TestWithParam<Named> {};
 
@@ -503,7 +530,8 @@ TEST_P(EveryAlgorithm, RefusedRequestsConsumeNothing) {
 
 TEST_P(EveryAlgorithm, CostZeroIsAdmittedAndChargesNothing) {
   const auto& p = GetParam().params;
-  if (p.algorithm == Algorithm::concurrency) GTEST_SKIP() << "concurrency has no cost: one lease each";
+  if (p.algorithm == Algorithm::concurrency)
+    GTEST_SKIP() << "concurrency has no cost: one lease each";
   auto fresh = evaluate(p, State{}, T0, 0);
   EXPECT_TRUE(fresh.decision.admitted);
   EXPECT_EQ(fresh.decision.remaining, 10);
@@ -534,7 +562,8 @@ TEST_P(EveryAlgorithm, CostAboveCapacityIsAWellFormedRefusal) {
     EXPECT_FALSE(e.decision.admitted);
     EXPECT_EQ(e.decision.remaining, 0);
     EXPECT_GE(e.decision.retry_after, 1) << describe(s);
-    EXPECT_TRUE(same_decision(evaluate(p, e.next, T0 + 2, 1).decision, evaluate(p, s, T0 + 2, 1).decision));
+    EXPECT_TRUE(
+        same_decision(evaluate(p, e.next, T0 + 2, 1).decision, evaluate(p, s, T0 + 2, 1).decision));
   }
 }
 
@@ -563,7 +592,8 @@ TEST_P(EveryAlgorithm, LongIdleGapReturnsToNeutral) {
 
 TEST_P(EveryAlgorithm, RetryAfterIsExactlyWhenItPasses) {
   const auto& p = GetParam().params;
-  if (p.algorithm == Algorithm::concurrency) GTEST_SKIP() << "a concurrency refusal ends with a release";
+  if (p.algorithm == Algorithm::concurrency)
+    GTEST_SKIP() << "a concurrency refusal ends with a release";
   Caller c{p};
   ASSERT_TRUE(c.hit(T0 + 1234, 6).admitted);
   for (std::int64_t cost : {1, 4, 5, 10}) {
@@ -695,9 +725,12 @@ Params random_params(Algorithm a, std::mt19937_64& rng, Range r) {
   std::int64_t cap = caps[rng() % std::size(caps)];
   switch (a) {
     case Algorithm::token_bucket:
-    case Algorithm::gcra: return bucket(a, cap, random_rate(rng, r));
-    case Algorithm::sliding_log: return windowed(a, std::min<std::int64_t>(cap, 50), random_window(rng, r));
-    default: return windowed(a, cap, random_window(rng, r));
+    case Algorithm::gcra:
+      return bucket(a, cap, random_rate(rng, r));
+    case Algorithm::sliding_log:
+      return windowed(a, std::min<std::int64_t>(cap, 50), random_window(rng, r));
+    default:
+      return windowed(a, cap, random_window(rng, r));
   }
 }
 
@@ -707,9 +740,12 @@ Micros random_gap(const Params& p, std::mt19937_64& rng) {
                                  : static_cast<double>(p.window) / static_cast<double>(p.capacity);
   std::exponential_distribution<double> e(1.0);
   switch (rng() % 4) {
-    case 0: return 0;
-    case 1: return static_cast<Micros>(rng() % 1000);
-    default: return static_cast<Micros>(e(rng) * unit);
+    case 0:
+      return 0;
+    case 1:
+      return static_cast<Micros>(rng() % 1000);
+    default:
+      return static_cast<Micros>(e(rng) * unit);
   }
 }
 
@@ -733,11 +769,12 @@ int check_exactness(Algorithm a, Range range, std::uint64_t seed, Micros slack =
   std::mt19937_64 rng(seed);
   int refusals = 0, failures = 0;
   constexpr int kMaxReported = 6;
-  auto report = [&](const Params& p, const State& s, Micros now, std::int64_t cost, const Decision& d,
-                    const std::string& what) {
+  auto report = [&](const Params& p, const State& s, Micros now, std::int64_t cost,
+                    const Decision& d, const std::string& what) {
     if (++failures <= kMaxReported)
-      ADD_FAILURE() << what << "\n  params " << describe(p) << "\n  state " << describe(s) << "\n  now T0+"
-                    << now - T0 << "us cost " << cost << "\n  decision " << describe(d);
+      ADD_FAILURE() << what << "\n  params " << describe(p) << "\n  state " << describe(s)
+                    << "\n  now T0+" << now - T0 << "us cost " << cost << "\n  decision "
+                    << describe(d);
   };
   for (int trial = 0; trial < 400; ++trial) {
     Caller c{random_params(a, rng, range)};
@@ -762,12 +799,15 @@ int check_exactness(Algorithm a, Range range, std::uint64_t seed, Micros slack =
           report(c.p, c.s, now, cost, d, "more than `remaining` fits");
         if (!evaluate(c.p, c.s, now + d.reset_after, c.p.capacity).decision.admitted)
           report(c.p, c.s, now, cost, d, "not whole at reset_after");
-        if (d.reset_after > slack && evaluate(c.p, c.s, now + d.reset_after - 1 - slack, c.p.capacity).decision.admitted)
+        if (d.reset_after > slack &&
+            evaluate(c.p, c.s, now + d.reset_after - 1 - slack, c.p.capacity).decision.admitted)
           report(c.p, c.s, now, cost, d, "already whole at reset_after - 1us");
       } else {
         ++refusals;
-        if (d.remaining != 0 || d.retry_after < 1) report(c.p, before, now, cost, d, "refused with remaining or no retry");
-        if (d.retry_after > 1 + slack && evaluate(c.p, before, now + d.retry_after - 1 - slack, cost).decision.admitted)
+        if (d.remaining != 0 || d.retry_after < 1)
+          report(c.p, before, now, cost, d, "refused with remaining or no retry");
+        if (d.retry_after > 1 + slack &&
+            evaluate(c.p, before, now + d.retry_after - 1 - slack, cost).decision.admitted)
           report(c.p, before, now, cost, d, "admitted at now + retry_after - 1us");
         if (!evaluate(c.p, before, now + d.retry_after, cost).decision.admitted)
           report(c.p, before, now, cost, d, "still refused at now + retry_after");
@@ -781,16 +821,21 @@ int check_exactness(Algorithm a, Range range, std::uint64_t seed, Micros slack =
 struct AlgorithmParam {
   Algorithm a;
 };
-void PrintTo(const AlgorithmParam& p, std::ostream* os) { *os << floodgate::config::to_string(p.a); }
+void PrintTo(const AlgorithmParam& p, std::ostream* os) {
+  *os << floodgate::config::to_string(p.a);
+}
 
 class RandomisedAlgorithm : public ::testing::TestWithParam<AlgorithmParam> {};
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, RandomisedAlgorithm,
-                         ::testing::Values(AlgorithmParam{Algorithm::token_bucket}, AlgorithmParam{Algorithm::gcra},
+                         ::testing::Values(AlgorithmParam{Algorithm::token_bucket},
+                                           AlgorithmParam{Algorithm::gcra},
                                            AlgorithmParam{Algorithm::sliding_window},
                                            AlgorithmParam{Algorithm::sliding_log},
                                            AlgorithmParam{Algorithm::fixed_window}),
-                         [](const auto& info) { return std::string(floodgate::config::to_string(info.param.a)); });
+                         [](const auto& info) {
+                           return std::string(floodgate::config::to_string(info.param.a));
+                         });
 
 TEST_P(RandomisedAlgorithm, RetryAfterRemainingAndResetAreExact) {
   const Algorithm a = GetParam().a;
@@ -818,7 +863,8 @@ int check_neutral(Algorithm a, Range range, std::uint64_t seed, Micros slack = 0
     }
     if (rng() % 3 == 0 && (a == Algorithm::token_bucket || a == Algorithm::gcra ||
                            a == Algorithm::sliding_window || a == Algorithm::fixed_window))
-      c.s = adjust(c.p, c.s, now, static_cast<std::int64_t>(rng() % (2 * c.p.capacity + 1)) - c.p.capacity / 2);
+      c.s = adjust(c.p, c.s, now,
+                   static_cast<std::int64_t>(rng() % (2 * c.p.capacity + 1)) - c.p.capacity / 2);
     Micros ttn = time_to_neutral(c.p, c.s, now);
     Micros at = now + ttn + slack;
     bool ok = ttn >= 0 && time_to_neutral(c.p, c.s, at) == 0;
@@ -826,10 +872,10 @@ int check_neutral(Algorithm a, Range range, std::uint64_t seed, Micros slack = 0
       ok = ok && same_decision(c.peek(at, cost), evaluate(c.p, State{}, at, cost).decision);
     }
     if (!ok && ++failures <= 6)
-      ADD_FAILURE() << "not neutral at now + time_to_neutral: " << describe(c.p) << " state " << describe(c.s)
-                    << " now T0+" << now - T0 << " ttn " << ttn << "\n  full-quota request then: "
-                    << describe(c.peek(at, c.p.capacity)) << " vs new "
-                    << describe(evaluate(c.p, State{}, at, c.p.capacity).decision);
+      ADD_FAILURE() << "not neutral at now + time_to_neutral: " << describe(c.p) << " state "
+                    << describe(c.s) << " now T0+" << now - T0 << " ttn " << ttn
+                    << "\n  full-quota request then: " << describe(c.peek(at, c.p.capacity))
+                    << " vs new " << describe(evaluate(c.p, State{}, at, c.p.capacity).decision);
   }
   return failures;
 }

@@ -26,7 +26,8 @@ IpAddress ip(const std::string& text) {
 
 ClientIpSettings settings(std::vector<std::string> trusted, int ipv6_prefix = 64) {
   ClientIpSettings s;
-  for (const auto& t : trusted) s.trusted_proxies.push_back(std::get<floodgate::config::Cidr>(parse_cidr(t)));
+  for (const auto& t : trusted)
+    s.trusted_proxies.push_back(std::get<floodgate::config::Cidr>(parse_cidr(t)));
   s.ipv6_prefix = ipv6_prefix;
   return s;
 }
@@ -52,11 +53,13 @@ TEST(ClientIp, ForwardingHeaderWalk) {
       {"127.0.0.1", "1.2.3.4", "1.2.3.4", "a /32 trusted proxy"},
       {"10.0.0.1", "", "10.0.0.1", "a trusted peer with no header is the client"},
       {"10.0.0.1", "1.2.3.4, 10.0.0.2", "1.2.3.4", "trusted hops are skipped from the right"},
-      {"10.0.0.1", "1.2.3.4, 5.6.7.8, 10.0.0.2, 10.0.0.3", "5.6.7.8", "the right-most untrusted entry wins"},
+      {"10.0.0.1", "1.2.3.4, 5.6.7.8, 10.0.0.2, 10.0.0.3", "5.6.7.8",
+       "the right-most untrusted entry wins"},
       {"10.0.0.1", "6.6.6.6, 1.2.3.4", "1.2.3.4", "a spoofed left entry is ignored"},
       {"10.0.0.1", "10.0.0.5, 10.0.0.6", "10.0.0.5", "all trusted: the left-most"},
       {"10.0.0.1", "10.0.0.5", "10.0.0.5", "one trusted entry: it"},
-      {"10.0.0.1", "1.2.3.4, garbage, 10.0.0.2", "10.0.0.2", "garbage stops the walk at the last good address"},
+      {"10.0.0.1", "1.2.3.4, garbage, 10.0.0.2", "10.0.0.2",
+       "garbage stops the walk at the last good address"},
       {"10.0.0.1", "1.2.3.4, garbage", "10.0.0.1", "garbage right of everything: the peer"},
       {"10.0.0.1", "garbage, 1.2.3.4", "1.2.3.4", "garbage left of the client does not matter"},
       {"10.0.0.1", "1.2.3.4,,10.0.0.2", "10.0.0.2", "an empty entry is garbage"},
@@ -65,7 +68,8 @@ TEST(ClientIp, ForwardingHeaderWalk) {
       {"10.0.0.1", "  1.2.3.4\t,\t10.0.0.2  ", "1.2.3.4", "spaces and tabs around entries"},
       {"10.0.0.1", "1.2.3.4:5678", "1.2.3.4", "IPv4 with a port"},
       {"10.0.0.1", "1.2.3.4:5678, 10.0.0.2:443", "1.2.3.4", "ports on trusted hops too"},
-      {"10.0.0.1", "[2001:db8:1:2::7]:443", "2001:db8:1:2::", "bracketed IPv6 with a port (then folded)"},
+      {"10.0.0.1", "[2001:db8:1:2::7]:443",
+       "2001:db8:1:2::", "bracketed IPv6 with a port (then folded)"},
       {"10.0.0.1", "[2001:db8:1:2::7]", "2001:db8:1:2::", "bracketed IPv6 without a port"},
       {"10.0.0.1", "2001:db8:1:2::7", "2001:db8:1:2::", "bare IPv6 is not mistaken for host:port"},
       {"2001:db8:ffff::1", "1.2.3.4", "1.2.3.4", "an IPv6 trusted proxy"},

@@ -127,9 +127,8 @@ TEST_P(ConfigFixture, ReportsExactlyTheExpectedErrors) {
   std::vector<int> owner(result.errors.size(), -1);
   for (std::size_t e = 0; e < expected.size(); ++e) {
     std::vector<bool> seen(result.errors.size(), false);
-    EXPECT_TRUE(assign(e, ok, owner, seen))
-        << name << ": no distinct reported error matches\n  " << expected[e].text
-        << "\nreported:" << reported;
+    EXPECT_TRUE(assign(e, ok, owner, seen)) << name << ": no distinct reported error matches\n  "
+                                            << expected[e].text << "\nreported:" << reported;
   }
 }
 

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,8 +26,9 @@ namespace {
 // Variables a shipped config gives a `:-default` for are left unset, so the default is used.
 EnvLookup any_env() {
   return [](const std::string& name) -> std::optional<std::string> {
-    static const std::set<std::string> defaulted = {"FLOODGATE_LISTEN", "FLOODGATE_ADMIN", "ORIGIN_URL",
-                                                    "REDIS_ADDRESS", "API_LIMIT", "FLOODGATE_POP"};
+    static const std::set<std::string> defaulted = {"FLOODGATE_LISTEN", "FLOODGATE_ADMIN",
+                                                    "ORIGIN_URL",       "REDIS_ADDRESS",
+                                                    "API_LIMIT",        "FLOODGATE_POP"};
     if (defaulted.count(name)) return std::nullopt;
     return "test-value-0123456789";
   };
@@ -120,7 +121,6 @@ std::string temp_file(const std::string& name, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }
-
 
 constexpr const char* kSpecExample = R"yaml(
 server:
@@ -543,9 +543,10 @@ TEST(LoadConfig, MinimalConfigGetsTheDocumentedDefaults) {
 }
 
 TEST(LoadConfig, MissingKeySecretIsAWarningWhenLimitsHashClients) {
-  std::string yaml = std::string(kMinimal) +
-                     "    limits:\n"
-                     "      - { name: l, algorithm: fixed_window, limit: 5, window: 1s, key: [ip] }\n";
+  std::string yaml =
+      std::string(kMinimal) +
+      "    limits:\n"
+      "      - { name: l, algorithm: fixed_window, limit: 5, window: 1s, key: [ip] }\n";
   auto r = load_config_text(yaml, "w.yaml", env_of({}));
   ASSERT_TRUE(r.errors.empty()) << errors_of(r);
   ASSERT_NE(r.config, nullptr);  // a warning does not refuse the config
@@ -569,9 +570,9 @@ std::string pop_of(const std::string& pop, const EnvLookup& env) {
 TEST(LoadConfig, EnvironmentVariables) {
   auto env = env_of({{"POP", "ams2"}, {"EMPTY", ""}, {"A", "x"}, {"B", "y"}});
   EXPECT_EQ(pop_of("${POP}", env), "ams2");
-  EXPECT_EQ(pop_of("${POP:-fra1}", env), "ams2");      // set: the default is not used
-  EXPECT_EQ(pop_of("${UNSET:-fra1}", env), "fra1");    // unset: the default
-  EXPECT_EQ(pop_of("${EMPTY:-fra1}", env), "fra1");    // empty counts as unset with :-
+  EXPECT_EQ(pop_of("${POP:-fra1}", env), "ams2");          // set: the default is not used
+  EXPECT_EQ(pop_of("${UNSET:-fra1}", env), "fra1");        // unset: the default
+  EXPECT_EQ(pop_of("${EMPTY:-fra1}", env), "fra1");        // empty counts as unset with :-
   EXPECT_EQ(pop_of("pop-${A}-${B}.1", env), "pop-x-y.1");  // several, inside text
   EXPECT_EQ(pop_of("plain", env), "plain");
 

@@ -78,7 +78,8 @@ TEST(DenyCache, RemembersARefusalUntilItsRetryAfter) {
   EXPECT_EQ(hit->decision.retry_after, 1);
   EXPECT_EQ(cache.hits(), 3u);
 
-  EXPECT_FALSE(cache.check({a}, T0 + 5 * kSec).has_value()) << "exactly at Retry-After: ask the store";
+  EXPECT_FALSE(cache.check({a}, T0 + 5 * kSec).has_value())
+      << "exactly at Retry-After: ask the store";
   EXPECT_EQ(cache.hits(), 3u);
 }
 
@@ -87,12 +88,15 @@ TEST(DenyCache, OneProbeAtATimeWhenARefusalRunsOut) {
   auto a = item("rl:r:l:{a}", sliding_window(100, 60 * kSec));
   cache.remember(a, refused(5 * kSec, 40 * kSec), T0);
   const Micros end = T0 + 5 * kSec;
-  EXPECT_FALSE(cache.check({a}, end).has_value()) << "the first request after Retry-After probes the store";
+  EXPECT_FALSE(cache.check({a}, end).has_value())
+      << "the first request after Retry-After probes the store";
   auto held = cache.check({a}, end + 10);
-  ASSERT_TRUE(held.has_value()) << "others wait for the probe's answer instead of stampeding the store";
+  ASSERT_TRUE(held.has_value())
+      << "others wait for the probe's answer instead of stampeding the store";
   EXPECT_GE(held->decision.retry_after, 1);
   EXPECT_TRUE(cache.check({a}, end + DenyCache::kProbeWindow - 1).has_value());
-  EXPECT_FALSE(cache.check({a}, end + DenyCache::kProbeWindow).has_value()) << "a lost probe is replaced";
+  EXPECT_FALSE(cache.check({a}, end + DenyCache::kProbeWindow).has_value())
+      << "a lost probe is replaced";
   // The probe is refused again: a fresh refusal replaces the entry.
   cache.remember(a, refused(2 * kSec, 30 * kSec), end + 20);
   EXPECT_TRUE(cache.check({a}, end + 30).has_value());
@@ -204,7 +208,8 @@ TEST(DenyCache, BoundedSize) {
   EXPECT_EQ(cache.size(), 3u);
   EXPECT_TRUE(cache.check({item("k2", p)}, T0 + 2 * kSec).has_value());
   EXPECT_TRUE(cache.check({item("k4", p)}, T0 + 2 * kSec).has_value());
-  // Full of live entries: it starts over rather than growing (refusals are re-learnt from the store).
+  // Full of live entries: it starts over rather than growing (refusals are re-learnt from the
+  // store).
   cache.remember(item("k5", p), refused(10 * kSec, 10 * kSec), T0 + 2 * kSec);
   EXPECT_LE(cache.size(), 3u);
   EXPECT_TRUE(cache.check({item("k5", p)}, T0 + 2 * kSec).has_value());

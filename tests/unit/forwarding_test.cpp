@@ -24,7 +24,9 @@ std::vector<std::string> names_of(const bhttp::fields& f) {
   return out;
 }
 
-std::size_t count(const bhttp::fields& f, std::string_view name) { return f.count(name); }
+std::size_t count(const bhttp::fields& f, std::string_view name) {
+  return f.count(name);
+}
 
 std::string value(const bhttp::fields& f, std::string_view name) {
   auto it = f.find(name);
@@ -233,23 +235,27 @@ TEST(ParseTarget, AbsoluteForm) {
 TEST(ParseTarget, RejectsWhatAProxyMustRefuse) {
   for (std::string_view bad : {
            std::string_view(""),
-           std::string_view("*"),                  // asterisk-form
-           std::string_view("example.com:443"),    // authority-form (CONNECT)
-           std::string_view("a/b"),                // relative
-           std::string_view("ftp://h/x"),          // another scheme
-           std::string_view("http://"),            // no authority
-           std::string_view("http:///x"),          // empty authority
-           std::string_view("http://user@h/x"),    // userinfo
-           std::string_view("http://h?x=1"),       // query without a path
-           std::string_view("/a b"),               // space
-           std::string_view("/a#frag"),            // fragment
-           std::string_view("/a\tb"),              // control
+           std::string_view("*"),                // asterisk-form
+           std::string_view("example.com:443"),  // authority-form (CONNECT)
+           std::string_view("a/b"),              // relative
+           std::string_view("ftp://h/x"),        // another scheme
+           std::string_view("http://"),          // no authority
+           std::string_view("http:///x"),        // empty authority
+           std::string_view("http://user@h/x"),  // userinfo
+           std::string_view("http://h?x=1"),     // query without a path
+           std::string_view("/a b"),             // space
+           std::string_view("/a#frag"),          // fragment
+           std::string_view("/a\tb"),            // control
            std::string_view("/a\r\nX-Injected: 1"),
-           std::string_view("/a\0b", 4),           // NUL
-           std::string_view("/\x7f"),              // DEL
-           std::string_view("/caf\xc3\xa9"),       // raw non-ASCII
-           std::string_view("/a\"b"), std::string_view("/a<b>"), std::string_view("/a\\b"),
-           std::string_view("/a^b"), std::string_view("/a`b"), std::string_view("/{a}"),
+           std::string_view("/a\0b", 4),      // NUL
+           std::string_view("/\x7f"),         // DEL
+           std::string_view("/caf\xc3\xa9"),  // raw non-ASCII
+           std::string_view("/a\"b"),
+           std::string_view("/a<b>"),
+           std::string_view("/a\\b"),
+           std::string_view("/a^b"),
+           std::string_view("/a`b"),
+           std::string_view("/{a}"),
            std::string_view("/a|b"),
        }) {
     EXPECT_FALSE(parse_target(bad).has_value()) << "accepted: \"" << std::string(bad) << "\"";

@@ -10,8 +10,8 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include <boost/json.hpp>
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -60,8 +60,12 @@ Key public_only(const Key& k) {
 }
 
 const char* const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-char b64url_char(std::size_t i) { return alphabet[i]; }
-std::size_t b64url_index(char c) { return std::string_view(alphabet).find(c); }
+char b64url_char(std::size_t i) {
+  return alphabet[i];
+}
+std::size_t b64url_index(char c) {
+  return std::string_view(alphabet).find(c);
+}
 
 std::string b64url(std::string_view bytes) {
   std::string out;
@@ -119,13 +123,17 @@ std::string hmac(std::string_view secret, std::string_view input) {
 
 // A compact token with the given raw header and payload JSON; `key` is the private key (or
 // nullptr with `secret` for HS256).
-std::string sign(std::string_view alg, const std::string& header_json, const std::string& payload_json,
-                 const Key& key = nullptr, std::string_view secret = kSecret) {
+std::string sign(std::string_view alg, const std::string& header_json,
+                 const std::string& payload_json, const Key& key = nullptr,
+                 std::string_view secret = kSecret) {
   std::string input = b64url(header_json) + "." + b64url(payload_json);
   std::string sig;
-  if (alg == "HS256") sig = hmac(secret, input);
-  else if (alg == "RS256") sig = digest_sign(key, input);
-  else if (alg == "ES256") sig = der_to_jose(digest_sign(key, input));
+  if (alg == "HS256")
+    sig = hmac(secret, input);
+  else if (alg == "RS256")
+    sig = digest_sign(key, input);
+  else if (alg == "ES256")
+    sig = der_to_jose(digest_sign(key, input));
   return input + "." + b64url(sig);
 }
 
@@ -161,7 +169,9 @@ class Jwt : public ::testing::Test {
     return verify_jwt("Bearer " + token, settings, now).error;
   }
 
-  std::string hs(const std::string& payload = kClaims) { return sign("HS256", header_for("HS256"), payload); }
+  std::string hs(const std::string& payload = kClaims) {
+    return sign("HS256", header_for("HS256"), payload);
+  }
   std::string rs(const std::string& payload = kClaims) {
     return sign("RS256", header_for("RS256"), payload, *rsa_);
   }
@@ -250,7 +260,8 @@ TEST_F(Jwt, ForgedSignatureIsRejected) {
 }
 
 TEST_F(Jwt, TamperedPayloadIsRejected) {
-  const std::string evil = R"({"sub":"u1","tenant":"other","iss":"https://issuer.example","aud":"api"})";
+  const std::string evil =
+      R"({"sub":"u1","tenant":"other","iss":"https://issuer.example","aud":"api"})";
   for (const std::string& token : {hs(), rs(), es()}) {
     auto first = token.find('.');
     auto second = token.rfind('.');
@@ -265,7 +276,9 @@ TEST_F(Jwt, SignatureWithTheWrongSecretIsRejected) {
 }
 
 TEST_F(Jwt, TruncatedOrEmptySignaturesAreRejected) {
-  auto input_of = [](std::string_view alg) { return b64url(header_for(alg)) + "." + b64url(kClaims); };
+  auto input_of = [](std::string_view alg) {
+    return b64url(header_for(alg)) + "." + b64url(kClaims);
+  };
   std::string in_hs = input_of("HS256"), in_rs = input_of("RS256"), in_es = input_of("ES256");
   std::string sig_hs = hmac(kSecret, in_hs);
   std::string sig_rs = digest_sign(*rsa_, in_rs);
@@ -273,8 +286,8 @@ TEST_F(Jwt, TruncatedOrEmptySignaturesAreRejected) {
   ASSERT_EQ(check(in_hs + "." + b64url(sig_hs)), JwtError::none);
   ASSERT_EQ(check(in_rs + "." + b64url(sig_rs)), JwtError::none);
   ASSERT_EQ(check(in_es + "." + b64url(sig_es)), JwtError::none);
-  for (const auto& [input, sig] : {std::pair{in_hs, sig_hs}, std::pair{in_rs, sig_rs},
-                                   std::pair{in_es, sig_es}}) {
+  for (const auto& [input, sig] :
+       {std::pair{in_hs, sig_hs}, std::pair{in_rs, sig_rs}, std::pair{in_es, sig_es}}) {
     EXPECT_EQ(check(input + "."), JwtError::bad_signature);
     EXPECT_EQ(check(input + "." + b64url(sig.substr(0, sig.size() - 1))), JwtError::bad_signature);
     EXPECT_EQ(check(input + "." + b64url(sig + '\0')), JwtError::bad_signature);
@@ -421,12 +434,13 @@ TEST_F(Jwt, MalformedTokens) {
   std::string good = hs();
   auto first = good.find('.');
   auto second = good.rfind('.');
-  EXPECT_EQ(check(good.substr(0, second)), JwtError::malformed);                  // 2 segments
-  EXPECT_EQ(check(good + ".abc"), JwtError::malformed);                           // 4 segments
-  EXPECT_EQ(check("." + good.substr(first + 1)), JwtError::malformed);            // empty header
+  EXPECT_EQ(check(good.substr(0, second)), JwtError::malformed);        // 2 segments
+  EXPECT_EQ(check(good + ".abc"), JwtError::malformed);                 // 4 segments
+  EXPECT_EQ(check("." + good.substr(first + 1)), JwtError::malformed);  // empty header
   EXPECT_EQ(check(good.substr(0, first) + ".." + good.substr(second + 1)), JwtError::malformed);
-  EXPECT_EQ(check("a*b" + good.substr(first)), JwtError::malformed);              // bad base64
-  EXPECT_EQ(check(good.substr(0, first) + "=" + good.substr(first)), JwtError::malformed);  // padding
+  EXPECT_EQ(check("a*b" + good.substr(first)), JwtError::malformed);  // bad base64
+  EXPECT_EQ(check(good.substr(0, first) + "=" + good.substr(first)),
+            JwtError::malformed);  // padding
   EXPECT_EQ(check(good + "="), JwtError::malformed);
   EXPECT_EQ(check("A" + good), JwtError::malformed);  // header no longer JSON (or bad length)
   // Standard base64 characters '+' and '/' are not base64url.
@@ -446,14 +460,15 @@ TEST_F(Jwt, NonObjectJsonIsMalformed) {
 }
 
 TEST_F(Jwt, HugeTokenIsMalformed) {
-  std::string big = R"({"iss":"https://issuer.example","aud":"api","pad":")" + std::string(9000, 'x') + "\"}";
+  std::string big =
+      R"({"iss":"https://issuer.example","aud":"api","pad":")" + std::string(9000, 'x') + "\"}";
   EXPECT_EQ(check(hs(big)), JwtError::malformed);
   EXPECT_EQ(check(std::string(100000, 'A')), JwtError::malformed);
 }
 
 TEST_F(Jwt, DeeplyNestedJsonIsMalformedNotACrash) {
-  std::string deep = R"({"iss":"https://issuer.example","aud":"api","x":)" + std::string(2000, '[') +
-                     std::string(2000, ']') + "}";
+  std::string deep = R"({"iss":"https://issuer.example","aud":"api","x":)" +
+                     std::string(2000, '[') + std::string(2000, ']') + "}";
   EXPECT_EQ(check(hs(deep)), JwtError::malformed);
 }
 
@@ -490,10 +505,11 @@ TEST(JwtErrors, HaveNames) {
 // ------------------------------------------------------------------ claim_text
 
 TEST(JwtClaimText, FormatsStringsIntegersAndBooleansOnly) {
-  auto claims = boost::json::parse(
-                    R"({"s":"acme","e":"","i":42,"n":-7,"u":18446744073709551615,"t":true,"f":false,)"
-                    R"("d":1.5,"z":null,"a":["x"],"o":{"k":"v"}})")
-                    .as_object();
+  auto claims =
+      boost::json::parse(
+          R"({"s":"acme","e":"","i":42,"n":-7,"u":18446744073709551615,"t":true,"f":false,)"
+          R"("d":1.5,"z":null,"a":["x"],"o":{"k":"v"}})")
+          .as_object();
   EXPECT_EQ(claim_text(claims, "s"), "acme");
   EXPECT_EQ(claim_text(claims, "e"), "");
   EXPECT_EQ(claim_text(claims, "i"), "42");
@@ -521,7 +537,9 @@ std::string config_with_keys(const std::vector<std::string>& files,
       "upstreams:\n"
       "  origin: { url: \"http://127.0.0.1:9000\" }\n"
       "jwt:\n"
-      "  algorithms: " + algorithms + "\n"
+      "  algorithms: " +
+      algorithms +
+      "\n"
       "  public_keys:\n";
   for (const auto& f : files) yaml += "    - " + f + "\n";
   yaml +=
@@ -533,8 +551,9 @@ std::string config_with_keys(const std::vector<std::string>& files,
 }
 
 LoadResult load(const std::string& yaml) {
-  return load_config_text(yaml, "jwt.yaml",
-                          [](const std::string&) -> std::optional<std::string> { return std::nullopt; });
+  return load_config_text(yaml, "jwt.yaml", [](const std::string&) -> std::optional<std::string> {
+    return std::nullopt;
+  });
 }
 
 std::string errors_of(const LoadResult& r) {
@@ -545,17 +564,18 @@ std::string errors_of(const LoadResult& r) {
 
 // Warnings about the jwt section (others, such as a missing store.key_secret, are not ours).
 std::size_t jwt_warnings(const LoadResult& r) {
-  return static_cast<std::size_t>(std::count_if(r.warnings.begin(), r.warnings.end(), [](const auto& w) {
-    return w.message.rfind("jwt.", 0) == 0;
-  }));
+  return static_cast<std::size_t>(
+      std::count_if(r.warnings.begin(), r.warnings.end(),
+                    [](const auto& w) { return w.message.rfind("jwt.", 0) == 0; }));
 }
 
 class JwtConfigKeys : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir = fs::temp_directory_path() /
-          ("floodgate-jwt-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-           "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir =
+        fs::temp_directory_path() /
+        ("floodgate-jwt-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir);
   }
   void TearDown() override { fs::remove_all(dir); }
@@ -574,7 +594,8 @@ std::string example_key(const char* name) {
 }
 
 TEST_F(JwtConfigKeys, ShippedExampleKeysLoad) {
-  auto r = load(config_with_keys({example_key("jwt-rs256.pub.pem"), example_key("jwt-es256.pub.pem")}));
+  auto r =
+      load(config_with_keys({example_key("jwt-rs256.pub.pem"), example_key("jwt-es256.pub.pem")}));
   ASSERT_TRUE(r.errors.empty()) << errors_of(r);
   ASSERT_NE(r.config, nullptr);
   const auto& j = *r.config->jwt;
@@ -602,24 +623,26 @@ TEST_F(JwtConfigKeys, MissingFileIsReportedAtItsEntry) {
 TEST_F(JwtConfigKeys, FlowSequenceEntriesAreReportedAtTheirColumn) {
   std::string yaml = config_with_keys({});
   std::string missing = (dir / "gone.pem").string();
-  yaml.replace(yaml.find("  public_keys:\n"), 15, "  public_keys: [" + example_key("jwt-es256.pub.pem") +
-                                                      ", " + missing + "]\n");
+  yaml.replace(yaml.find("  public_keys:\n"), 15,
+               "  public_keys: [" + example_key("jwt-es256.pub.pem") + ", " + missing + "]\n");
   auto r = load(yaml);
   ASSERT_EQ(r.errors.size(), 1u) << errors_of(r);
   EXPECT_EQ(r.errors[0].line, 7);
-  EXPECT_EQ(r.errors[0].column,
-            static_cast<int>(std::string("  public_keys: [").size() + example_key("jwt-es256.pub.pem").size() + 2 + 1));
+  EXPECT_EQ(r.errors[0].column, static_cast<int>(std::string("  public_keys: [").size() +
+                                                 example_key("jwt-es256.pub.pem").size() + 2 + 1));
 }
 
 TEST_F(JwtConfigKeys, PrivateKeysGarbageAndWeakKeysAreRefused) {
   Key rsa = rsa_key();
   std::unique_ptr<BIO, int (*)(BIO*)> bio(BIO_new(BIO_s_mem()), &BIO_free);
-  ASSERT_EQ(PEM_write_bio_PrivateKey(bio.get(), rsa.get(), nullptr, nullptr, 0, nullptr, nullptr), 1);
+  ASSERT_EQ(PEM_write_bio_PrivateKey(bio.get(), rsa.get(), nullptr, nullptr, 0, nullptr, nullptr),
+            1);
   char* data = nullptr;
   long n = BIO_get_mem_data(bio.get(), &data);
   std::string priv = write("private.pem", std::string(data, static_cast<std::size_t>(n)));
   std::string garbage = write("garbage.pem", "hello\n");
-  std::string broken = write("broken.pem", "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n");
+  std::string broken =
+      write("broken.pem", "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n");
   std::string weak = write("weak.pem", public_pem(rsa_key(1024)));
   std::string p384 = write("p384.pem", public_pem(ec_key("P-384")));
   auto r = load(config_with_keys({priv, garbage, broken, weak, p384}));

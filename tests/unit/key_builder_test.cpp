@@ -97,7 +97,8 @@ RequestFacts facts(const HeaderSource* h = nullptr, const ClaimSource* c = nullp
   return f;
 }
 
-std::string key_of(const config::Limit& l, const RequestFacts& f, const std::string& secret = "secret-1") {
+std::string key_of(const config::Limit& l, const RequestFacts& f,
+                   const std::string& secret = "secret-1") {
   KeyHasher h(secret);
   auto k = build_key("rl", route("api"), l, f, h);
   EXPECT_FALSE(k.missing);
@@ -114,11 +115,12 @@ TEST(KeyHasher, IsHmacSha256TruncatedTo128Bits) {
   EXPECT_EQ(h.hex("what do ya want for nothing?"), "5bdcc146bf60754e6a042426089575c7");
   // The context is reused: the same answer again, and for other material.
   EXPECT_EQ(h.hex("what do ya want for nothing?"), "5bdcc146bf60754e6a042426089575c7");
-  for (const std::string& material : std::vector<std::string>{"", "a", std::string(1000, 'x'), std::string("nul\0byte", 8)}) {
+  for (const std::string& material :
+       std::vector<std::string>{"", "a", std::string(1000, 'x'), std::string("nul\0byte", 8)}) {
     unsigned char mac[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
-    HMAC(EVP_sha256(), "Jefe", 4, reinterpret_cast<const unsigned char*>(material.data()), material.size(),
-         mac, &len);
+    HMAC(EVP_sha256(), "Jefe", 4, reinterpret_cast<const unsigned char*>(material.data()),
+         material.size(), mac, &len);
     std::string expected;
     static const char* digits = "0123456789abcdef";
     for (int i = 0; i < 16; ++i) {
@@ -146,8 +148,10 @@ TEST(BuildKey, Format) {
   EXPECT_EQ(m[1], "per-ip");
 
   KeyHasher h("s");
-  auto other = build_key("edge.fra1", route("checkout"), limit("ip-minute", {part(Kind::ip)}), facts(), h);
-  EXPECT_TRUE(std::regex_match(other.key, std::regex(R"(edge\.fra1:checkout:ip-minute:\{[0-9a-f]{32}\})")))
+  auto other =
+      build_key("edge.fra1", route("checkout"), limit("ip-minute", {part(Kind::ip)}), facts(), h);
+  EXPECT_TRUE(
+      std::regex_match(other.key, std::regex(R"(edge\.fra1:checkout:ip-minute:\{[0-9a-f]{32}\})")))
       << other.key;
 }
 
@@ -185,12 +189,14 @@ TEST(BuildKey, NoRawClientIdentifier) {
   Claims c{{"tenant", "acme-corp"}};
   auto f = facts(&h, &c);
   f.client = *config::parse_ip("2001:db8::42");
-  for (const auto& l : {limit("ip", {part(Kind::ip)}), limit("key", {part(Kind::header, "x-api-key")}),
-                        limit("user", {part(Kind::header, "x-user"), part(Kind::ip)}),
-                        limit("tenant", {part(Kind::jwt, "tenant")}), limit("q", {part(Kind::query, "user")})}) {
+  for (const auto& l :
+       {limit("ip", {part(Kind::ip)}), limit("key", {part(Kind::header, "x-api-key")}),
+        limit("user", {part(Kind::header, "x-user"), part(Kind::ip)}),
+        limit("tenant", {part(Kind::jwt, "tenant")}), limit("q", {part(Kind::query, "user")})}) {
     auto k = key_of(l, f);
     ASSERT_TRUE(std::regex_match(k, kKeyFormat)) << k;
-    for (const char* raw : {"2001:db8", "2001", "sk_live", "abcdef", "alice", "example.com", "acme"})
+    for (const char* raw :
+         {"2001:db8", "2001", "sk_live", "abcdef", "alice", "example.com", "acme"})
       EXPECT_EQ(k.find(raw), std::string::npos) << k << " contains " << raw;
   }
   auto v4 = facts();
@@ -222,11 +228,12 @@ TEST(BuildKey, LengthPrefixingPreventsCollisions) {
   auto f = facts(&h);
   f.query = "a=v";
   std::set<std::string> keys;
-  for (const auto& parts : std::vector<std::vector<config::KeyPart>>{{part(Kind::header, "a")},
-                                                                    {part(Kind::header, "b")},
-                                                                    {part(Kind::query, "a")},
-                                                                    {part(Kind::header, "a"), part(Kind::header, "b")},
-                                                                    {part(Kind::header, "b"), part(Kind::header, "a")}})
+  for (const auto& parts : std::vector<std::vector<config::KeyPart>>{
+           {part(Kind::header, "a")},
+           {part(Kind::header, "b")},
+           {part(Kind::query, "a")},
+           {part(Kind::header, "a"), part(Kind::header, "b")},
+           {part(Kind::header, "b"), part(Kind::header, "a")}})
     keys.insert(key_of(limit("l", parts), f));
   EXPECT_EQ(keys.size(), 5u);
   // A value that spells another part's encoding cannot impersonate it.
@@ -261,9 +268,12 @@ TEST(BuildKey, MissingPartsFollowOnMissingKey) {
   EXPECT_TRUE(build_key("rl", route("api"), l, facts(nullptr), h).missing);
   Headers empty{{"x-api-key", ""}};
   EXPECT_TRUE(build_key("rl", route("api"), l, facts(&empty), h).missing);
-  EXPECT_TRUE(build_key("rl", route("api"), limit("t", {part(Kind::jwt, "tenant")}), facts(), h).missing);
+  EXPECT_TRUE(
+      build_key("rl", route("api"), limit("t", {part(Kind::jwt, "tenant")}), facts(), h).missing);
   Claims no_tenant{{"sub", "x"}};
-  EXPECT_TRUE(build_key("rl", route("api"), limit("t", {part(Kind::jwt, "tenant")}), facts(nullptr, &no_tenant), h).missing);
+  EXPECT_TRUE(build_key("rl", route("api"), limit("t", {part(Kind::jwt, "tenant")}),
+                        facts(nullptr, &no_tenant), h)
+                  .missing);
   auto f = facts();
   f.query = "user=";
   EXPECT_TRUE(build_key("rl", route("api"), limit("q", {part(Kind::query, "user")}), f, h).missing);
@@ -315,11 +325,11 @@ TEST(QueryParam, EdgeCases) {
       {"&&a=1", "a", "1"},  // empty pairs are skipped
       {"a=1&", "a", "1"},
       {"b=1&", "a", std::nullopt},
-      {"a=b=c", "a", "b=c"},          // only the first '=' separates
-      {"a=x%20y", "a", "x%20y"},      // raw: not decoded
+      {"a=b=c", "a", "b=c"},             // only the first '=' separates
+      {"a=x%20y", "a", "x%20y"},         // raw: not decoded
       {"a%20b=1", "a b", std::nullopt},  // names are not decoded either
-      {"A=1", "a", std::nullopt},     // case-sensitive
-      {"a=1;b=2", "a", "1;b=2"},      // ';' is not a separator
+      {"A=1", "a", std::nullopt},        // case-sensitive
+      {"a=1;b=2", "a", "1;b=2"},         // ';' is not a separator
   };
   for (const auto& c : cases) {
     auto v = query_param(c.query, c.name);

@@ -61,7 +61,9 @@ Item item(std::string key, Params p, std::int64_t cost = 1, bool enforce = true)
   return i;
 }
 
-Outcome acquire(MemoryState& s, std::vector<Item> items) { return s.acquire(items); }
+Outcome acquire(MemoryState& s, std::vector<Item> items) {
+  return s.acquire(items);
+}
 
 // Keys that the store puts into one given shard (its own hash: std::hash % 64).
 std::vector<std::string> keys_in_shard(std::size_t shard, std::size_t n, const std::string& tag) {
@@ -203,12 +205,12 @@ TEST(MemoryState, AdjustSettlesAfterTheFact) {
   MemoryState s(clock, 100000);
   auto b = item("rl:r:tokens:{x}", token_bucket(100, 10), 10);
   ASSERT_TRUE(acquire(s, {b}).admitted);  // 90 left
-  s.adjust(b, 50);                         // the true cost was 60
+  s.adjust(b, 50);                        // the true cost was 60
   b.cost = 41;
   EXPECT_FALSE(acquire(s, {b}).admitted);
   b.cost = 40;
   EXPECT_TRUE(acquire(s, {b}).admitted);  // 0 left
-  s.adjust(b, 500);                        // debt: at most one capacity
+  s.adjust(b, 500);                       // debt: at most one capacity
   b.cost = 1;
   auto o = acquire(s, {b});
   EXPECT_FALSE(o.admitted);
@@ -277,10 +279,12 @@ TEST(MemoryState, ExpiredKeysAreSweptByLaterInserts) {
   FakeClock clock(T0);
   MemoryState s(clock, 1'000'000);
   auto keys = keys_in_shard(5, 64, "sweep");
-  for (std::size_t i = 0; i < 50; ++i) ASSERT_TRUE(acquire(s, {item(keys[i], fixed_window(1, 1 * kSec))}).admitted);
+  for (std::size_t i = 0; i < 50; ++i)
+    ASSERT_TRUE(acquire(s, {item(keys[i], fixed_window(1, 1 * kSec))}).admitted);
   EXPECT_EQ(s.size(), 50u);
   clock.advance(2 * kSec);  // all 50 expired
-  for (std::size_t i = 50; i < 63; ++i) ASSERT_TRUE(acquire(s, {item(keys[i], fixed_window(1, 1 * kSec))}).admitted);
+  for (std::size_t i = 50; i < 63; ++i)
+    ASSERT_TRUE(acquire(s, {item(keys[i], fixed_window(1, 1 * kSec))}).admitted);
   EXPECT_EQ(s.size(), 63u) << "not swept yet";
   ASSERT_TRUE(acquire(s, {item(keys[63], fixed_window(1, 1 * kSec))}).admitted);
   EXPECT_EQ(s.size(), 14u) << "the 64th insert swept the 50 expired keys";
@@ -294,7 +298,8 @@ TEST(MemoryState, ExpiredKeysAreSweptAgainAfterAFirstSweep) {
   MemoryState s(clock, 1'000'000);
   auto keys = keys_in_shard(7, 100 + 400, "again");
   // 100 short-lived keys (the 64th insert sweeps, finding nothing expired).
-  for (std::size_t i = 0; i < 100; ++i) ASSERT_TRUE(acquire(s, {item(keys[i], fixed_window(1, 1 * kSec))}).admitted);
+  for (std::size_t i = 0; i < 100; ++i)
+    ASSERT_TRUE(acquire(s, {item(keys[i], fixed_window(1, 1 * kSec))}).admitted);
   clock.advance(2 * kSec);  // all 100 expired
   // 400 new, long-lived keys into the same shard: four times as many inserts as it held.
   for (std::size_t i = 100; i < 500; ++i)
@@ -309,7 +314,9 @@ TEST(MemoryState, MaxKeysCapEvictsAndCounts) {
   // 64 shards of 16 keys each.
   MemoryState s(clock, 64 * 16);
   for (int i = 0; i < 5000; ++i)
-    ASSERT_TRUE(acquire(s, {item("rl:r:cap:{" + std::to_string(i) + "}", fixed_window(5, 3600 * kSec))}).admitted);
+    ASSERT_TRUE(
+        acquire(s, {item("rl:r:cap:{" + std::to_string(i) + "}", fixed_window(5, 3600 * kSec))})
+            .admitted);
   EXPECT_LE(s.size(), 64u * 16);
   EXPECT_GE(s.size(), 64u * 15) << "every shard is full after 5000 inserts";
   EXPECT_EQ(s.evictions(), 5000 - s.size()) << "every insert beyond the cap evicted one live key";
@@ -318,13 +325,16 @@ TEST(MemoryState, MaxKeysCapEvictsAndCounts) {
   FakeClock clock2(T0);
   MemoryState t(clock2, 64 * 16);
   auto keys = keys_in_shard(3, 32, "cap");
-  for (int i = 0; i < 16; ++i) ASSERT_TRUE(acquire(t, {item(keys[i], fixed_window(1, 1 * kSec))}).admitted);
+  for (int i = 0; i < 16; ++i)
+    ASSERT_TRUE(acquire(t, {item(keys[i], fixed_window(1, 1 * kSec))}).admitted);
   clock2.advance(2 * kSec);
-  for (int i = 16; i < 32; ++i) ASSERT_TRUE(acquire(t, {item(keys[i], fixed_window(1, 1 * kSec))}).admitted);
+  for (int i = 16; i < 32; ++i)
+    ASSERT_TRUE(acquire(t, {item(keys[i], fixed_window(1, 1 * kSec))}).admitted);
   EXPECT_EQ(t.evictions(), 0u);
   EXPECT_EQ(t.size(), 16u);
   // One more live key in the full shard: one eviction.
-  ASSERT_TRUE(acquire(t, {item(keys_in_shard(3, 33, "cap")[32], fixed_window(1, 1 * kSec))}).admitted);
+  ASSERT_TRUE(
+      acquire(t, {item(keys_in_shard(3, 33, "cap")[32], fixed_window(1, 1 * kSec))}).admitted);
   EXPECT_EQ(t.evictions(), 1u);
   EXPECT_EQ(t.size(), 16u);
 }

@@ -87,7 +87,8 @@ config::Limit bucket_limit(std::string name, std::int64_t capacity, double rate)
   return l;
 }
 
-config::Limit window_limit(std::string name, config::Algorithm a, std::int64_t limit, config::Duration window) {
+config::Limit window_limit(std::string name, config::Algorithm a, std::int64_t limit,
+                           config::Duration window) {
   config::Limit l;
   l.name = std::move(name);
   l.algorithm = a;
@@ -98,7 +99,9 @@ config::Limit window_limit(std::string name, config::Algorithm a, std::int64_t l
   return l;
 }
 
-config::IpAddress ip(const char* text) { return *config::parse_ip(text); }
+config::IpAddress ip(const char* text) {
+  return *config::parse_ip(text);
+}
 
 struct Fixture {
   config::Config config;
@@ -127,7 +130,8 @@ struct Fixture {
 TEST(Plan, OneItemPerLimitWithKeysParamsAndModes) {
   Fixture f;
   f.route.limits.push_back(bucket_limit("burst", 20, 10));
-  f.route.limits.push_back(window_limit("minute", config::Algorithm::sliding_window, 100, std::chrono::seconds(60)));
+  f.route.limits.push_back(
+      window_limit("minute", config::Algorithm::sliding_window, 100, std::chrono::seconds(60)));
   f.route.limits.back().mode = config::LimitMode::shadow;
   auto p = f.run();
   EXPECT_EQ(p.reject_status, 0);
@@ -135,8 +139,10 @@ TEST(Plan, OneItemPerLimitWithKeysParamsAndModes) {
   ASSERT_EQ(p.limits.size(), 2u);
   EXPECT_EQ(p.limits[0], &f.route.limits[0]);
   EXPECT_EQ(p.limits[1], &f.route.limits[1]);
-  EXPECT_TRUE(std::regex_match(p.items[0].key, std::regex(R"(rl:api:burst:\{[0-9a-f]{32}\})"))) << p.items[0].key;
-  EXPECT_TRUE(std::regex_match(p.items[1].key, std::regex(R"(rl:api:minute:\{[0-9a-f]{32}\})"))) << p.items[1].key;
+  EXPECT_TRUE(std::regex_match(p.items[0].key, std::regex(R"(rl:api:burst:\{[0-9a-f]{32}\})")))
+      << p.items[0].key;
+  EXPECT_TRUE(std::regex_match(p.items[1].key, std::regex(R"(rl:api:minute:\{[0-9a-f]{32}\})")))
+      << p.items[1].key;
   EXPECT_EQ(p.items[0].params.algorithm, config::Algorithm::token_bucket);
   EXPECT_EQ(p.items[0].params.capacity, 20);
   EXPECT_DOUBLE_EQ(p.items[0].params.per_second, 10);
@@ -160,7 +166,7 @@ TEST(Plan, CostFromAHeader) {
       {"7", 0, 7},
       {"0", 0, 0},
       {"50", 0, 50},
-      {"51", 0, 50},  // above max: clamped
+      {"51", 0, 50},                       // above max: clamped
       {"99999999999999999999999", 0, 50},  // too large for any integer: still clamped
       {"-1", 400, 0},
       {"-99999999999999999999999", 400, 0},  // negative, however long
@@ -262,7 +268,8 @@ TEST(Plan, OnMissingKey) {
 
 TEST(Plan, TiersByAVerifiedClaim) {
   auto tiered = [] {
-    auto l = window_limit("tenant", config::Algorithm::sliding_window, 1000, std::chrono::seconds(60));
+    auto l =
+        window_limit("tenant", config::Algorithm::sliding_window, 1000, std::chrono::seconds(60));
     l.key = {part(config::KeyPart::Kind::jwt, "tenant")};
     config::Overrides o;
     o.by = part(config::KeyPart::Kind::jwt, "tier");
@@ -326,7 +333,8 @@ routes:
         key: [ip]
         cost: { from: header:X-Estimated-Tokens, default: 10 }
 )";
-  auto loaded = config::load_config_text(yaml, "plan.yaml", [](const std::string&) { return std::nullopt; });
+  auto loaded =
+      config::load_config_text(yaml, "plan.yaml", [](const std::string&) { return std::nullopt; });
   ASSERT_TRUE(loaded.config) << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
   const auto& route = loaded.config->routes.at(0);
   keys::KeyHasher hasher(loaded.config->store.key_secret);
@@ -453,8 +461,10 @@ TEST(RateHeaders, TokenBucketAdmitted) {
   auto h = rate_headers(l, p, admitted(20, 17, 300'000), kNow);
   EXPECT_EQ(header(h, "X-RateLimit-Limit"), "20");
   EXPECT_EQ(header(h, "X-RateLimit-Remaining"), "17");
-  EXPECT_EQ(header(h, "X-RateLimit-Reset"), "1700000001") << "Unix seconds when whole: ceil(now + reset)";
-  EXPECT_EQ(header(h, "RateLimit-Policy"), "\"ip-burst\";q=20;w=2") << "20 tokens at 10/s: whole in 2 s";
+  EXPECT_EQ(header(h, "X-RateLimit-Reset"), "1700000001")
+      << "Unix seconds when whole: ceil(now + reset)";
+  EXPECT_EQ(header(h, "RateLimit-Policy"), "\"ip-burst\";q=20;w=2")
+      << "20 tokens at 10/s: whole in 2 s";
   EXPECT_EQ(header(h, "RateLimit"), "\"ip-burst\";r=17;t=1");
   EXPECT_FALSE(header(h, "Retry-After").has_value());
   EXPECT_EQ(h.size(), 5u);
@@ -468,7 +478,8 @@ TEST(RateHeaders, SlowBucketPolicyWindow) {
 }
 
 TEST(RateHeaders, WindowRefused) {
-  auto l = window_limit("ip-minute", config::Algorithm::sliding_window, 100, std::chrono::seconds(60));
+  auto l =
+      window_limit("ip-minute", config::Algorithm::sliding_window, 100, std::chrono::seconds(60));
   Params p = Params::from(l, l.params);
   auto h = rate_headers(l, p, refused(100, 1'200'000, 119 * kSec), kNow);
   EXPECT_EQ(header(h, "X-RateLimit-Limit"), "100");
@@ -516,14 +527,16 @@ TEST(RateHeaders, FixedWindowAndConcurrencyPolicies) {
 }
 
 TEST(RefusalBody, IsTheDocumentedJson) {
-  auto l = window_limit("ip-minute", config::Algorithm::sliding_window, 100, std::chrono::seconds(60));
+  auto l =
+      window_limit("ip-minute", config::Algorithm::sliding_window, 100, std::chrono::seconds(60));
   auto body = refusal_body(l, refused(100, 1'200'000));
   EXPECT_EQ(body, R"({"error":"rate_limited","limit":"ip-minute","retry_after":2})");
   auto v = boost::json::parse(body).as_object();
   EXPECT_EQ(v.at("error").as_string(), "rate_limited");
   EXPECT_EQ(v.at("limit").as_string(), "ip-minute");
   EXPECT_EQ(v.at("retry_after").as_int64(), 2);
-  EXPECT_EQ(refusal_body(l, refused(100, 10)), R"({"error":"rate_limited","limit":"ip-minute","retry_after":1})");
+  EXPECT_EQ(refusal_body(l, refused(100, 10)),
+            R"({"error":"rate_limited","limit":"ip-minute","retry_after":1})");
 }
 
 // ====================================================================== local fallback division

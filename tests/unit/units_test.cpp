@@ -31,7 +31,7 @@ TEST(ParseDuration, UnitsAreRequiredAndApplied) {
     const char* text;
     Duration want;
   } cases[] = {
-      {"45ms", 45ms}, {"10s", 10s}, {"1m", 1min}, {"1h", 1h}, {"1d", 24h},
+      {"45ms", 45ms}, {"10s", 10s},     {"1m", 1min},   {"1h", 1h},     {"1d", 24h},
       {"0s", 0ms},    {"1.5s", 1500ms}, {".5s", 500ms}, {"0.25m", 15s}, {"10 s", 10s},
   };
   for (const auto& c : cases) {
@@ -157,10 +157,10 @@ TEST(ParseEndpoint, HostAndPort) {
 }
 
 TEST(ParseEndpoint, RejectsBadForms) {
-  for (const char* text : {"", "0.0.0.0", ":8080", "::1:8080",  // IPv6 needs brackets
-                           "[::1]", "[::1]:", "[::1]8080", "[::1", "[localhost]:80",
-                           "[1.2.3.4.5]:80", "host:", "host:http", "host:65536", "host:-1",
-                           "host:80x", "host: 80"})
+  for (const char* text :
+       {"", "0.0.0.0", ":8080", "::1:8080",  // IPv6 needs brackets
+        "[::1]", "[::1]:", "[::1]8080", "[::1", "[localhost]:80", "[1.2.3.4.5]:80",
+        "host:", "host:http", "host:65536", "host:-1", "host:80x", "host: 80"})
     EXPECT_FALSE(ok(parse_endpoint(text))) << "\"" << text << "\" was accepted";
   EXPECT_NE(error_of(parse_endpoint("h:99999")).find("from 0 to 65535"), std::string::npos);
   EXPECT_NE(error_of(parse_endpoint("0.0.0.0")).find("HOST:PORT"), std::string::npos);
@@ -212,8 +212,8 @@ TEST(ParseIp, Ipv4MappedIpv6IsTheIpv4Address) {
 TEST(ParseIp, RejectsNonAddresses) {
   for (const char* text :
        {"", "1.2.3", "1.2.3.4.5", "256.0.0.1", "01.2.3.4", "1.2.3.4 ", " 1.2.3.4", "localhost",
-        "[::1]", "fe80::1%eth0", "2001:db8::g", "1:2:3:4:5:6:7:8:9", "1.2.3.4/32", "::1:",
-        "0000:0000:0000:0000:0000:0000:0000:0000:0"})
+        "[::1]", "fe80::1%eth0", "2001:db8::g", "1:2:3:4:5:6:7:8:9", "1.2.3.4/32",
+        "::1:", "0000:0000:0000:0000:0000:0000:0000:0000:0"})
     EXPECT_FALSE(parse_ip(text).has_value()) << "\"" << text << "\" was accepted";
 }
 
@@ -271,9 +271,9 @@ TEST(ParseCidr, BareAddressIsAHostRoute) {
 }
 
 TEST(ParseCidr, RejectsBadPrefixes) {
-  for (const char* text : {"10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/", "10.0.0.0/8x",
-                           "10.0.0.0/ 8", "10.0.0.0/8/8", "::/129", "2001:db8::/", "/8", "",
-                           "300.0.0.0/8", "host/8", "10.0.0.0/+8"})
+  for (const char* text :
+       {"10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/", "10.0.0.0/8x", "10.0.0.0/ 8", "10.0.0.0/8/8",
+        "::/129", "2001:db8::/", "/8", "", "300.0.0.0/8", "host/8", "10.0.0.0/+8"})
     EXPECT_FALSE(ok(parse_cidr(text))) << "\"" << text << "\" was accepted";
   EXPECT_NE(error_of(parse_cidr("10.0.0.0/33")).find("0 to 32"), std::string::npos);
   EXPECT_NE(error_of(parse_cidr("::/129")).find("0 to 128"), std::string::npos);

@@ -46,7 +46,9 @@ const char* to_string(Outcome o);
 struct RouteMetrics {
   std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Outcome::kCount)> outcomes{};
   std::atomic<std::uint64_t> deny_cache_hits{0};
-  void count(Outcome o) { outcomes[static_cast<std::size_t>(o)].fetch_add(1, std::memory_order_relaxed); }
+  void count(Outcome o) {
+    outcomes[static_cast<std::size_t>(o)].fetch_add(1, std::memory_order_relaxed);
+  }
 };
 
 struct UpstreamMetrics {

@@ -163,8 +163,8 @@ struct Limit {
 enum class OnStoreError { fail_open, fail_closed, local };
 
 struct RouteMatch {
-  std::string path_prefix;  // empty with path empty: every path
-  std::string path;         // exact path
+  std::string path_prefix;           // empty with path empty: every path
+  std::string path;                  // exact path
   std::vector<std::string> methods;  // upper case; empty: every method
   std::string host;                  // lower case, without port; empty: every host
 };

@@ -30,7 +30,7 @@ class ClaimSource {
 struct RequestFacts {
   std::string_view route;
   std::string_view method;
-  std::string_view host;   // without port, as received
+  std::string_view host;  // without port, as received
   std::string_view path;
   std::string_view query;  // raw, without '?'
   config::IpAddress client;
@@ -62,8 +62,8 @@ std::optional<std::string> part_value(const config::KeyPart& part, const Request
 std::optional<std::string_view> query_param(std::string_view query, std::string_view name);
 
 struct BuiltKey {
-  std::string key;             // empty when `missing`
-  bool missing = false;        // some part is absent: the limit's on_missing_key decides
+  std::string key;       // empty when `missing`
+  bool missing = false;  // some part is absent: the limit's on_missing_key decides
 };
 
 // "<prefix>:<route>:<limit>:{<hash>}". With `shared_when_missing`, a request missing a part

@@ -24,9 +24,9 @@ struct Item {
 };
 
 struct Outcome {
-  bool admitted = false;                    // every enforcing item admitted
-  limit::Micros now = 0;                    // the store's clock at the decision
-  std::vector<limit::Decision> decisions;   // one per item, in order
+  bool admitted = false;                   // every enforcing item admitted
+  limit::Micros now = 0;                   // the store's clock at the decision
+  std::vector<limit::Decision> decisions;  // one per item, in order
 };
 
 enum class StoreError { timeout, unavailable, protocol };

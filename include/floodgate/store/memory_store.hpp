@@ -41,7 +41,9 @@ class MemoryState {
     std::size_t live_after_sweep = 0;  // what the last sweep left
   };
 
-  Shard& shard_of(const std::string& key) { return shards_[std::hash<std::string>{}(key) % kShards]; }
+  Shard& shard_of(const std::string& key) {
+    return shards_[std::hash<std::string>{}(key) % kShards];
+  }
   limit::State current(Shard& shard, const std::string& key, limit::Micros now);
   void store(Shard& shard, const std::string& key, const limit::Params& p, limit::State next,
              limit::Micros now);

@@ -26,11 +26,11 @@ struct RedisStoreOptions {
   std::uint16_t port = 6379;
   std::string username;
   std::string password;
-  std::chrono::milliseconds timeout{45};       // per decision
-  int breaker_threshold = 3;                   // consecutive failures that open the breaker
+  std::chrono::milliseconds timeout{45};  // per decision
+  int breaker_threshold = 3;              // consecutive failures that open the breaker
   std::chrono::milliseconds probe_interval{250};
-  std::string instance_id;                     // prefix of concurrency lease ids
-  std::vector<std::string> seeds;              // redis_cluster: "host:port" of seed nodes
+  std::string instance_id;         // prefix of concurrency lease ids
+  std::vector<std::string> seeds;  // redis_cluster: "host:port" of seed nodes
   // Tests only (the differential tests): pass this clock's time to the scripts instead of
   // letting them read Redis's TIME. Production leaves it null.
   const limit::Clock* test_clock = nullptr;
@@ -43,10 +43,11 @@ struct RedisHealth {
 };
 
 // One connection per master per worker; routes each script by its keys' slot.
-std::unique_ptr<LimitStore> make_redis_cluster_store(boost::asio::io_context& ioc, RedisStoreOptions options,
+std::unique_ptr<LimitStore> make_redis_cluster_store(boost::asio::io_context& ioc,
+                                                     RedisStoreOptions options,
                                                      spdlog::logger& log);
 
-std::unique_ptr<LimitStore> make_redis_store(boost::asio::io_context& ioc, RedisStoreOptions options,
-                                             spdlog::logger& log);
+std::unique_ptr<LimitStore> make_redis_store(boost::asio::io_context& ioc,
+                                             RedisStoreOptions options, spdlog::logger& log);
 
 }  // namespace floodgate::store

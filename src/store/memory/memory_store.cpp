@@ -9,9 +9,12 @@ namespace floodgate::store {
 
 const char* to_string(StoreError e) {
   switch (e) {
-    case StoreError::timeout: return "timeout";
-    case StoreError::unavailable: return "unavailable";
-    case StoreError::protocol: return "protocol";
+    case StoreError::timeout:
+      return "timeout";
+    case StoreError::unavailable:
+      return "unavailable";
+    case StoreError::protocol:
+      return "protocol";
   }
   return "?";
 }
@@ -42,8 +45,9 @@ void MemoryState::make_room(Shard& shard, limit::Micros now) {
   ++shard.inserts_since_sweep;
   const bool due = shard.inserts_since_sweep >= std::max<std::size_t>(64, shard.live_after_sweep);
   // At the cap, reclaim expired keys before evicting live ones, but still amortised.
-  const bool full = shard.map.size() >= max_per_shard_ &&
-                    shard.inserts_since_sweep >= std::max<std::size_t>(16, shard.live_after_sweep / 8);
+  const bool full =
+      shard.map.size() >= max_per_shard_ &&
+      shard.inserts_since_sweep >= std::max<std::size_t>(16, shard.live_after_sweep / 8);
   if (due || full) {
     std::erase_if(shard.map, [now](const auto& kv) { return kv.second.expires_at <= now; });
     shard.inserts_since_sweep = 0;
@@ -92,7 +96,8 @@ Outcome MemoryState::acquire(std::span<const Item> items) {
   std::vector<limit::Evaluation> evals;
   evals.reserve(items.size());
   for (const auto& item : items) {
-    evals.push_back(limit::evaluate(item.params, current(shard_of(item.key), item.key, now), now, item.cost));
+    evals.push_back(
+        limit::evaluate(item.params, current(shard_of(item.key), item.key, now), now, item.cost));
     out.decisions.push_back(evals.back().decision);
     if (item.enforce && !evals.back().decision.admitted) out.admitted = false;
   }
@@ -107,22 +112,25 @@ void MemoryState::adjust(const Item& item, std::int64_t delta) {
   auto& shard = shard_of(item.key);
   std::lock_guard lock(shard.mutex);
   auto now = clock_.now();
-  store(shard, item.key, item.params, limit::adjust(item.params, current(shard, item.key, now), now, delta), now);
+  store(shard, item.key, item.params,
+        limit::adjust(item.params, current(shard, item.key, now), now, delta), now);
 }
 
 void MemoryState::release(const Item& item) {
   auto& shard = shard_of(item.key);
   std::lock_guard lock(shard.mutex);
   auto now = clock_.now();
-  store(shard, item.key, item.params, limit::release(item.params, current(shard, item.key, now)), now);
+  store(shard, item.key, item.params, limit::release(item.params, current(shard, item.key, now)),
+        now);
 }
 
 void MemoryStore::async_acquire(std::vector<Item> items, Handler handler) {
   auto outcome = state_.acquire(items);
   // The worker's own loop: the caller resumes on its thread, never inside this call.
-  boost::asio::post(executor_, [h = std::move(handler), r = AcquireResult(std::move(outcome))]() mutable {
-    std::move(h)(std::move(r));
-  });
+  boost::asio::post(executor_,
+                    [h = std::move(handler), r = AcquireResult(std::move(outcome))]() mutable {
+                      std::move(h)(std::move(r));
+                    });
 }
 
 }  // namespace floodgate::store

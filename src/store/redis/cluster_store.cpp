@@ -39,7 +39,11 @@ struct Group {
 class ClusterStore final : public LimitStore, public RedisHealth {
  public:
   ClusterStore(asio::io_context& ioc, RedisStoreOptions options, spdlog::logger& log)
-      : ioc_(ioc), options_(std::move(options)), log_(log), shas_(redis::ScriptShas::compute()), timer_(ioc) {
+      : ioc_(ioc),
+        options_(std::move(options)),
+        log_(log),
+        shas_(redis::ScriptShas::compute()),
+        timer_(ioc) {
     for (const auto& seed : options_.seeds) node(seed);
     schedule_refresh(std::chrono::milliseconds(20));
   }
@@ -67,7 +71,8 @@ class ClusterStore final : public LimitStore, public RedisHealth {
   }
 
   void adjust(const Item& item, std::int64_t delta) override {
-    send_fire_and_forget(redis::key_slot(item.key), redis::adjust_args(item, delta, shas_, now_arg()), true);
+    send_fire_and_forget(redis::key_slot(item.key),
+                         redis::adjust_args(item, delta, shas_, now_arg()), true);
   }
 
   void release(const Item& item) override {
@@ -116,8 +121,8 @@ class ClusterStore final : public LimitStore, public RedisHealth {
     send_group(call, owner(call->groups[call->next].slot), false, false, 0);
   }
 
-  void send_group(const std::shared_ptr<Call>& call, std::shared_ptr<redis::Connection> conn, bool use_eval,
-                  bool asking, int redirects) {
+  void send_group(const std::shared_ptr<Call>& call, std::shared_ptr<redis::Connection> conn,
+                  bool use_eval, bool asking, int redirects) {
     const auto& g = call->groups[call->next];
     std::vector<Item> items;
     for (auto i : g.index) items.push_back(call->items[i]);
@@ -129,35 +134,40 @@ class ClusterStore final : public LimitStore, public RedisHealth {
     if (asking) conn->command({"ASKING"}, deadline, [](const redisReply*, redis::CommandStatus) {});
     auto args = redis::acquire_args(items, shas_, use_eval, now_arg(), options_.instance_id);
     std::vector<std::string_view> views(args.begin(), args.end());
-    bool sent = conn->command(views, deadline, [this, call, conn, use_eval, redirects](const redisReply* r, redis::CommandStatus s) {
-      if (s == redis::CommandStatus::timeout) return failed(call, StoreError::timeout);
-      if (s != redis::CommandStatus::ok) {
-        request_refresh();
-        return failed(call, StoreError::unavailable);
-      }
-      if (redis::is_noscript(r) && !use_eval) return send_group(call, conn, true, false, redirects);
-      if (auto redirect = redis::redirect_of(r)) {
-        if (redirects >= kMaxRedirects) return failed(call, StoreError::protocol);
-        if (!redirect->ask) {
-          owners_[static_cast<std::size_t>(redirect->slot)] = redirect->node;
-          request_refresh();
-        }
-        return send_group(call, node(redirect->node), use_eval, redirect->ask, redirects + 1);
-      }
-      auto outcome = redis::decode_outcome(r, call->groups[call->next].index.size());
-      if (!outcome) {
-        if (r && r->type == REDIS_REPLY_ERROR) log_.error("redis cluster acquire failed: {}", std::string(r->str, r->len));
-        return failed(call, StoreError::protocol);
-      }
-      failures_ = 0;
-      on_group(call, *outcome);
-    });
+    bool sent = conn->command(
+        views, deadline,
+        [this, call, conn, use_eval, redirects](const redisReply* r, redis::CommandStatus s) {
+          if (s == redis::CommandStatus::timeout) return failed(call, StoreError::timeout);
+          if (s != redis::CommandStatus::ok) {
+            request_refresh();
+            return failed(call, StoreError::unavailable);
+          }
+          if (redis::is_noscript(r) && !use_eval)
+            return send_group(call, conn, true, false, redirects);
+          if (auto redirect = redis::redirect_of(r)) {
+            if (redirects >= kMaxRedirects) return failed(call, StoreError::protocol);
+            if (!redirect->ask) {
+              owners_[static_cast<std::size_t>(redirect->slot)] = redirect->node;
+              request_refresh();
+            }
+            return send_group(call, node(redirect->node), use_eval, redirect->ask, redirects + 1);
+          }
+          auto outcome = redis::decode_outcome(r, call->groups[call->next].index.size());
+          if (!outcome) {
+            if (r && r->type == REDIS_REPLY_ERROR)
+              log_.error("redis cluster acquire failed: {}", std::string(r->str, r->len));
+            return failed(call, StoreError::protocol);
+          }
+          failures_ = 0;
+          on_group(call, *outcome);
+        });
     if (!sent) failed(call, StoreError::unavailable);
   }
 
   void on_group(const std::shared_ptr<Call>& call, const Outcome& group) {
     auto& g = call->groups[call->next];
-    for (std::size_t k = 0; k < g.index.size(); ++k) call->outcome.decisions[g.index[k]] = group.decisions[k];
+    for (std::size_t k = 0; k < g.index.size(); ++k)
+      call->outcome.decisions[g.index[k]] = group.decisions[k];
     if (call->outcome.now == 0) call->outcome.now = group.now;
     if (!group.admitted) {
       call->outcome.admitted = false;
@@ -184,11 +194,15 @@ class ClusterStore final : public LimitStore, public RedisHealth {
           case config::Algorithm::sliding_log:
             // The log entry the script added: "<lease>:<now>:<cost>" (now: that node's TIME).
             if (item.cost > 0)
-              send_fire_and_forget(slot, {"ZREM", item.key, item.lease + ":" + std::to_string(call.groups[gi].now) + ":" +
-                                                            std::to_string(item.cost)}, false);
+              send_fire_and_forget(slot,
+                                   {"ZREM", item.key,
+                                    item.lease + ":" + std::to_string(call.groups[gi].now) + ":" +
+                                        std::to_string(item.cost)},
+                                   false);
             break;
           default:
-            send_fire_and_forget(slot, redis::adjust_args(item, -item.cost, shas_, now_arg()), true);
+            send_fire_and_forget(slot, redis::adjust_args(item, -item.cost, shas_, now_arg()),
+                                 true);
         }
       }
     }
@@ -199,17 +213,18 @@ class ClusterStore final : public LimitStore, public RedisHealth {
     if (!conn || !conn->connected()) return;
     auto shared = std::make_shared<std::vector<std::string>>(std::move(args));
     std::vector<std::string_view> views(shared->begin(), shared->end());
-    conn->command(views, Clock::now() + options_.timeout * 4, [this, shared, script, slot](const redisReply* r, redis::CommandStatus s) {
-      if (s != redis::CommandStatus::ok) return;
-      if (script && redis::is_noscript(r)) {
-        (*shared)[0] = "EVAL";
-        (*shared)[1] = std::string(redis::adjust_script());
-        send_fire_and_forget(slot, *shared, false);
-      } else if (auto redirect = redis::redirect_of(r); redirect && !redirect->ask) {
-        owners_[static_cast<std::size_t>(redirect->slot)] = redirect->node;
-        send_fire_and_forget(slot, *shared, script);
-      }
-    });
+    conn->command(views, Clock::now() + options_.timeout * 4,
+                  [this, shared, script, slot](const redisReply* r, redis::CommandStatus s) {
+                    if (s != redis::CommandStatus::ok) return;
+                    if (script && redis::is_noscript(r)) {
+                      (*shared)[0] = "EVAL";
+                      (*shared)[1] = std::string(redis::adjust_script());
+                      send_fire_and_forget(slot, *shared, false);
+                    } else if (auto redirect = redis::redirect_of(r); redirect && !redirect->ask) {
+                      owners_[static_cast<std::size_t>(redirect->slot)] = redirect->node;
+                      send_fire_and_forget(slot, *shared, script);
+                    }
+                  });
   }
 
   void failed(const std::shared_ptr<Call>& call, StoreError e) {
@@ -226,7 +241,8 @@ class ClusterStore final : public LimitStore, public RedisHealth {
   void finish(const std::shared_ptr<Call>& call, AcquireResult result) {
     if (call->done) return;
     call->done = true;
-    asio::post(ioc_, [call, r = std::move(result)]() mutable { std::move(call->handler)(std::move(r)); });
+    asio::post(ioc_,
+               [call, r = std::move(result)]() mutable { std::move(call->handler)(std::move(r)); });
   }
 
   // ---- the slot map ------------------------------------------------------------------
@@ -249,17 +265,20 @@ class ClusterStore final : public LimitStore, public RedisHealth {
     // Ask any connected node; a periodic refresh also follows failovers nobody reported.
     for (auto& [name, conn] : nodes_) {
       if (!conn->connected()) continue;
-      bool sent = conn->command({"CLUSTER", "SLOTS"}, Clock::now() + std::max(options_.timeout, std::chrono::milliseconds(500)),
-                                [this](const redisReply* r, redis::CommandStatus s) {
-                                  if (s == redis::CommandStatus::ok && apply_slots(r)) {
-                                    if (open_) log_.info("redis cluster: slot map answering again; limits enforced by Redis");
-                                    open_ = false;
-                                    failures_ = 0;
-                                    schedule_refresh(std::chrono::milliseconds(mapped_ ? 2000 : 100));
-                                  } else {
-                                    schedule_refresh(std::chrono::milliseconds(200));
-                                  }
-                                });
+      bool sent = conn->command(
+          {"CLUSTER", "SLOTS"},
+          Clock::now() + std::max(options_.timeout, std::chrono::milliseconds(500)),
+          [this](const redisReply* r, redis::CommandStatus s) {
+            if (s == redis::CommandStatus::ok && apply_slots(r)) {
+              if (open_)
+                log_.info("redis cluster: slot map answering again; limits enforced by Redis");
+              open_ = false;
+              failures_ = 0;
+              schedule_refresh(std::chrono::milliseconds(mapped_ ? 2000 : 100));
+            } else {
+              schedule_refresh(std::chrono::milliseconds(200));
+            }
+          });
       if (sent) return;
     }
     schedule_refresh(std::chrono::milliseconds(100));
@@ -277,7 +296,8 @@ class ClusterStore final : public LimitStore, public RedisHealth {
       std::string host(master->element[0]->str, master->element[0]->len);
       std::string name = host + ":" + std::to_string(master->element[1]->integer);
       node(name);
-      for (auto s = from; s <= to && s < kSlots; ++s) owners_[static_cast<std::size_t>(s)] = name, ++covered;
+      for (auto s = from; s <= to && s < kSlots; ++s)
+        owners_[static_cast<std::size_t>(s)] = name, ++covered;
     }
     mapped_ = covered == kSlots;
     return mapped_;
@@ -292,13 +312,14 @@ class ClusterStore final : public LimitStore, public RedisHealth {
   std::array<std::string, kSlots> owners_;
   bool refresh_pending_ = false;
   int failures_ = 0;
-  std::atomic<bool> open_{false};   // read by the admin thread
+  std::atomic<bool> open_{false};  // read by the admin thread
   std::atomic<bool> mapped_{false};
 };
 
 }  // namespace
 
-std::unique_ptr<LimitStore> make_redis_cluster_store(asio::io_context& ioc, RedisStoreOptions options,
+std::unique_ptr<LimitStore> make_redis_cluster_store(asio::io_context& ioc,
+                                                     RedisStoreOptions options,
                                                      spdlog::logger& log) {
   return std::make_unique<ClusterStore>(ioc, std::move(options), log);
 }

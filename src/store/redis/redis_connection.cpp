@@ -12,7 +12,9 @@ namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-Connection* self_of(const redisAsyncContext* ac) { return static_cast<Connection*>(ac->data); }
+Connection* self_of(const redisAsyncContext* ac) {
+  return static_cast<Connection*>(ac->data);
+}
 }  // namespace
 
 Connection::Connection(asio::io_context& ioc, ConnectionOptions options, spdlog::logger& log)
@@ -30,7 +32,9 @@ Connection::~Connection() {
   teardown_fd();
 }
 
-void Connection::start() { connect(); }
+void Connection::start() {
+  connect();
+}
 
 void Connection::stop() {
   stopped_ = true;
@@ -79,9 +83,10 @@ void Connection::connect() {
     std::vector<std::size_t> lens;
     for (auto a : auth) argv.push_back(a.data()), lens.push_back(a.size());
     pending_.push_back({[this, gen = generation_](const redisReply* r, CommandStatus s) {
-                          if (s == CommandStatus::ok && r && r->type == REDIS_REPLY_ERROR && gen == generation_) {
-                            log_.error("redis {}:{}: AUTH refused: {}", options_.host, options_.port,
-                                       std::string(r->str, r->len));
+                          if (s == CommandStatus::ok && r && r->type == REDIS_REPLY_ERROR &&
+                              gen == generation_) {
+                            log_.error("redis {}:{}: AUTH refused: {}", options_.host,
+                                       options_.port, std::string(r->str, r->len));
                             asio::post(ioc_, [w = weak_from_this()] {
                               if (auto self = w.lock()) self->reset();
                             });
@@ -93,12 +98,13 @@ void Connection::connect() {
     arm_timer();
   }
   connect_timer_.expires_after(options_.connect_timeout);
-  connect_timer_.async_wait([w = weak_from_this(), gen = generation_](boost::system::error_code ec) {
-    auto self = w.lock();
-    if (ec || !self || gen != self->generation_ || self->connected_ || !self->ac_) return;
-    self->log_.warn("redis {}:{}: connect timed out", self->options_.host, self->options_.port);
-    self->reset();
-  });
+  connect_timer_.async_wait(
+      [w = weak_from_this(), gen = generation_](boost::system::error_code ec) {
+        auto self = w.lock();
+        if (ec || !self || gen != self->generation_ || self->connected_ || !self->ac_) return;
+        self->log_.warn("redis {}:{}: connect timed out", self->options_.host, self->options_.port);
+        self->reset();
+      });
 }
 
 void Connection::schedule_reconnect() {
@@ -126,8 +132,8 @@ bool Connection::command(const std::vector<std::string_view>& args, Clock::time_
     al = big_lens.data();
   }
   for (std::size_t i = 0; i < args.size(); ++i) av[i] = args[i].data(), al[i] = args[i].size();
-  if (redisAsyncCommandArgv(ac_, &Connection::on_reply, nullptr, static_cast<int>(args.size()), av, al) !=
-      REDIS_OK)
+  if (redisAsyncCommandArgv(ac_, &Connection::on_reply, nullptr, static_cast<int>(args.size()), av,
+                            al) != REDIS_OK)
     return false;
   pending_.push_back({std::move(done), deadline});
   arm_timer();
@@ -170,7 +176,8 @@ void Connection::on_reply(redisAsyncContext* ac, void* reply, void*) {
   auto p = std::move(self->pending_.front());
   self->pending_.pop_front();
   if (p.finished) return;  // timed out earlier: the late reply is dropped
-  p.done(static_cast<const redisReply*>(reply), reply ? CommandStatus::ok : CommandStatus::disconnected);
+  p.done(static_cast<const redisReply*>(reply),
+         reply ? CommandStatus::ok : CommandStatus::disconnected);
 }
 
 void Connection::on_connect(const redisAsyncContext* ac, int status) {
@@ -183,7 +190,8 @@ void Connection::on_connect(const redisAsyncContext* ac, int status) {
     self->log_.info("redis {}:{}: connected", self->options_.host, self->options_.port);
   } else {
     // hiredis frees the context after this returns; hook_cleanup has cleared ac_ or will.
-    self->log_.warn("redis {}:{}: connect failed: {}", self->options_.host, self->options_.port, ac->errstr);
+    self->log_.warn("redis {}:{}: connect failed: {}", self->options_.host, self->options_.port,
+                    ac->errstr);
     self->connected_ = false;
     self->schedule_reconnect();
   }
@@ -194,12 +202,17 @@ void Connection::on_disconnect(const redisAsyncContext* ac, int status) {
   if (!self) return;
   self->connected_ = false;
   if (status != REDIS_OK && !self->stopped_)
-    self->log_.warn("redis {}:{}: disconnected: {}", self->options_.host, self->options_.port, ac->errstr);
+    self->log_.warn("redis {}:{}: disconnected: {}", self->options_.host, self->options_.port,
+                    ac->errstr);
   self->schedule_reconnect();
 }
 
-void Connection::wait_readable() { wait(asio::posix::stream_descriptor::wait_read); }
-void Connection::wait_writable() { wait(asio::posix::stream_descriptor::wait_write); }
+void Connection::wait_readable() {
+  wait(asio::posix::stream_descriptor::wait_read);
+}
+void Connection::wait_writable() {
+  wait(asio::posix::stream_descriptor::wait_write);
+}
 
 // One readiness wait at a time per direction; when it fires, hiredis does the I/O, and the
 // wait is renewed while hiredis still wants it (and the context is still the same one).
@@ -208,16 +221,19 @@ void Connection::wait(asio::posix::stream_descriptor::wait_type type) {
   bool& waiting = reading ? read_waiting_ : write_waiting_;
   if (waiting || !ac_) return;
   waiting = true;
-  fd_.async_wait(type, [w = weak_from_this(), gen = generation_, type, reading](boost::system::error_code ec) {
-    auto self = w.lock();
-    if (!self || gen != self->generation_) return;
-    (reading ? self->read_waiting_ : self->write_waiting_) = false;
-    const bool& wanted = reading ? self->want_read_ : self->want_write_;
-    if (ec || !self->ac_ || !wanted) return;
-    if (reading) redisAsyncHandleRead(self->ac_);  // may free the context (cleanup runs)
-    else redisAsyncHandleWrite(self->ac_);
-    if (gen == self->generation_ && self->ac_ && wanted) self->wait(type);
-  });
+  fd_.async_wait(
+      type, [w = weak_from_this(), gen = generation_, type, reading](boost::system::error_code ec) {
+        auto self = w.lock();
+        if (!self || gen != self->generation_) return;
+        (reading ? self->read_waiting_ : self->write_waiting_) = false;
+        const bool& wanted = reading ? self->want_read_ : self->want_write_;
+        if (ec || !self->ac_ || !wanted) return;
+        if (reading)
+          redisAsyncHandleRead(self->ac_);  // may free the context (cleanup runs)
+        else
+          redisAsyncHandleWrite(self->ac_);
+        if (gen == self->generation_ && self->ac_ && wanted) self->wait(type);
+      });
 }
 
 void Connection::teardown_fd() {
@@ -234,13 +250,17 @@ void Connection::hook_add_read(void* privdata) {
   self->want_read_ = true;
   self->wait_readable();
 }
-void Connection::hook_del_read(void* privdata) { static_cast<Connection*>(privdata)->want_read_ = false; }
+void Connection::hook_del_read(void* privdata) {
+  static_cast<Connection*>(privdata)->want_read_ = false;
+}
 void Connection::hook_add_write(void* privdata) {
   auto* self = static_cast<Connection*>(privdata);
   self->want_write_ = true;
   self->wait_writable();
 }
-void Connection::hook_del_write(void* privdata) { static_cast<Connection*>(privdata)->want_write_ = false; }
+void Connection::hook_del_write(void* privdata) {
+  static_cast<Connection*>(privdata)->want_write_ = false;
+}
 
 void Connection::hook_cleanup(void* privdata) {
   auto* self = static_cast<Connection*>(privdata);

@@ -56,8 +56,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool connected() const { return connected_; }
 
   // Sends a command; false (and no callback) when not connected.
-  bool command(const std::vector<std::string_view>& args, std::chrono::steady_clock::time_point deadline,
-               Callback done);
+  bool command(const std::vector<std::string_view>& args,
+               std::chrono::steady_clock::time_point deadline, Callback done);
   // Drops the connection (pending commands fail) and reconnects: used when a server stops
   // answering, so replies stuck behind a hung server are not waited for.
   void reset();
@@ -92,13 +92,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   spdlog::logger& log_;
   redisAsyncContext* ac_ = nullptr;  // owned by hiredis; null once hiredis has freed it
   boost::asio::posix::stream_descriptor fd_;
-  std::uint64_t generation_ = 0;     // one per connection attempt: stale waits ignore themselves
+  std::uint64_t generation_ = 0;  // one per connection attempt: stale waits ignore themselves
   bool want_read_ = false, want_write_ = false;
   bool read_waiting_ = false, write_waiting_ = false;
   bool connected_ = false;
   bool stopped_ = false;
   std::chrono::milliseconds backoff_{50};
-  std::deque<Pending> pending_;      // hiredis answers in order: front = next reply
+  std::deque<Pending> pending_;  // hiredis answers in order: front = next reply
   boost::asio::steady_timer deadline_timer_;
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer connect_timer_;

@@ -66,14 +66,17 @@ class RedisStore final : public LimitStore, public RedisHealth {
   }
 
   void adjust(const Item& item, std::int64_t delta) override {
-    if (open_ || !conn_->connected()) return;  // best effort: a lost settlement errs neither way for long
-    auto args = std::make_shared<std::vector<std::string>>(redis::adjust_args(item, delta, shas_, now_arg()));
+    if (open_ || !conn_->connected())
+      return;  // best effort: a lost settlement errs neither way for long
+    auto args = std::make_shared<std::vector<std::string>>(
+        redis::adjust_args(item, delta, shas_, now_arg()));
     send_simple(args, true);
   }
 
   void release(const Item& item) override {
     if (!conn_->connected()) return;  // the lease expires by itself
-    auto args = std::make_shared<std::vector<std::string>>(std::vector<std::string>{"ZREM", item.key, item.lease});
+    auto args = std::make_shared<std::vector<std::string>>(
+        std::vector<std::string>{"ZREM", item.key, item.lease});
     send_simple(args, false);
   }
 
@@ -98,8 +101,8 @@ class RedisStore final : public LimitStore, public RedisHealth {
     if (!sent) finish(call, StoreError::unavailable);
   }
 
-  void on_acquire_reply(const std::shared_ptr<Call>& call, const redisReply* r, redis::CommandStatus s,
-                        bool used_eval) {
+  void on_acquire_reply(const std::shared_ptr<Call>& call, const redisReply* r,
+                        redis::CommandStatus s, bool used_eval) {
     if (s == redis::CommandStatus::timeout) return failed(call, StoreError::timeout);
     if (s != redis::CommandStatus::ok) return failed(call, StoreError::unavailable);
     if (is_noscript(r) && !used_eval) return send(call, true);  // script cache flushed: once more
@@ -134,13 +137,15 @@ class RedisStore final : public LimitStore, public RedisHealth {
   void finish(const std::shared_ptr<Call>& call, AcquireResult result) {
     if (call->done) return;
     call->done = true;
-    asio::post(ioc_, [call, r = std::move(result)]() mutable { std::move(call->handler)(std::move(r)); });
+    asio::post(ioc_,
+               [call, r = std::move(result)]() mutable { std::move(call->handler)(std::move(r)); });
   }
 
   void open_breaker(StoreError cause) {
     open_ = true;
-    log_.warn("redis {}:{}: {} consecutive failures (last: {}); failing fast and probing every {} ms",
-              options_.host, options_.port, failures_, to_string(cause), options_.probe_interval.count());
+    log_.warn(
+        "redis {}:{}: {} consecutive failures (last: {}); failing fast and probing every {} ms",
+        options_.host, options_.port, failures_, to_string(cause), options_.probe_interval.count());
     // Replies queued behind a hung server would arrive late and be dropped anyway.
     if (cause == StoreError::timeout) conn_->reset();
     probe();
@@ -151,17 +156,18 @@ class RedisStore final : public LimitStore, public RedisHealth {
     probe_timer_.async_wait([this](boost::system::error_code ec) {
       if (ec) return;
       std::vector<std::string_view> ping{"PING"};
-      bool sent = conn_->command(ping, Clock::now() + std::max(options_.timeout, std::chrono::milliseconds(200)),
-                                 [this](const redisReply* r, redis::CommandStatus s) {
-                                   if (s == redis::CommandStatus::ok && r && r->type != REDIS_REPLY_ERROR) {
-                                     open_ = false;
-                                     failures_ = 0;
-                                     log_.info("redis {}:{}: answering again; limits enforced by Redis",
-                                               options_.host, options_.port);
-                                   } else {
-                                     probe();
-                                   }
-                                 });
+      bool sent = conn_->command(
+          ping, Clock::now() + std::max(options_.timeout, std::chrono::milliseconds(200)),
+          [this](const redisReply* r, redis::CommandStatus s) {
+            if (s == redis::CommandStatus::ok && r && r->type != REDIS_REPLY_ERROR) {
+              open_ = false;
+              failures_ = 0;
+              log_.info("redis {}:{}: answering again; limits enforced by Redis", options_.host,
+                        options_.port);
+            } else {
+              probe();
+            }
+          });
       if (!sent) probe();
     });
   }

@@ -16,10 +16,13 @@ std::string number(double v) {
 }
 }  // namespace
 
-ScriptShas ScriptShas::compute() { return {sha1_hex(acquire_script()), sha1_hex(adjust_script())}; }
+ScriptShas ScriptShas::compute() {
+  return {sha1_hex(acquire_script()), sha1_hex(adjust_script())};
+}
 
-std::vector<std::string> acquire_args(const std::vector<Item>& items, const ScriptShas& shas, bool use_eval,
-                                      const std::string& now, const std::string& default_lease) {
+std::vector<std::string> acquire_args(const std::vector<Item>& items, const ScriptShas& shas,
+                                      bool use_eval, const std::string& now,
+                                      const std::string& default_lease) {
   std::vector<std::string> a;
   a.reserve(5 + items.size() * 7);
   a.emplace_back(use_eval ? "EVAL" : "EVALSHA");
@@ -44,22 +47,33 @@ std::vector<std::string> acquire_args(const std::vector<Item>& items, const Scri
 
 std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const ScriptShas& shas,
                                      const std::string& now) {
-  return {"EVALSHA", shas.adjust, "1", item.key, now,
-          std::to_string(static_cast<int>(item.params.algorithm)), std::to_string(item.params.capacity),
-          number(item.params.per_second), std::to_string(item.params.window), std::to_string(delta)};
+  return {"EVALSHA",
+          shas.adjust,
+          "1",
+          item.key,
+          now,
+          std::to_string(static_cast<int>(item.params.algorithm)),
+          std::to_string(item.params.capacity),
+          number(item.params.per_second),
+          std::to_string(item.params.window),
+          std::to_string(delta)};
 }
 
 bool is_noscript(const redisReply* r) {
-  return r && r->type == REDIS_REPLY_ERROR && std::string_view(r->str, r->len).starts_with("NOSCRIPT");
+  return r && r->type == REDIS_REPLY_ERROR &&
+         std::string_view(r->str, r->len).starts_with("NOSCRIPT");
 }
 
 std::optional<Redirect> redirect_of(const redisReply* r) {
   if (!r || r->type != REDIS_REPLY_ERROR) return std::nullopt;
   std::string_view e(r->str, r->len);
   Redirect out;
-  if (e.starts_with("MOVED ")) e.remove_prefix(6);
-  else if (e.starts_with("ASK ")) e.remove_prefix(4), out.ask = true;
-  else return std::nullopt;
+  if (e.starts_with("MOVED "))
+    e.remove_prefix(6);
+  else if (e.starts_with("ASK "))
+    e.remove_prefix(4), out.ask = true;
+  else
+    return std::nullopt;
   auto space = e.find(' ');
   if (space == std::string_view::npos) return std::nullopt;
   auto [p, ec] = std::from_chars(e.data(), e.data() + space, out.slot);
@@ -93,12 +107,15 @@ int key_slot(std::string_view key) {
   auto open = key.find('{');
   if (open != std::string_view::npos) {
     auto close = key.find('}', open + 1);
-    if (close != std::string_view::npos && close > open + 1) key = key.substr(open + 1, close - open - 1);
+    if (close != std::string_view::npos && close > open + 1)
+      key = key.substr(open + 1, close - open - 1);
   }
   std::uint16_t crc = 0;
   for (unsigned char c : key) {
     crc ^= static_cast<std::uint16_t>(c) << 8;
-    for (int i = 0; i < 8; ++i) crc = (crc & 0x8000) ? static_cast<std::uint16_t>((crc << 1) ^ 0x1021) : static_cast<std::uint16_t>(crc << 1);
+    for (int i = 0; i < 8; ++i)
+      crc = (crc & 0x8000) ? static_cast<std::uint16_t>((crc << 1) ^ 0x1021)
+                           : static_cast<std::uint16_t>(crc << 1);
   }
   return crc % 16384;
 }

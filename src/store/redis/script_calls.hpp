@@ -21,8 +21,9 @@ struct ScriptShas {
 
 // EVALSHA (or EVAL with the script body) of lua/acquire.lua for `items`; `now` is "" (Redis
 // TIME) except in the differential tests.
-std::vector<std::string> acquire_args(const std::vector<Item>& items, const ScriptShas& shas, bool use_eval,
-                                      const std::string& now, const std::string& default_lease);
+std::vector<std::string> acquire_args(const std::vector<Item>& items, const ScriptShas& shas,
+                                      bool use_eval, const std::string& now,
+                                      const std::string& default_lease);
 // lua/adjust.lua for one item and a delta.
 std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const ScriptShas& shas,
                                      const std::string& now);
