@@ -210,5 +210,76 @@ TEST(RedisClusterStore, AMasterKilledUnderLoadIsFollowedAfterFailover) {
   for (auto [s, n] : statuses) EXPECT_TRUE(s == 200 || s == 503) << n << " x " << s;
 }
 
+// A slot moves from one master to another while requests for a key in it keep coming: the
+// store follows ASK during the migration and MOVED after it, and the limit stays exact.
+TEST(RedisClusterStore, ALiveSlotMigrationKeepsTheLimitExact) {
+  RedisCluster cluster;
+  Origin origin;
+  Proxy proxy(cluster_config(0, origin.port(), cluster, R"(
+  - name: probe
+    match: { path_prefix: /probe }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: l, algorithm: token_bucket, capacity: 1000000, refill_rate: 1/h, key: [route] }]
+  - name: hot
+    match: { path_prefix: /hot }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: l, algorithm: fixed_window, limit: 1000000, window: 1h, key: [route] }]
+)"));
+  wait_enforced(proxy.port(), "/probe");
+  ASSERT_EQ(get(proxy.port(), "/hot")->result_int(), 200);
+  // Where the key lives now, and a master to move it to.
+  std::string key;
+  std::uint16_t src = 0;
+  for (auto m : cluster.masters()) {
+    auto found = cluster.cli(m, "--scan --pattern 'rl:hot:*'");
+    if (!found.empty()) key = found.substr(0, found.find('\n')), src = m;
+  }
+  ASSERT_FALSE(key.empty());
+  std::uint16_t dst = 0;
+  for (auto m : cluster.masters())
+    if (m != src) dst = m;
+  auto slot = cluster.cli(src, "CLUSTER KEYSLOT '" + key + "'");
+  auto src_id = cluster.cli(src, "CLUSTER MYID"), dst_id = cluster.cli(dst, "CLUSTER MYID");
+
+  std::atomic<bool> stop{false};
+  std::map<int, int> statuses;
+  std::mutex m;
+  std::thread client([&] {
+    while (!stop) {
+      int s = -1;
+      try {
+        s = get(proxy.port(), "/hot")->result_int();
+      } catch (const std::exception&) {
+      }
+      std::lock_guard lock(m);
+      ++statuses[s];
+    }
+  });
+  std::this_thread::sleep_for(200ms);
+  cluster.cli(dst, "CLUSTER SETSLOT " + slot + " IMPORTING " + src_id);
+  cluster.cli(src, "CLUSTER SETSLOT " + slot + " MIGRATING " + dst_id);
+  std::this_thread::sleep_for(200ms);  // requests meanwhile: the key is still on src
+  cluster.cli(src, "MIGRATE 127.0.0.1 " + std::to_string(dst) + " '' 0 5000 KEYS '" + key + "'");
+  std::this_thread::sleep_for(200ms);  // requests meanwhile: ASK to dst
+  for (auto master : cluster.masters()) cluster.cli(master, "CLUSTER SETSLOT " + slot + " NODE " + dst_id);
+  std::this_thread::sleep_for(400ms);  // requests meanwhile: MOVED, then the new owner directly
+  stop = true;
+  client.join();
+  std::cout << "[ cluster migration ] slot " << slot << " moved " << src << " -> " << dst << " under load: ";
+  for (auto [st, n] : statuses) std::cout << n << " x " << st << " ";
+  std::cout << "\n";
+  // Every request was decided by Redis (no store error, so no 503), and the window's count on
+  // the new owner is exactly the number admitted: nothing lost, nothing charged twice.
+  int all = 0;
+  for (auto [st, n] : statuses) all += n;
+  EXPECT_EQ(statuses[200], all);
+  EXPECT_GT(all, 100);
+  auto state = cluster.cli(dst, "GET '" + key + "'");  // "<window start> <count>"
+  ASSERT_NE(state.find(' '), std::string::npos) << state;
+  EXPECT_EQ(std::stoll(state.substr(state.find(' ') + 1)), 1 + statuses[200]);
+}
+
 }  // namespace
 }  // namespace floodgate::testing

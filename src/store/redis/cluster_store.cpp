@@ -136,14 +136,14 @@ class ClusterStore final : public LimitStore, public RedisHealth {
     std::vector<std::string_view> views(args.begin(), args.end());
     bool sent = conn->command(
         views, deadline,
-        [this, call, conn, use_eval, redirects](const redisReply* r, redis::CommandStatus s) {
+        [this, call, conn, use_eval, asking, redirects](const redisReply* r, redis::CommandStatus s) {
           if (s == redis::CommandStatus::timeout) return failed(call, StoreError::timeout);
           if (s != redis::CommandStatus::ok) {
             request_refresh();
             return failed(call, StoreError::unavailable);
           }
           if (redis::is_noscript(r) && !use_eval)
-            return send_group(call, conn, true, false, redirects);
+            return send_group(call, conn, true, asking, redirects);  // still ASKING if it was
           if (auto redirect = redis::redirect_of(r)) {
             if (redirects >= kMaxRedirects) return failed(call, StoreError::protocol);
             if (!redirect->ask) {
