@@ -83,7 +83,8 @@ int run(const std::string& path) {
   // TLS is expected.
   for (const auto& l : r.config->server.listen)
     if (l.tls) {
-      log->critical("listener {}: TLS termination is not available in this build yet", l.address.to_string());
+      log->critical("listener {}: TLS termination is not available in this build yet",
+                    l.address.to_string());
       return kExitRuntime;
     }
   for (const auto& u : r.config->upstreams)

@@ -263,11 +263,13 @@ TEST(RedisClusterStore, ALiveSlotMigrationKeepsTheLimitExact) {
   std::this_thread::sleep_for(200ms);  // requests meanwhile: the key is still on src
   cluster.cli(src, "MIGRATE 127.0.0.1 " + std::to_string(dst) + " '' 0 5000 KEYS '" + key + "'");
   std::this_thread::sleep_for(200ms);  // requests meanwhile: ASK to dst
-  for (auto master : cluster.masters()) cluster.cli(master, "CLUSTER SETSLOT " + slot + " NODE " + dst_id);
+  for (auto master : cluster.masters())
+    cluster.cli(master, "CLUSTER SETSLOT " + slot + " NODE " + dst_id);
   std::this_thread::sleep_for(400ms);  // requests meanwhile: MOVED, then the new owner directly
   stop = true;
   client.join();
-  std::cout << "[ cluster migration ] slot " << slot << " moved " << src << " -> " << dst << " under load: ";
+  std::cout << "[ cluster migration ] slot " << slot << " moved " << src << " -> " << dst
+            << " under load: ";
   for (auto [st, n] : statuses) std::cout << n << " x " << st << " ";
   std::cout << "\n";
   // Every request was decided by Redis (no store error, so no 503), and the window's count on

@@ -136,7 +136,8 @@ class ClusterStore final : public LimitStore, public RedisHealth {
     std::vector<std::string_view> views(args.begin(), args.end());
     bool sent = conn->command(
         views, deadline,
-        [this, call, conn, use_eval, asking, redirects](const redisReply* r, redis::CommandStatus s) {
+        [this, call, conn, use_eval, asking, redirects](const redisReply* r,
+                                                        redis::CommandStatus s) {
           if (s == redis::CommandStatus::timeout) return failed(call, StoreError::timeout);
           if (s != redis::CommandStatus::ok) {
             request_refresh();
