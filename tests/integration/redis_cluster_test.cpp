@@ -27,6 +27,15 @@ std::string cluster_config(std::uint16_t listen, std::uint16_t origin, const Red
          "  key_secret: cluster-test-secret-0123456789\n  instances: 2\nroutes:\n" + routes;
 }
 
+// A route with a limit nobody reaches: answers 200 once the store decides, 503 before.
+const std::string kProbeRoute = R"(
+  - name: probe
+    match: { path_prefix: /probe }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: l, algorithm: token_bucket, capacity: 1000000, refill_rate: 1/h, key: [route] }]
+)";
+
 // Until the store has the slot map on every worker: a run of decisions in a row.
 void wait_enforced(std::uint16_t port, const std::string& target) {
   int streak = 0;
@@ -45,12 +54,7 @@ void wait_enforced(std::uint16_t port, const std::string& target) {
 TEST(RedisClusterStore, KeysSpreadOverEveryMasterAndLimitsHold) {
   RedisCluster cluster;
   Origin origin;
-  Proxy proxy(cluster_config(0, origin.port(), cluster, R"(
-  - name: probe
-    match: { path_prefix: /probe }
-    upstream: origin
-    on_store_error: fail_closed
-    limits: [{ name: l, algorithm: token_bucket, capacity: 1000000, refill_rate: 1/h, key: [route] }]
+  Proxy proxy(cluster_config(0, origin.port(), cluster, kProbeRoute + R"(
   - name: users
     match: { path_prefix: / }
     upstream: origin
@@ -78,12 +82,7 @@ TEST(RedisClusterStore, KeysSpreadOverEveryMasterAndLimitsHold) {
 TEST(RedisClusterStore, LimitsInDifferentSlotsAreAllOrNothing) {
   RedisCluster cluster;
   Origin origin;
-  Proxy proxy(cluster_config(0, origin.port(), cluster, R"(
-  - name: probe
-    match: { path_prefix: /probe }
-    upstream: origin
-    on_store_error: fail_closed
-    limits: [{ name: l, algorithm: token_bucket, capacity: 1000000, refill_rate: 1/h, key: [route] }]
+  Proxy proxy(cluster_config(0, origin.port(), cluster, kProbeRoute + R"(
   - name: api
     match: { path_prefix: / }
     upstream: origin
@@ -108,12 +107,7 @@ TEST(RedisClusterStore, LimitsInDifferentSlotsAreAllOrNothing) {
 TEST(RedisClusterStore, TwoProcessesAdmitExactlyTheLimit) {
   RedisCluster cluster;
   Origin origin;
-  const std::string routes = R"(
-  - name: probe
-    match: { path_prefix: /probe }
-    upstream: origin
-    on_store_error: fail_closed
-    limits: [{ name: l, algorithm: token_bucket, capacity: 1000000, refill_rate: 1/h, key: [route] }]
+  const std::string routes = kProbeRoute + R"(
   - name: tb
     match: { path_prefix: /tb }
     upstream: origin
@@ -152,12 +146,7 @@ TEST(RedisClusterStore, TwoProcessesAdmitExactlyTheLimit) {
 TEST(RedisClusterStore, AMasterKilledUnderLoadIsFollowedAfterFailover) {
   RedisCluster cluster;
   Origin origin;
-  Proxy proxy(cluster_config(0, origin.port(), cluster, R"(
-  - name: probe
-    match: { path_prefix: /probe }
-    upstream: origin
-    on_store_error: fail_closed
-    limits: [{ name: l, algorithm: token_bucket, capacity: 1000000, refill_rate: 1/h, key: [route] }]
+  Proxy proxy(cluster_config(0, origin.port(), cluster, kProbeRoute + R"(
   - name: users
     match: { path_prefix: /u }
     upstream: origin
@@ -215,12 +204,7 @@ TEST(RedisClusterStore, AMasterKilledUnderLoadIsFollowedAfterFailover) {
 TEST(RedisClusterStore, ALiveSlotMigrationKeepsTheLimitExact) {
   RedisCluster cluster;
   Origin origin;
-  Proxy proxy(cluster_config(0, origin.port(), cluster, R"(
-  - name: probe
-    match: { path_prefix: /probe }
-    upstream: origin
-    on_store_error: fail_closed
-    limits: [{ name: l, algorithm: token_bucket, capacity: 1000000, refill_rate: 1/h, key: [route] }]
+  Proxy proxy(cluster_config(0, origin.port(), cluster, kProbeRoute + R"(
   - name: hot
     match: { path_prefix: /hot }
     upstream: origin
