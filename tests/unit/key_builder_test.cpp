@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fake_sources.hpp"
 #include "floodgate/config/address.hpp"
 #include "floodgate/keys/key_builder.hpp"
 
@@ -30,37 +31,8 @@ using Kind = config::KeyPart::Kind;
 
 namespace {
 
-class Headers final : public HeaderSource {
- public:
-  Headers(std::initializer_list<std::pair<std::string, std::string>> h) {
-    for (auto& [k, v] : h) map_[lower(k)] = v;
-  }
-  std::optional<std::string_view> header(std::string_view name) const override {
-    auto it = map_.find(lower(std::string(name)));
-    if (it == map_.end()) return std::nullopt;
-    return std::string_view(it->second);
-  }
-
- private:
-  static std::string lower(std::string s) {
-    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  }
-  std::map<std::string, std::string> map_;
-};
-
-class Claims final : public ClaimSource {
- public:
-  Claims(std::initializer_list<std::pair<std::string, std::string>> c) : map_(c.begin(), c.end()) {}
-  std::optional<std::string> claim(std::string_view name) const override {
-    auto it = map_.find(std::string(name));
-    if (it == map_.end()) return std::nullopt;
-    return it->second;
-  }
-
- private:
-  std::map<std::string, std::string> map_;
-};
+using floodgate::testing::Claims;
+using floodgate::testing::Headers;
 
 config::KeyPart part(Kind kind, std::string name = "") {
   config::KeyPart k;

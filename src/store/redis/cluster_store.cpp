@@ -71,8 +71,9 @@ class ClusterStore final : public LimitStore, public RedisHealth {
   }
 
   void adjust(const Item& item, std::int64_t delta) override {
-    send_fire_and_forget(redis::key_slot(item.key),
-                         redis::adjust_args(item, delta, shas_, now_arg()), true);
+    send_fire_and_forget(
+        redis::key_slot(item.key),
+        redis::adjust_args(item, delta, shas_, redis::now_arg(options_.test_clock)), true);
   }
 
   void release(const Item& item) override {
@@ -91,10 +92,6 @@ class ClusterStore final : public LimitStore, public RedisHealth {
     Outcome outcome;
     bool done = false;
   };
-
-  std::string now_arg() const {
-    return options_.test_clock ? std::to_string(options_.test_clock->now()) : std::string();
-  }
 
   std::shared_ptr<redis::Connection> node(const std::string& name) {
     auto it = nodes_.find(name);
@@ -132,7 +129,8 @@ class ClusterStore final : public LimitStore, public RedisHealth {
     }
     auto deadline = Clock::now() + options_.timeout;
     if (asking) conn->command({"ASKING"}, deadline, [](const redisReply*, redis::CommandStatus) {});
-    auto args = redis::acquire_args(items, shas_, use_eval, now_arg(), options_.instance_id);
+    auto args = redis::acquire_args(items, shas_, use_eval, redis::now_arg(options_.test_clock),
+                                    options_.instance_id);
     std::vector<std::string_view> views(args.begin(), args.end());
     bool sent = conn->command(
         views, deadline,
@@ -202,8 +200,10 @@ class ClusterStore final : public LimitStore, public RedisHealth {
                                    false);
             break;
           default:
-            send_fire_and_forget(slot, redis::adjust_args(item, -item.cost, shas_, now_arg()),
-                                 true);
+            send_fire_and_forget(
+                slot,
+                redis::adjust_args(item, -item.cost, shas_, redis::now_arg(options_.test_clock)),
+                true);
         }
       }
     }

@@ -69,7 +69,7 @@ class RedisStore final : public LimitStore, public RedisHealth {
     if (open_ || !conn_->connected())
       return;  // best effort: a lost settlement errs neither way for long
     auto args = std::make_shared<std::vector<std::string>>(
-        redis::adjust_args(item, delta, shas_, now_arg()));
+        redis::adjust_args(item, delta, shas_, redis::now_arg(options_.test_clock)));
     send_simple(args, true);
   }
 
@@ -87,12 +87,9 @@ class RedisStore final : public LimitStore, public RedisHealth {
     bool done = false;
   };
 
-  std::string now_arg() const {
-    return options_.test_clock ? std::to_string(options_.test_clock->now()) : std::string();
-  }
-
   void send(const std::shared_ptr<Call>& call, bool use_eval) {
-    auto args = redis::acquire_args(call->items, shas_, use_eval, now_arg(), options_.instance_id);
+    auto args = redis::acquire_args(call->items, shas_, use_eval,
+                                    redis::now_arg(options_.test_clock), options_.instance_id);
     std::vector<std::string_view> views(args.begin(), args.end());
     bool sent = conn_->command(views, Clock::now() + options_.timeout,
                                [this, call, use_eval](const redisReply* r, redis::CommandStatus s) {

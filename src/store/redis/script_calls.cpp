@@ -59,6 +59,10 @@ std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const
           std::to_string(delta)};
 }
 
+std::string now_arg(const limit::Clock* test_clock) {
+  return test_clock ? std::to_string(test_clock->now()) : std::string();
+}
+
 bool is_noscript(const redisReply* r) {
   return r && r->type == REDIS_REPLY_ERROR &&
          std::string_view(r->str, r->len).starts_with("NOSCRIPT");

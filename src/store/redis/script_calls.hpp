@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "floodgate/limit/clock.hpp"
 #include "floodgate/store/limit_store.hpp"
 
 struct redisReply;
@@ -27,6 +28,9 @@ std::vector<std::string> acquire_args(const std::vector<Item>& items, const Scri
 // lua/adjust.lua for one item and a delta.
 std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const ScriptShas& shas,
                                      const std::string& now);
+
+// The scripts' time argument: "" (they read Redis's TIME) unless a test clock is given.
+std::string now_arg(const limit::Clock* test_clock);
 
 bool is_noscript(const redisReply* r);
 // "MOVED 3999 127.0.0.1:6381" / "ASK ..." -> the slot and the node to ask.
