@@ -1,6 +1,5 @@
 #include "error_response.hpp"
 
-#include <boost/beast/http/field.hpp>
 
 namespace floodgate::http {
 
@@ -35,14 +34,11 @@ const char* line_for(bhttp::status s) {
 
 }  // namespace
 
-StringResponse error_response(bhttp::status status, unsigned version, bool keep_alive) {
-  StringResponse res{status, version};
-  res.set(bhttp::field::content_type, "text/plain; charset=utf-8");
-  res.set(bhttp::field::server, "floodgate");
-  res.body() = line_for(status);
-  res.keep_alive(keep_alive);
-  res.prepare_payload();
-  return res;
+Answer error_response(bhttp::status status, unsigned version, bool keep_alive,
+                      std::string_view retry_after) {
+  AnswerWriter w(static_cast<unsigned>(status), version, keep_alive);
+  if (!retry_after.empty()) w.header("Retry-After", retry_after);
+  return std::move(w).finish("text/plain; charset=utf-8", line_for(status));
 }
 
 }  // namespace floodgate::http

@@ -61,16 +61,12 @@ std::string joined_forwarded(const bhttp::fields& f, std::string_view name) {
   return out;
 }
 
-StringResponse refusal(const config::Limit& l, const limit::Params& p, const limit::Decision& d,
-                       limit::Micros now, const GateInput& in) {
-  StringResponse res{bhttp::status::too_many_requests, in.version};
-  res.set(bhttp::field::content_type, "application/json");
-  res.set(bhttp::field::server, "floodgate");
-  for (auto& [name, value] : limit::rate_headers(l, p, d, now)) res.set(name, value);
-  res.body() = limit::refusal_body(l, d) + "\n";
-  res.keep_alive(in.keep_alive);
-  res.prepare_payload();
-  return res;
+Answer refusal(const config::Limit& l, const limit::Params& p, const limit::Decision& d,
+               limit::Micros now, const GateInput& in) {
+  AnswerWriter w(429, in.version, in.keep_alive);
+  limit::rate_headers(l, p, d, now,
+                      [&w](std::string_view name, std::string_view value) { w.header(name, value); });
+  return std::move(w).finish("application/json", limit::refusal_body(l, d) + "\n");
 }
 
 keys::KeyHasher& hasher_for(WorkerContext& w, const config::Config& c) {
@@ -170,8 +166,8 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
     outcome = co_await degraded(w, config, route, plan, stats);
     if (!outcome) {
       if (route.on_store_error == config::OnStoreError::fail_closed) {
-        out.answer = error_response(bhttp::status::service_unavailable, in.version, in.keep_alive);
-        out.answer->set(bhttp::field::retry_after, "1");
+        out.answer =
+            error_response(bhttp::status::service_unavailable, in.version, in.keep_alive, "1");
       }
       co_return out;
     }
@@ -188,8 +184,8 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
   if (v.shown >= 0) out.admission.limit = plan.limits[v.shown]->name;
   if (!v.admitted && v.shown < 0) {
     // A store that says "refused" without an enforcing refusal is inconsistent: fail safe.
-    out.answer = error_response(bhttp::status::service_unavailable, in.version, in.keep_alive);
-    out.answer->set(bhttp::field::retry_after, "1");
+    out.answer =
+        error_response(bhttp::status::service_unavailable, in.version, in.keep_alive, "1");
     co_return out;
   }
   if (!v.admitted) {

@@ -144,7 +144,8 @@ class Worker {
   }
 
   // Member order matters: the io_context outlives everything that holds its executor.
-  asio::io_context ioc_{1};
+  // One thread runs this loop and only it touches its sockets: no reactor I/O locking.
+  asio::io_context ioc_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   WorkerContext ctx_;
   std::list<tcp::acceptor> acceptors_;
   std::thread thread_;

@@ -12,6 +12,8 @@
 #include "forwarding.hpp"
 #include "limit_gate.hpp"
 #include "relay.hpp"
+#include "watchdog.hpp"
+#include "wire.hpp"
 
 namespace floodgate::http {
 
@@ -28,6 +30,7 @@ namespace {
 
 constexpr std::size_t kChunkSize = 16 * 1024;
 constexpr std::uint64_t kUpstreamHeaderLimit = 64 * 1024;
+constexpr std::chrono::milliseconds kAnswerWriteTimeout{10'000};
 
 bool is_idempotent(bhttp::verb v) {
   return v == bhttp::verb::get || v == bhttp::verb::head || v == bhttp::verb::options ||
@@ -91,6 +94,7 @@ class Session {
       : peer_ip_(peer_text(socket)),
         peer_(config::parse_ip(peer_ip_).value_or(config::IpAddress{})),
         client_(std::move(socket)),
+        watch_(client_.get_executor()),
         w_(w) {
     w_.metrics.active_connections.fetch_add(1, std::memory_order_relaxed);
   }
@@ -107,10 +111,10 @@ class Session {
       RequestParser parser;
       parser.header_limit(static_cast<std::uint32_t>(config->server.max_header_bytes));
       parser.body_limit(config->server.max_body_bytes);
-      client_.expires_after(config->server.timeouts.header_read);
-      auto [ec, n] =
+      watch_.guard(client_, config->server.timeouts.header_read);
+      auto [read_ec, n] =
           co_await bhttp::async_read_header(client_, buffer_, parser, as_tuple(use_awaitable));
-      if (ec) {
+      if (auto ec = watch_.translate(read_ec)) {
         // A client that closes or stalls between requests gets nothing; a broken request
         // gets its status and the connection is closed (its remaining bytes are unframed).
         if (ec != bhttp::error::end_of_stream && ec != beast::error::timeout &&
@@ -130,14 +134,14 @@ class Session {
       if (!keep_alive) break;
     }
     beast::error_code ignored;
-    client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    client_.shutdown(tcp::socket::shutdown_send, ignored);
   }
 
  private:
   // Waits for the first byte of a keep-alive connection's next request within the idle
   // timeout; only then does the header_read clock start.
   asio::awaitable<bool> wait_for_next_request(const config::Config& config) {
-    client_.expires_after(config.server.timeouts.idle);
+    watch_.guard(client_, config.server.timeouts.idle);
     auto [ec, n] =
         co_await client_.async_read_some(buffer_.prepare(kChunkSize), as_tuple(use_awaitable));
     if (ec) co_return false;
@@ -179,16 +183,15 @@ class Session {
     return out;
   }
 
-  asio::awaitable<bool> send(StringResponse& res) {
-    status_ = res.result_int();
-    client_.expires_after(std::chrono::seconds(10));
-    auto [ec, n] = co_await bhttp::async_write(client_, res, as_tuple(use_awaitable));
-    co_return !ec && res.keep_alive();
+  asio::awaitable<bool> send(const Answer& a) {
+    status_ = static_cast<int>(a.status);
+    watch_.guard(client_, kAnswerWriteTimeout);
+    auto [ec, n] = co_await asio::async_write(client_, asio::buffer(a.bytes), as_tuple(use_awaitable));
+    co_return !ec && a.keep_alive;
   }
 
   asio::awaitable<bool> send_error(bhttp::status status, unsigned version, bool keep_alive) {
-    auto res = error_response(status, version, keep_alive);
-    co_return co_await send(res);
+    co_return co_await send(error_response(status, version, keep_alive));
   }
 
   // Decides what to do with one request whose header has been read. Returns whether the
@@ -244,18 +247,19 @@ class Session {
   asio::awaitable<RelayResult> send_request(RequestParser& parser, UpstreamConnection& conn,
                                             const config::Upstream& u, bool expect_continue,
                                             const config::Config& config) {
-    // The header is not written on its own: it leaves with the first piece of the body (or
-    // alone when there is none), one write and one segment instead of two.
-    bhttp::request_serializer<bhttp::buffer_body> sr{parser.get()};
     if (expect_continue && !parser.is_done()) {
       static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
-      client_.expires_after(config.server.timeouts.idle);
+      watch_.guard(client_, config.server.timeouts.idle);
       auto [cec, cn] =
           co_await asio::async_write(client_, asio::buffer(cont), as_tuple(use_awaitable));
-      if (cec) co_return RelayResult{RelayResult::Side::read, cec};
+      if (cec) co_return RelayResult{RelayResult::Side::read, watch_.translate(cec)};
     }
-    co_return co_await relay_body(client_, buffer_, parser, conn.stream, sr, std::span(chunk_),
-                                  config.server.timeouts.idle, u.response_timeout);
+    head_.clear();
+    append_head(head_, parser.get());
+    co_return co_await relay_message(
+        RelayLeg{client_, config.server.timeouts.idle}, buffer_, parser,
+        RelayLeg{conn.socket, u.response_timeout}, head_,
+        parser.chunked() ? BodyFraming::chunked : BodyFraming::raw, std::span(chunk_), watch_);
   }
 
   // Reads the upstream's final response header, skipping interim 1xx responses.
@@ -268,10 +272,10 @@ class Session {
       rp->header_limit(kUpstreamHeaderLimit);
       rp->body_limit(boost::none);
       rp->skip(head);
-      conn.stream.expires_after(u.response_timeout);
-      auto [ec, n] =
-          co_await bhttp::async_read_header(conn.stream, conn.buffer, *rp, as_tuple(use_awaitable));
-      if (ec) co_return ec;
+      watch_.guard(conn.socket, u.response_timeout);
+      auto [read_ec, n] =
+          co_await bhttp::async_read_header(conn.socket, conn.buffer, *rp, as_tuple(use_awaitable));
+      if (auto ec = watch_.translate(read_ec)) co_return ec;
       auto code = rp->get().result_int();
       if (code >= 200) co_return beast::error_code{};
       if (code == 101) co_return bhttp::error::bad_version;  // we never forward Upgrade
@@ -292,10 +296,15 @@ class Session {
 
     std::optional<ResponseParser> rp;
     UpstreamConnectionPtr conn;
+    // Declared after conn, so it runs first: the watchdog never outlives the socket it guards.
+    struct Unguard {
+      Watchdog& w;
+      ~Unguard() { w.relax(); }
+    } unguard{watch_};
     for (int attempt = 0;; ++attempt) {
       conn = w_.pool.take(u);
       if (!conn) {
-        auto [fresh, cec] = co_await w_.pool.connect(u);
+        auto [fresh, cec] = co_await w_.pool.connect(u, watch_);
         if (cec) {
           auto& stats = w_.upstream_stats(u.name);
           (cec == beast::error::timeout ? stats.timeouts : stats.connect_errors)
@@ -351,24 +360,27 @@ class Session {
     settle_from_response(admission, res);
     strip_hop_by_hop(res);
     for (const auto& [name, value] : admission.headers) res.set(name, value);
+    auto framing = BodyFraming::raw;
     if (content_length) {
       res.content_length(*content_length);
     } else if (has_body) {
-      if (version >= 11)
+      if (version >= 11) {
         res.chunked(true);
-      else
+        framing = BodyFraming::chunked;
+      } else {
         keep_alive = false;  // HTTP/1.0 without a length: the body ends with the connection
+      }
     }
     res.version(version);
     res.keep_alive(keep_alive);
     status_ = res.result_int();
-    // As for the request: the header goes out with the first piece of the body.
-    bhttp::response_serializer<bhttp::buffer_body> sr{res};
-    auto relayed =
-        co_await relay_body(conn->stream, conn->buffer, rp, client_, sr, std::span(chunk_),
-                            u.response_timeout, config.server.timeouts.idle);
+    head_.clear();
+    append_head(head_, res);
+    auto relayed = co_await relay_message(RelayLeg{conn->socket, u.response_timeout}, conn->buffer,
+                                          rp, RelayLeg{client_, config.server.timeouts.idle},
+                                          head_, framing, std::span(chunk_), watch_);
     if (!relayed) {
-      if (relayed.failed == RelayResult::Side::read && !sr.is_header_done()) {
+      if (relayed.failed == RelayResult::Side::read && !relayed.head_written) {
         // Nothing reached the client yet: it can still be told what happened.
         co_return co_await send_error(status_for_upstream_error(relayed.error), version, false);
       }
@@ -393,8 +405,10 @@ class Session {
     std::string key;
   } logged_;
   std::string_view route_name_;
-  beast::tcp_stream client_;
+  tcp::socket client_;
+  Watchdog watch_;  // every socket operation of this connection runs under its deadline
   beast::flat_buffer buffer_;
+  std::string head_;  // the message head being relayed, serialized (reused)
   WorkerContext& w_;
   std::array<char, kChunkSize> chunk_;  // the one body buffer of this connection
 };

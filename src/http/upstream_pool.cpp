@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/connect.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 namespace floodgate::http {
@@ -13,11 +14,19 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
+// Connections back in the pool for less than this are used without the peek below: an
+// upstream closing a connection within a second of answering on it is rare (keep-alive
+// timeouts are seconds to minutes; a last response says Connection: close), a system call
+// per request is not, and a request that meets such a close is retried once when that is
+// safe (see Session::forward).
+constexpr auto kTrustedIdle = std::chrono::seconds(1);
+
 // An idle keep-alive connection is usable only if the upstream has neither closed it nor
 // sent unsolicited bytes; a non-blocking peek tells both without consuming anything.
 bool still_open(UpstreamConnection& c) {
-  auto& sock = c.stream.socket();
+  auto& sock = c.socket;
   if (!sock.is_open() || c.buffer.size() != 0) return false;
+  if (std::chrono::steady_clock::now() - c.idle_since < kTrustedIdle) return true;
   char byte;
   ssize_t n = ::recv(sock.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
@@ -44,30 +53,33 @@ void UpstreamPool::give_back(const config::Upstream& u, UpstreamConnectionPtr c)
   auto it = idle_.find(std::string_view(u.url));
   if (it == idle_.end()) it = idle_.emplace(u.url, std::vector<UpstreamConnectionPtr>{}).first;
   if (it->second.size() >= u.max_idle_connections) return;  // closed by its destructor
-  c->stream.expires_never();
+  c->idle_since = std::chrono::steady_clock::now();
   it->second.push_back(std::move(c));
 }
 
 asio::awaitable<std::pair<UpstreamConnectionPtr, boost::system::error_code>> UpstreamPool::connect(
-    const config::Upstream& u) {
+    const config::Upstream& u, Watchdog& watch) {
   auto conn = std::make_unique<UpstreamConnection>(ex_);
   boost::system::error_code ec;
   auto address = asio::ip::make_address(u.host, ec);
-  conn->stream.expires_after(u.connect_timeout);
+  watch.guard(conn->socket, u.connect_timeout);
   if (!ec) {
-    auto [cec] = co_await conn->stream.async_connect(tcp::endpoint(address, u.port),
+    auto [cec] = co_await conn->socket.async_connect(tcp::endpoint(address, u.port),
                                                      asio::as_tuple(asio::use_awaitable));
     ec = cec;
   } else {
     auto [rec, results] = co_await resolver_.async_resolve(u.host, std::to_string(u.port),
                                                            asio::as_tuple(asio::use_awaitable));
     if (rec) co_return std::pair{nullptr, rec};
+    watch.guard(conn->socket, u.connect_timeout);
     auto [cec, ep] =
-        co_await conn->stream.async_connect(results, asio::as_tuple(asio::use_awaitable));
+        co_await asio::async_connect(conn->socket, results, asio::as_tuple(asio::use_awaitable));
     ec = cec;
   }
+  ec = watch.translate(ec);
+  watch.relax();  // conn may be destroyed below; the caller guards what it does next
   if (ec) co_return std::pair{nullptr, ec};
-  conn->stream.socket().set_option(tcp::no_delay(true), ec);
+  conn->socket.set_option(tcp::no_delay(true), ec);
   co_return std::pair{std::move(conn), boost::system::error_code{}};
 }
 

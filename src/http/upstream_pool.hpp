@@ -6,8 +6,8 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -15,14 +15,16 @@
 #include <vector>
 
 #include "floodgate/config/config.hpp"
+#include "watchdog.hpp"
 
 namespace floodgate::http {
 
 struct UpstreamConnection {
-  explicit UpstreamConnection(boost::asio::any_io_executor ex) : stream(std::move(ex)) {}
-  boost::beast::tcp_stream stream;
+  explicit UpstreamConnection(boost::asio::any_io_executor ex) : socket(std::move(ex)) {}
+  boost::asio::ip::tcp::socket socket;
   boost::beast::flat_buffer buffer;  // bytes read past the previous response stay with it
   bool reused = false;               // came from the pool: may have been closed meanwhile
+  std::chrono::steady_clock::time_point idle_since{};
 };
 using UpstreamConnectionPtr = std::unique_ptr<UpstreamConnection>;
 
@@ -34,9 +36,10 @@ class UpstreamPool {
   UpstreamConnectionPtr take(const config::Upstream& u);
   // Returns a connection whose last response was read completely; dropped past the cap.
   void give_back(const config::Upstream& u, UpstreamConnectionPtr c);
-  // A new connection within u.connect_timeout (error beast::error::timeout past it).
+  // A new connection within u.connect_timeout (error beast::error::timeout past it), timed
+  // by the caller's watchdog.
   boost::asio::awaitable<std::pair<UpstreamConnectionPtr, boost::system::error_code>> connect(
-      const config::Upstream& u);
+      const config::Upstream& u, Watchdog& watch);
   void clear() { idle_.clear(); }
 
  private:

@@ -105,33 +105,40 @@ std::int64_t retry_after_seconds(const Decision& d) {
   return std::max<std::int64_t>(1, ceil_seconds(d.retry_after));
 }
 
-HeaderList rate_headers(const config::Limit& limit, const Params& params, const Decision& d,
-                        Micros now) {
-  HeaderList h;
+void rate_headers(const config::Limit& limit, const Params& params, const Decision& d, Micros now,
+                  const HeaderSink& emit) {
   std::int64_t remaining = d.admitted ? d.remaining : 0;
   std::int64_t reset_in = ceil_seconds(d.reset_after);
-  h.emplace_back("X-RateLimit-Limit", std::to_string(d.limit));
-  h.emplace_back("X-RateLimit-Remaining", std::to_string(remaining));
-  h.emplace_back("X-RateLimit-Reset", std::to_string(ceil_seconds(now + d.reset_after)));
-  std::string policy = "\"" + limit.name + "\";q=" + std::to_string(d.limit);
+  emit("X-RateLimit-Limit", std::to_string(d.limit));
+  emit("X-RateLimit-Remaining", std::to_string(remaining));
+  emit("X-RateLimit-Reset", std::to_string(ceil_seconds(now + d.reset_after)));
+  std::string text = "\"" + limit.name + "\";q=" + std::to_string(d.limit);
   switch (params.algorithm) {
     case config::Algorithm::token_bucket:
     case config::Algorithm::gcra:
       // The window in which the whole quota is replenished.
-      policy += ";w=" +
-                std::to_string(std::max<std::int64_t>(
-                    1, static_cast<std::int64_t>(std::ceil(params.capacity / params.per_second))));
+      text += ";w=" +
+              std::to_string(std::max<std::int64_t>(
+                  1, static_cast<std::int64_t>(std::ceil(params.capacity / params.per_second))));
       break;
     case config::Algorithm::concurrency:
       break;
     default:
-      policy += ";w=" + std::to_string(std::max<std::int64_t>(1, ceil_seconds(params.window)));
+      text += ";w=" + std::to_string(std::max<std::int64_t>(1, ceil_seconds(params.window)));
   }
-  h.emplace_back("RateLimit-Policy", policy);
+  emit("RateLimit-Policy", text);
   std::int64_t t = d.admitted ? reset_in : retry_after_seconds(d);
-  h.emplace_back("RateLimit", "\"" + limit.name + "\";r=" + std::to_string(remaining) +
-                                  ";t=" + std::to_string(t));
-  if (!d.admitted) h.emplace_back("Retry-After", std::to_string(retry_after_seconds(d)));
+  text = "\"" + limit.name + "\";r=" + std::to_string(remaining) + ";t=" + std::to_string(t);
+  emit("RateLimit", text);
+  if (!d.admitted) emit("Retry-After", std::to_string(retry_after_seconds(d)));
+}
+
+HeaderList rate_headers(const config::Limit& limit, const Params& params, const Decision& d,
+                        Micros now) {
+  HeaderList h;
+  rate_headers(limit, params, d, now, [&h](std::string_view name, std::string_view value) {
+    h.emplace_back(name, value);
+  });
   return h;
 }
 

@@ -4,6 +4,7 @@
 // limit whose numbers go into the headers).
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,10 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 // refused. `now` is the Unix time of the decision.
 HeaderList rate_headers(const config::Limit& limit, const Params& params, const Decision& d,
                         Micros now);
+// The same headers, handed one by one to `emit` (no list is built).
+using HeaderSink = std::function<void(std::string_view name, std::string_view value)>;
+void rate_headers(const config::Limit& limit, const Params& params, const Decision& d, Micros now,
+                  const HeaderSink& emit);
 
 // {"error":"rate_limited","limit":"...","retry_after":N}
 std::string refusal_body(const config::Limit& limit, const Decision& d);

@@ -1,0 +1,76 @@
+#include "watchdog.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/error.hpp>
+
+namespace floodgate::http {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+struct Watchdog::State : std::enable_shared_from_this<State> {
+  explicit State(asio::any_io_executor ex) : timer(std::move(ex)) {}
+
+  asio::steady_timer timer;
+  Clock::time_point deadline = Clock::time_point::max();
+  Clock::time_point armed_for = Clock::time_point::max();  // max: no wait pending
+  asio::ip::tcp::socket* guarded = nullptr;
+  bool expired = false;
+  bool closed = false;
+
+  void arm(Clock::time_point at) {
+    armed_for = at;
+    timer.expires_at(at);  // cancels a wait armed for later; its handler sees a newer armed_for
+    timer.async_wait([self = shared_from_this(), at](boost::system::error_code) {
+      if (self->closed || self->armed_for != at) return;  // superseded, or the owner is gone
+      self->armed_for = Clock::time_point::max();
+      self->fire();
+    });
+  }
+
+  void fire() {
+    if (deadline == Clock::time_point::max()) return;
+    if (Clock::now() < deadline) {
+      arm(deadline);  // the deadline moved later since the timer was armed
+      return;
+    }
+    expired = true;
+    deadline = Clock::time_point::max();
+    if (guarded) {
+      boost::system::error_code ignored;
+      guarded->cancel(ignored);
+    }
+  }
+};
+
+Watchdog::Watchdog(asio::any_io_executor ex) : state_(std::make_shared<State>(std::move(ex))) {}
+
+Watchdog::~Watchdog() {
+  state_->closed = true;
+  state_->guarded = nullptr;
+  state_->timer.cancel();
+}
+
+void Watchdog::guard(asio::ip::tcp::socket& socket, std::chrono::milliseconds timeout) {
+  auto& s = *state_;
+  s.guarded = &socket;
+  s.expired = false;
+  s.deadline = Clock::now() + timeout;
+  if (s.deadline < s.armed_for) s.arm(s.deadline);
+}
+
+void Watchdog::relax() {
+  state_->deadline = Clock::time_point::max();
+  state_->guarded = nullptr;
+}
+
+bool Watchdog::expired() const {
+  return state_->expired;
+}
+
+boost::system::error_code Watchdog::translate(boost::system::error_code ec) const {
+  if (ec == asio::error::operation_aborted && state_->expired) return boost::beast::error::timeout;
+  return ec;
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,94 @@
+#include "wire.hpp"
+
+#include <boost/beast/http/status.hpp>
+
+#include <charconv>
+
+namespace floodgate::http {
+
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+void append_version(std::string& out, unsigned version) {
+  out += version >= 11 ? "HTTP/1.1" : "HTTP/1.0";
+}
+
+void append_number(std::string& out, std::uint64_t n) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
+  out.append(digits, end);
+}
+
+void append_fields(std::string& out, const bhttp::fields& f) {
+  for (const auto& field : f) {
+    out += field.name_string();
+    out += ": ";
+    out += field.value();
+    out += "\r\n";
+  }
+  out += "\r\n";
+}
+
+void append_status_line(std::string& out, unsigned version, unsigned status,
+                        std::string_view reason) {
+  append_version(out, version);
+  out += ' ';
+  append_number(out, status);
+  out += ' ';
+  out += reason;
+  out += "\r\n";
+}
+
+}  // namespace
+
+void append_head(std::string& out, const bhttp::request_header<>& h) {
+  out += h.method_string();
+  out += ' ';
+  out += h.target();
+  out += ' ';
+  append_version(out, h.version());
+  out += "\r\n";
+  append_fields(out, h);
+}
+
+void append_head(std::string& out, const bhttp::response_header<>& h) {
+  std::string_view reason = h.reason();
+  if (reason.empty()) reason = bhttp::obsolete_reason(h.result());
+  append_status_line(out, h.version(), h.result_int(), reason);
+  append_fields(out, h);
+}
+
+AnswerWriter::AnswerWriter(unsigned status, unsigned version, bool keep_alive) : version_(version) {
+  a_.status = status;
+  a_.keep_alive = keep_alive;
+  a_.bytes.reserve(512);
+  append_status_line(a_.bytes, version, status,
+                     bhttp::obsolete_reason(static_cast<bhttp::status>(status)));
+  a_.bytes += "Server: floodgate\r\n";
+}
+
+AnswerWriter& AnswerWriter::header(std::string_view name, std::string_view value) {
+  a_.bytes += name;
+  a_.bytes += ": ";
+  a_.bytes += value;
+  a_.bytes += "\r\n";
+  return *this;
+}
+
+Answer AnswerWriter::finish(std::string_view content_type, std::string_view body) && {
+  header("Content-Type", content_type);
+  a_.bytes += "Content-Length: ";
+  append_number(a_.bytes, body.size());
+  a_.bytes += "\r\n";
+  // HTTP/1.1 is persistent unless told otherwise; HTTP/1.0 only when told so.
+  if (!a_.keep_alive && version_ >= 11)
+    a_.bytes += "Connection: close\r\n";
+  else if (a_.keep_alive && version_ < 11)
+    a_.bytes += "Connection: keep-alive\r\n";
+  a_.bytes += "\r\n";
+  a_.bytes += body;
+  return std::move(a_);
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,37 @@
+#pragma once
+// The bytes floodgate writes: message heads serialized into one flat buffer (one copy per
+// field, no per-field buffer sequence for the kernel to walk) and the answers it gives
+// itself (errors, 429s) rendered complete, so each leaves in a single write.
+
+#include <boost/beast/http/message.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace floodgate::http {
+
+// Appends the start line, every field and the blank line.
+void append_head(std::string& out, const boost::beast::http::request_header<>& h);
+void append_head(std::string& out, const boost::beast::http::response_header<>& h);
+
+// A response floodgate gives itself, already serialized.
+struct Answer {
+  unsigned status = 0;
+  bool keep_alive = false;
+  std::string bytes;
+};
+
+// Builds an Answer: status line, Server, Content-Type, the caller's own header lines,
+// Content-Length, Connection: close unless kept alive, then the body.
+class AnswerWriter {
+ public:
+  AnswerWriter(unsigned status, unsigned version, bool keep_alive);
+  AnswerWriter& header(std::string_view name, std::string_view value);
+  Answer finish(std::string_view content_type, std::string_view body) &&;
+
+ private:
+  Answer a_;
+  unsigned version_;
+};
+
+}  // namespace floodgate::http
