@@ -10,7 +10,8 @@
 --           algorithm: 0 token_bucket, 1 gcra, 2 sliding_window, 3 sliding_log,
 --                      4 fixed_window, 5 concurrency
 -- returns   { all_admitted, now, then per item: admitted, remaining, reset_after_us,
---             retry_after_us, limit }
+--             retry_after_us, limit }; retry_after_us of an admitted item with nothing
+--             remaining is when the same request would pass again (0: at once)
 local now
 if ARGV[1] ~= '' then
   now = tonumber(ARGV[1])
@@ -201,6 +202,18 @@ out[1] = admitted_all
 if admitted_all == 1 then
   for i = 1, n do
     if commits[i] then commits[i]() end
+  end
+  -- An admission that took the last unit also says when the same request would pass again
+  -- (its retry_after; 0 = at once), so the proxy can refuse until then without asking.
+  for i = 1, n do
+    local base = 2 + (i - 1) * 6
+    local b = 2 + (i - 1) * 5
+    local algo = tonumber(ARGV[base + 1])
+    if out[b + 1] == 1 and out[b + 2] == 0 and algo ~= 5 then
+      local ok, _, _, retry = eval[algo](KEYS[i], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]),
+                                         tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5]))
+      if ok == 0 then out[b + 4] = retry end
+    end
   end
 end
 return out

@@ -196,7 +196,7 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
                          outcome->now != 0 ? outcome->now : now, in);
     co_return out;
   }
-  w.deny.forget(plan.items);
+  w.deny.admitted(plan.items, outcome->decisions, now);
   if (route.on_store_error != config::OnStoreError::local || out.admission.store != w.local.get()) {
     stats.count(admin::Outcome::admitted);
     out.admission.decision = "admitted";

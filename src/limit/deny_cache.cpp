@@ -53,9 +53,20 @@ void DenyCache::remember(const store::Item& item, const Decision& d, Micros now)
   map_[item.key] = Entry{now + d.retry_after, now + d.reset_after, d, fingerprint(item), 0};
 }
 
-void DenyCache::forget(const std::vector<store::Item>& items) {
-  if (map_.empty()) return;
-  for (const auto& item : items) map_.erase(item.key);
+void DenyCache::admitted(const std::vector<store::Item>& items,
+                         const std::vector<Decision>& decisions, Micros now) {
+  for (std::size_t i = 0; i < items.size() && i < decisions.size(); ++i) {
+    const auto& d = decisions[i];
+    if (items[i].enforce && d.admitted && d.retry_after > 0) {
+      // The last unit went to this request: the next one is refused until retry_after.
+      Decision next = d;
+      next.admitted = false;
+      next.remaining = 0;
+      remember(items[i], next, now);
+    } else if (!map_.empty()) {
+      map_.erase(items[i].key);
+    }
+  }
 }
 
 }  // namespace floodgate::limit

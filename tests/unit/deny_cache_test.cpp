@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "floodgate/limit/algorithm.hpp"
+#include "floodgate/limit/clock.hpp"
 #include "floodgate/limit/deny_cache.hpp"
+#include "floodgate/store/memory_store.hpp"
 
 using floodgate::config::Algorithm;
 using floodgate::limit::Decision;
@@ -100,10 +102,46 @@ TEST(DenyCache, OneProbeAtATimeWhenARefusalRunsOut) {
   // The probe is refused again: a fresh refusal replaces the entry.
   cache.remember(a, refused(2 * kSec, 30 * kSec), end + 20);
   EXPECT_TRUE(cache.check({a}, end + 30).has_value());
-  // The probe is admitted: the entry goes, and everyone asks the store again.
-  cache.forget({a});
+  // The probe is admitted with room to spare: the entry goes, and everyone asks the store.
+  Decision ok;
+  ok.admitted = true;
+  ok.limit = 100;
+  ok.remaining = 3;
+  cache.admitted({a}, {ok}, end + 40);
   EXPECT_EQ(cache.size(), 0u);
   EXPECT_FALSE(cache.check({a}, end + 40).has_value());
+}
+
+// The store's answer for a request that took the last unit carries when the next one would
+// pass: the requests right behind it are refused locally until exactly then.
+TEST(DenyCache, AnAdmissionThatTookTheLastUnitRefusesUntilTheNextUnit) {
+  Params p;
+  p.algorithm = Algorithm::token_bucket;
+  p.capacity = 2;
+  p.per_second = 4;  // one token every 250 ms
+  auto a = item("rl:r:l:{a}", p);
+  floodgate::limit::FakeClock clock(T0);
+  floodgate::store::MemoryState store(clock, 1000);
+  std::vector<Item> items{a};
+  auto first = store.acquire(items);
+  ASSERT_TRUE(first.admitted);
+  EXPECT_EQ(first.decisions[0].retry_after, 0) << "one token left: nothing to remember";
+  auto last = store.acquire(items);
+  ASSERT_TRUE(last.admitted);
+  ASSERT_EQ(last.decisions[0].remaining, 0);
+  EXPECT_EQ(last.decisions[0].retry_after, 250'000);
+
+  DenyCache cache;
+  cache.admitted(items, last.decisions, T0);
+  auto hit = cache.check(items, T0 + 249'999);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_FALSE(hit->decision.admitted);
+  EXPECT_EQ(hit->decision.retry_after, 1);
+  clock.set(T0 + 249'999);
+  EXPECT_FALSE(store.acquire(items).admitted) << "the store agrees: still refused";
+  EXPECT_FALSE(cache.check(items, T0 + 250'000).has_value()) << "then the store is asked again";
+  clock.set(T0 + 250'000);
+  EXPECT_TRUE(store.acquire(items).admitted);
 }
 
 TEST(DenyCache, EndsExactlyWhenTheAlgorithmWouldAdmit) {

@@ -62,7 +62,9 @@ struct Decision {
   std::int64_t limit = 0;      // X-RateLimit-Limit
   std::int64_t remaining = 0;  // after this request (0 when refused)
   Micros reset_after = 0;      // until the quota is whole again
-  Micros retry_after = 0;      // refused: until the same request would pass
+  Micros retry_after = 0;      // refused: until the same request would pass. From a store,
+                               // also set when admitted with nothing remaining: until the
+                               // same request would pass again (0: at once)
 };
 
 struct Evaluation {

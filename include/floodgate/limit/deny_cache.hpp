@@ -28,8 +28,11 @@ class DenyCache {
   // whose Retry-After just ended does not become a stampede of store calls.
   std::optional<Hit> check(const std::vector<store::Item>& items, Micros now);
   void remember(const store::Item& item, const Decision& d, Micros now);
-  // The store admitted these items: their probes (if any) are over.
-  void forget(const std::vector<store::Item>& items);
+  // The store admitted these items: their probes (if any) are over. An item whose decision
+  // carries a retry_after (the admission took its last unit) is remembered as refused until
+  // then, so the requests right behind it do not all go to the store to learn that.
+  void admitted(const std::vector<store::Item>& items, const std::vector<Decision>& decisions,
+                Micros now);
   static constexpr Micros kProbeWindow = 100'000;
   std::uint64_t hits() const { return hits_; }
   std::size_t size() const { return map_.size(); }

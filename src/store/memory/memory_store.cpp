@@ -105,6 +105,18 @@ Outcome MemoryState::acquire(std::span<const Item> items) {
   for (std::size_t i = 0; i < items.size(); ++i)
     if (evals[i].decision.admitted)
       store(shard_of(items[i].key), items[i].key, items[i].params, std::move(evals[i].next), now);
+  // An admission that took the last unit also says when the same request would pass again,
+  // so the gate can refuse until then without asking (acquire.lua does the same).
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto& d = out.decisions[i];
+    if (!d.admitted || d.remaining != 0 ||
+        items[i].params.algorithm == config::Algorithm::concurrency)
+      continue;
+    auto& shard = shard_of(items[i].key);
+    auto again = limit::evaluate(items[i].params, current(shard, items[i].key, now), now,
+                                 items[i].cost);
+    if (!again.decision.admitted) d.retry_after = again.decision.retry_after;
+  }
   return out;
 }
 

@@ -236,6 +236,25 @@ void Connection::wait(asio::posix::stream_descriptor::wait_type type) {
       });
 }
 
+// A connected socket is almost always writable: rather than wait for the reactor to say so
+// (an epoll_ctl and an epoll_wait per command), write at the end of this loop turn, which
+// also sends every command the turn queued in one write. Only a full socket buffer falls
+// back to waiting for writability.
+void Connection::flush_soon() {
+  if (flush_posted_ || write_waiting_) return;
+  flush_posted_ = true;
+  asio::post(ioc_, [w = weak_from_this(), gen = generation_] {
+    auto self = w.lock();
+    if (!self || gen != self->generation_) return;
+    self->flush_posted_ = false;
+    if (!self->ac_ || !self->want_write_) return;
+    self->flushing_ = true;
+    redisAsyncHandleWrite(self->ac_);  // may free the context (cleanup runs)
+    self->flushing_ = false;
+    if (gen == self->generation_ && self->ac_ && self->want_write_) self->wait_writable();
+  });
+}
+
 void Connection::teardown_fd() {
   boost::system::error_code ignored;
   if (fd_.is_open()) {
@@ -256,7 +275,11 @@ void Connection::hook_del_read(void* privdata) {
 void Connection::hook_add_write(void* privdata) {
   auto* self = static_cast<Connection*>(privdata);
   self->want_write_ = true;
-  self->wait_writable();
+  if (self->flushing_) return;  // flush_soon() decides what follows
+  if (self->connected_)
+    self->flush_soon();
+  else
+    self->wait_writable();  // a connect in progress reports itself as writability
 }
 void Connection::hook_del_write(void* privdata) {
   static_cast<Connection*>(privdata)->want_write_ = false;
@@ -266,6 +289,7 @@ void Connection::hook_cleanup(void* privdata) {
   auto* self = static_cast<Connection*>(privdata);
   self->want_read_ = self->want_write_ = false;
   self->read_waiting_ = self->write_waiting_ = false;
+  self->flush_posted_ = false;  // a flush posted for this context ignores itself
   self->connected_ = false;
   self->ac_ = nullptr;
   ++self->generation_;  // outstanding waits of this context ignore themselves

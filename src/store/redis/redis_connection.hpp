@@ -75,6 +75,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_timer();
   void wait_readable();
   void wait_writable();
+  void flush_soon();
   void wait(boost::asio::posix::stream_descriptor::wait_type type);
   void teardown_fd();
 
@@ -95,6 +96,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint64_t generation_ = 0;  // one per connection attempt: stale waits ignore themselves
   bool want_read_ = false, want_write_ = false;
   bool read_waiting_ = false, write_waiting_ = false;
+  bool flush_posted_ = false, flushing_ = false;
   bool connected_ = false;
   bool stopped_ = false;
   std::chrono::milliseconds backoff_{50};
