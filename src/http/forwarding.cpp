@@ -29,17 +29,25 @@ void strip_hop_by_hop(bhttp::fields& fields) {
       v.remove_prefix(comma + 1);
     }
   }
-  static constexpr bhttp::field hop[] = {bhttp::field::connection,
-                                         bhttp::field::keep_alive,
-                                         bhttp::field::proxy_connection,
-                                         bhttp::field::te,
-                                         bhttp::field::trailer,
-                                         bhttp::field::transfer_encoding,
-                                         bhttp::field::upgrade,
-                                         bhttp::field::proxy_authenticate,
-                                         bhttp::field::proxy_authorization,
-                                         bhttp::field::content_length};
-  for (auto f : hop) fields.erase(f);
+  // One pass over the fields (a lookup per hop-by-hop name would walk the index ten times).
+  for (auto it = fields.begin(); it != fields.end();) {
+    switch (it->name()) {
+      case bhttp::field::connection:
+      case bhttp::field::keep_alive:
+      case bhttp::field::proxy_connection:
+      case bhttp::field::te:
+      case bhttp::field::trailer:
+      case bhttp::field::transfer_encoding:
+      case bhttp::field::upgrade:
+      case bhttp::field::proxy_authenticate:
+      case bhttp::field::proxy_authorization:
+      case bhttp::field::content_length:
+        it = fields.erase(it);
+        break;
+      default:
+        ++it;
+    }
+  }
   for (const auto& name : named) fields.erase(name);
 }
 

@@ -123,7 +123,8 @@ class Session {
         co_return;
       }
       ++w_.in_flight;
-      const auto started = std::chrono::steady_clock::now();
+      const auto started = config->log.access_log ? std::chrono::steady_clock::now()
+                                                  : std::chrono::steady_clock::time_point{};
       status_ = 0;
       upstream_took_ = {};
       logged_ = {};

@@ -3,10 +3,23 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 
+#include <time.h>
+
 namespace floodgate::http {
 
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
+
+namespace {
+// The steady clock at the kernel tick's resolution (a few ms): good enough for timeouts of
+// tens of milliseconds and up, and much cheaper than the precise clock several times per
+// request. Same clock (CLOCK_MONOTONIC) as std::chrono::steady_clock, so they compare.
+Clock::time_point coarse_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return Clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+}
+}  // namespace
 
 struct Watchdog::State : std::enable_shared_from_this<State> {
   explicit State(asio::any_io_executor ex) : timer(std::move(ex)) {}
@@ -55,7 +68,7 @@ void Watchdog::guard(asio::ip::tcp::socket& socket, std::chrono::milliseconds ti
   auto& s = *state_;
   s.guarded = &socket;
   s.expired = false;
-  s.deadline = Clock::now() + timeout;
+  s.deadline = coarse_now() + timeout;
   if (s.deadline < s.armed_for) s.arm(s.deadline);
 }
 
