@@ -1,0 +1,182 @@
+// The per-request pieces on floodgate's hot path, one at a time: parsing a request head,
+// routing, building a route's plan (key parts, HMAC, parameters), encoding the Redis script
+// arguments, and writing what goes back (a response head, the rate-limit headers, a whole
+// 429). What each costs explains the peer benchmark's CPU per request (docs/benchmarks.md).
+#include <benchmark/benchmark.h>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include <string>
+
+#include "floodgate/config/loader.hpp"
+#include "floodgate/http/router.hpp"
+#include "floodgate/keys/key_builder.hpp"
+#include "floodgate/limit/policy.hpp"
+#include "http/wire.hpp"
+#include "store/redis/script_calls.hpp"
+
+namespace {
+
+using namespace floodgate;
+namespace bhttp = boost::beast::http;
+
+constexpr std::string_view kRequest =
+    "GET /api/v1/orders?page=2 HTTP/1.1\r\n"
+    "Host: shop.example.com\r\n"
+    "User-Agent: bench/1.0\r\n"
+    "Accept: */*\r\n"
+    "X-Api-Key: k-0123456789\r\n"
+    "\r\n";
+
+const config::Config& bench_config() {
+  static const auto loaded = config::load_config_text(R"(
+server: { listen: ["127.0.0.1:8080"], threads: 1 }
+store: { backend: memory, key_secret: bench-secret-0123456789abcdef }
+upstreams:
+  origin: { url: "http://127.0.0.1:9000" }
+routes:
+  - name: static
+    match: { path_prefix: /static }
+    upstream: origin
+  - name: login
+    match: { path_prefix: /login, methods: [POST] }
+    upstream: origin
+  - name: api
+    match: { path_prefix: /api }
+    upstream: origin
+    limits:
+      - { name: ip-burst, algorithm: token_bucket, capacity: 100, refill_rate: 50/s, key: [ip] }
+      - { name: key-minute, algorithm: sliding_window, limit: 6000, window: 1m, key: [header:X-Api-Key] }
+)",
+                                                      "bench.yaml", [](const std::string&) {
+                                                        return std::optional<std::string>();
+                                                      });
+  if (!loaded.config) throw std::runtime_error("bench config does not load");
+  return *loaded.config;
+}
+
+class Headers final : public keys::HeaderSource {
+ public:
+  explicit Headers(const bhttp::fields& f) : f_(f) {}
+  std::optional<std::string_view> header(std::string_view name) const override {
+    auto it = f_.find(name);
+    if (it == f_.end()) return std::nullopt;
+    return std::string_view(it->value());
+  }
+
+ private:
+  const bhttp::fields& f_;
+};
+
+void BM_ParseRequestHead(benchmark::State& state) {
+  for (auto _ : state) {
+    bhttp::request_parser<bhttp::empty_body> p;
+    boost::beast::error_code ec;
+    p.put(boost::asio::buffer(kRequest), ec);
+    benchmark::DoNotOptimize(p.get().target());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ParseRequestHead);
+
+void BM_Route(benchmark::State& state) {
+  const auto& c = bench_config();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(http::match_route(c, "GET", "shop.example.com", "/api/v1/orders"));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Route);
+
+// Two limits: an IP part and a header part, each HMAC-hashed into its store key.
+void BM_PlanTwoLimits(benchmark::State& state) {
+  const auto& c = bench_config();
+  const auto* route = http::match_route(c, "GET", "shop.example.com", "/api/v1/orders");
+  bhttp::request_parser<bhttp::empty_body> p;
+  boost::beast::error_code ec;
+  p.put(boost::asio::buffer(kRequest), ec);
+  Headers headers(p.get());
+  keys::KeyHasher hasher(c.store.key_secret);
+  keys::RequestFacts facts{route->name, "GET",  "shop.example.com", "/api/v1/orders", "page=2",
+                           *config::parse_ip("203.0.113.7"), &headers, nullptr};
+  for (auto _ : state) benchmark::DoNotOptimize(limit::plan(c, *route, facts, hasher));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PlanTwoLimits);
+
+void BM_ScriptArguments(benchmark::State& state) {
+  const auto& c = bench_config();
+  const auto* route = http::match_route(c, "GET", "shop.example.com", "/api/v1/orders");
+  Headers none(bhttp::fields{});
+  keys::KeyHasher hasher(c.store.key_secret);
+  bhttp::fields f;
+  f.set("X-Api-Key", "k-0123456789");
+  Headers headers(f);
+  keys::RequestFacts facts{route->name, "GET",  "shop.example.com", "/api/v1/orders", "",
+                           *config::parse_ip("203.0.113.7"), &headers, nullptr};
+  auto plan = limit::plan(c, *route, facts, hasher);
+  auto shas = store::redis::ScriptShas::compute();
+  const std::string now, lease = "0123456789abcdef:0:";
+  for (auto _ : state)
+    benchmark::DoNotOptimize(store::redis::acquire_args(plan.items, shas, false, now, lease));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ScriptArguments);
+
+limit::Decision refused_decision() {
+  limit::Decision d;
+  d.limit = 100;
+  d.reset_after = 2'000'000;
+  d.retry_after = 20'000;
+  return d;
+}
+
+void BM_RateHeaders(benchmark::State& state) {
+  const auto& c = bench_config();
+  const auto& l = c.routes[2].limits[0];
+  auto p = limit::Params::from(l, l.params);
+  auto d = refused_decision();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(limit::rate_headers(l, p, d, 1'800'000'000'000'000));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RateHeaders);
+
+// A whole 429 as it leaves: status line, rate-limit headers, JSON body, in one buffer.
+void BM_RefusalAnswer(benchmark::State& state) {
+  const auto& c = bench_config();
+  const auto& l = c.routes[2].limits[0];
+  auto p = limit::Params::from(l, l.params);
+  auto d = refused_decision();
+  for (auto _ : state) {
+    http::AnswerWriter w(429, 11, true);
+    limit::rate_headers(l, p, d, 1'800'000'000'000'000,
+                        [&w](std::string_view n, std::string_view v) { w.header(n, v); });
+    benchmark::DoNotOptimize(std::move(w).finish("application/json", limit::refusal_body(l, d)));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RefusalAnswer);
+
+// The head of a proxied response, serialized flat (what goes out with the body's first piece).
+void BM_ResponseHead(benchmark::State& state) {
+  bhttp::response_header<> h;
+  h.result(200);
+  h.version(11);
+  h.set(bhttp::field::content_type, "application/json");
+  h.set(bhttp::field::content_length, "1234");
+  h.set(bhttp::field::date, "Mon, 30 Nov 2026 02:00:00 GMT");
+  h.set("X-RateLimit-Limit", "100");
+  h.set("X-RateLimit-Remaining", "42");
+  h.set("X-RateLimit-Reset", "1796000000");
+  std::string out;
+  for (auto _ : state) {
+    out.clear();
+    http::append_head(out, h);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ResponseHead);
+
+}  // namespace
