@@ -7,7 +7,10 @@
 //   GET /close        answers with Connection: close
 //   GET /respond?H=V  answers with response header H: V (each query pair)
 //   anything else     200 "ok"
-// Usage: floodgate-test-origin [--bind ADDR] [--port N]   (prints the bound port, then serves)
+// Usage: floodgate-test-origin [--bind ADDR] [--port N] [--log-targets FILE]
+//   prints the bound port, then serves. --log-targets appends "METHOD target" for every
+//   counted request to FILE, one line written at a time, so a soak can find a request that
+//   reached the origin twice even across origin restarts.
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -28,6 +31,7 @@ using tcp = asio::ip::tcp;
 namespace {
 
 struct Stats {
+  std::FILE* target_log = nullptr;
   std::uint64_t requests = 0;
   std::uint64_t connections = 0;
   std::deque<std::string> targets;
@@ -118,11 +122,12 @@ asio::awaitable<void> session(tcp::socket socket, Stats& stats) {
                    ",\"connections\":" + std::to_string(stats.connections) + ",\"targets\":[" + t +
                    "]}";
     } else if (target == "/__reset") {
-      stats = Stats{};
+      stats = Stats{stats.target_log};
       res.body() = "reset";
     } else {
       ++stats.requests;
       stats.targets.push_back(std::string(req.method_string()) + " " + target);
+      if (stats.target_log) std::fprintf(stats.target_log, "%s\n", stats.targets.back().c_str());
       if (stats.targets.size() > 64) stats.targets.pop_front();
       if (target.starts_with("/echo")) {
         std::string h;
@@ -189,14 +194,24 @@ asio::awaitable<void> serve(tcp::acceptor& acc, Stats& stats) {
 int main(int argc, char** argv) {
   unsigned short port = 0;
   std::string bind = "127.0.0.1";
+  std::string log_path;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--port")
       port = static_cast<unsigned short>(std::stoi(argv[i + 1]));
     if (std::string(argv[i]) == "--bind") bind = argv[i + 1];
+    if (std::string(argv[i]) == "--log-targets") log_path = argv[i + 1];
   }
   asio::io_context ioc{1};
   tcp::acceptor acc(ioc, tcp::endpoint(asio::ip::make_address(bind), port));
   Stats stats;
+  if (!log_path.empty()) {
+    stats.target_log = std::fopen(log_path.c_str(), "a");
+    if (!stats.target_log) {
+      std::cerr << "cannot open " << log_path << "\n";
+      return 2;
+    }
+    std::setvbuf(stats.target_log, nullptr, _IOLBF, 0);  // a killed origin loses no line
+  }
   std::cout << acc.local_endpoint().port() << std::endl;
   asio::co_spawn(ioc, serve(acc, stats), asio::detached);
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
