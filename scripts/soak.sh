@@ -6,6 +6,7 @@
 # every client request answered, and floodgate's RSS sampled every 10 s.
 #
 #   scripts/soak.sh [SECONDS]         # needs a build (cmake --build build), wrk, redis-server
+#   (FLOODGATE_BIN / ORIGIN_BIN: other binaries than build/'s)
 #
 # Output: a summary on stdout and everything in $SOAK_OUT (default /tmp/floodgate-soak.XXXX).
 set -euo pipefail
@@ -16,7 +17,9 @@ mkdir -p "$out"
 for tool in wrk redis-server curl python3; do
   command -v $tool >/dev/null || { echo "soak.sh needs $tool" >&2; exit 2; }
 done
-[[ -x build/floodgate && -x build/floodgate-test-origin ]] || { echo "build first" >&2; exit 2; }
+fg_bin=${FLOODGATE_BIN:-build/floodgate}
+origin_bin=${ORIGIN_BIN:-build/floodgate-test-origin}
+[[ -x $fg_bin && -x $origin_bin ]] || { echo "build first (cmake --build build)" >&2; exit 2; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 export SOAK_PORT SOAK_ADMIN_PORT SOAK_REDIS_PORT SOAK_ORIGIN_PORT
@@ -36,7 +39,7 @@ start_redis() {
   redis_pid=$!
 }
 start_origin() {
-  build/floodgate-test-origin --port "$SOAK_ORIGIN_PORT" --log-targets "$out/origin-targets.txt" \
+  "$origin_bin" --port "$SOAK_ORIGIN_PORT" --log-targets "$out/origin-targets.txt" \
     >>"$out/origin.log" 2>&1 &
   origin_pid=$!
 }
@@ -46,7 +49,7 @@ rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$fg_pid/status"; }
 start_redis
 start_origin
 sleep 0.5
-build/floodgate --config scripts/soak/soak.yaml >"$out/floodgate.log" 2>&1 &
+"$fg_bin" --config scripts/soak/soak.yaml >"$out/floodgate.log" 2>&1 &
 fg_pid=$!
 for _ in $(seq 100); do curl -fso /dev/null "http://127.0.0.1:$SOAK_ADMIN_PORT/readyz" && break; sleep 0.1; done
 log "floodgate pid $fg_pid on :$SOAK_PORT, redis :$SOAK_REDIS_PORT, origin :$SOAK_ORIGIN_PORT; $seconds s"
