@@ -1,19 +1,39 @@
 #!/usr/bin/env bash
-# Builds the whole test suite with AddressSanitizer + UndefinedBehaviorSanitizer (and leak
-# checking) in build-asan/ and runs it; fails on any test failure or sanitizer report.
-# Takes ~8 minutes on 2 cores. Not part of CI yet (issue 8 will add it).
+# The whole test suite under a sanitizer; fails on any test failure or sanitizer report.
+#
+#   scripts/sanitize.sh [address|thread]
+#     address  AddressSanitizer + UndefinedBehaviorSanitizer + leak checking, in build-asan/
+#     thread   ThreadSanitizer, in build-tsan/ (the workers, the shared memory store, the
+#              admin thread reading metrics and health, reload and drain across threads)
+#
+# CI runs both (.ci/run). Each takes several minutes on 2 cores, mostly compiling.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=${1:-address}
+case "$mode" in
+  address)
+    dir=build-asan
+    flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g1"
+    export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+    pattern="runtime error|ERROR: (Address|Leak)Sanitizer"
+    ;;
+  thread)
+    dir=build-tsan
+    flags="-fsanitize=thread -O1 -g1"
+    export TSAN_OPTIONS="second_deadlock_stack=1"
+    pattern="WARNING: ThreadSanitizer|ERROR: ThreadSanitizer"
+    ;;
+  *) echo "usage: scripts/sanitize.sh [address|thread]" >&2; exit 2 ;;
+esac
 scripts/install-deps.sh >/dev/null
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLOODGATE_BENCH=OFF \
-  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -O1" >/dev/null
-cmake --build build-asan -j "$(nproc)"
-export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLOODGATE_BENCH=OFF \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="${flags%% *}" >/dev/null
+cmake --build "$dir" -j "$(nproc)"
 log=$(mktemp)
 status=0
-build-asan/tests/unit_tests >"$log" 2>&1 || status=1
-build-asan/tests/integration_tests >>"$log" 2>&1 || status=1
-reports=$(grep -cE "runtime error|ERROR: (Address|Leak)Sanitizer" "$log" || true)
+"$dir/tests/unit_tests" >"$log" 2>&1 || status=1
+"$dir/tests/integration_tests" >>"$log" 2>&1 || status=1
+reports=$(grep -cE "$pattern" "$log" || true)
 grep -E "^\[  (PASSED|FAILED)" "$log" || true
-echo "sanitizer reports: $reports (full log: $log)"
+echo "$mode sanitizer: $reports reports, test status $status (full log: $log)"
 [ "$status" = 0 ] && [ "$reports" = 0 ]

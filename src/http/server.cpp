@@ -15,6 +15,7 @@
 #include <list>
 #include <random>
 #include <system_error>
+#include <mutex>
 #include <thread>
 
 #include "floodgate/store/limit_store.hpp"
@@ -157,12 +158,15 @@ struct Server::Impl {
   config::ConfigSource& config;
   std::shared_ptr<spdlog::logger> log;
   ServerDeps deps;
+  // The admin thread asks for store health while the main thread may be draining: the list
+  // of workers changes only under this lock (found by ThreadSanitizer).
+  mutable std::mutex workers_mutex;
   std::vector<std::unique_ptr<Worker>> workers;
   std::vector<std::uint16_t> ports;
 };
 
 Server::Server(config::ConfigSource& config, std::shared_ptr<spdlog::logger> log, ServerDeps deps)
-    : impl_(std::make_unique<Impl>(Impl{config, std::move(log), std::move(deps), {}, {}})) {}
+    : impl_(new Impl{config, std::move(log), std::move(deps), {}, {}, {}}) {}
 
 Server::~Server() {
   if (!impl_->workers.empty()) drain(std::chrono::milliseconds(0));
@@ -195,6 +199,7 @@ std::vector<std::uint16_t> Server::ports() const {
 }
 
 std::pair<int, int> Server::store_health() const {
+  std::lock_guard lock(impl_->workers_mutex);
   int healthy = 0;
   for (const auto& w : impl_->workers) healthy += w->store_healthy() ? 1 : 0;
   return {healthy, static_cast<int>(impl_->workers.size())};
@@ -204,6 +209,7 @@ void Server::drain(std::chrono::milliseconds grace) {
   auto deadline = std::chrono::steady_clock::now() + grace;
   for (auto& w : impl_->workers) w->drain(deadline);
   for (auto& w : impl_->workers) w->join();
+  std::lock_guard lock(impl_->workers_mutex);
   impl_->workers.clear();
 }
 
