@@ -3,6 +3,8 @@
 # CI, Docker and the README call this; it installs only what is missing.
 # Boost comes as the 1.81 pieces: the default 1.74 -dev packages (libboost-dev,
 # libboost-all-dev) conflict with them, so nothing here may pull those in.
+# clang, its libFuzzer/sanitizer runtimes and llvm (llvm-symbolizer, for readable stacks) are
+# for scripts/fuzz.sh.
 set -euo pipefail
 
 packages=(
@@ -10,6 +12,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libhiredis-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev llvm
   redis-server curl ca-certificates
 )
 

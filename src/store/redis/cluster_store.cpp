@@ -27,7 +27,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int kSlots = 16384;
+constexpr int kSlots = redis::kClusterSlots;
 constexpr int kMaxRedirects = 3;
 
 struct Group {
@@ -286,19 +286,11 @@ class ClusterStore final : public LimitStore, public RedisHealth {
   }
 
   bool apply_slots(const redisReply* r) {
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements == 0) return false;
     int covered = 0;
-    for (std::size_t i = 0; i < r->elements; ++i) {
-      const auto* range = r->element[i];
-      if (range->type != REDIS_REPLY_ARRAY || range->elements < 3) continue;
-      const auto* master = range->element[2];
-      if (master->type != REDIS_REPLY_ARRAY || master->elements < 2) continue;
-      auto from = range->element[0]->integer, to = range->element[1]->integer;
-      std::string host(master->element[0]->str, master->element[0]->len);
-      std::string name = host + ":" + std::to_string(master->element[1]->integer);
-      node(name);
-      for (auto s = from; s <= to && s < kSlots; ++s)
-        owners_[static_cast<std::size_t>(s)] = name, ++covered;
+    for (const auto& range : redis::slot_ranges_of(r)) {
+      node(range.node);
+      for (int s = range.from; s <= range.to; ++s)
+        owners_[static_cast<std::size_t>(s)] = range.node, ++covered;
     }
     mapped_ = covered == kSlots;
     return mapped_;

@@ -81,7 +81,8 @@ std::optional<Redirect> redirect_of(const redisReply* r) {
   auto space = e.find(' ');
   if (space == std::string_view::npos) return std::nullopt;
   auto [p, ec] = std::from_chars(e.data(), e.data() + space, out.slot);
-  if (ec != std::errc{}) return std::nullopt;
+  // The cluster store indexes its 16384-entry slot table with it: refuse anything else.
+  if (ec != std::errc{} || out.slot < 0 || out.slot >= kClusterSlots) return std::nullopt;
   out.node = std::string(e.substr(space + 1));
   return out;
 }
@@ -107,6 +108,29 @@ std::optional<Outcome> decode_outcome(const redisReply* r, std::size_t items) {
   return out;
 }
 
+std::vector<SlotRange> slot_ranges_of(const redisReply* r) {
+  std::vector<SlotRange> out;
+  if (!r || r->type != REDIS_REPLY_ARRAY) return out;
+  for (std::size_t i = 0; i < r->elements; ++i) {
+    // [from, to, [host, port, id...], replicas...]
+    const auto* range = r->element[i];
+    if (range->type != REDIS_REPLY_ARRAY || range->elements < 3) continue;
+    const auto* from = range->element[0];
+    const auto* to = range->element[1];
+    const auto* master = range->element[2];
+    if (from->type != REDIS_REPLY_INTEGER || to->type != REDIS_REPLY_INTEGER ||
+        master->type != REDIS_REPLY_ARRAY || master->elements < 2)
+      continue;
+    const auto* host = master->element[0];
+    const auto* port = master->element[1];
+    if (host->type != REDIS_REPLY_STRING || port->type != REDIS_REPLY_INTEGER) continue;
+    if (from->integer < 0 || to->integer >= kClusterSlots || from->integer > to->integer) continue;
+    out.push_back({static_cast<int>(from->integer), static_cast<int>(to->integer),
+                   std::string(host->str, host->len) + ":" + std::to_string(port->integer)});
+  }
+  return out;
+}
+
 int key_slot(std::string_view key) {
   auto open = key.find('{');
   if (open != std::string_view::npos) {
@@ -121,7 +145,7 @@ int key_slot(std::string_view key) {
       crc = (crc & 0x8000) ? static_cast<std::uint16_t>((crc << 1) ^ 0x1021)
                            : static_cast<std::uint16_t>(crc << 1);
   }
-  return crc % 16384;
+  return crc % kClusterSlots;
 }
 
 }  // namespace floodgate::store::redis

@@ -44,6 +44,17 @@ std::optional<Redirect> redirect_of(const redisReply* r);
 // {all_admitted, now, (admitted, remaining, reset_after, retry_after, limit) per item}
 std::optional<Outcome> decode_outcome(const redisReply* r, std::size_t items);
 
+// A CLUSTER SLOTS reply -> which master ("host:port") owns each slot range. Ranges that are
+// malformed or fall outside 0..16383 are skipped: a reply is input, and the cluster store
+// indexes a 16384-entry table with these numbers.
+struct SlotRange {
+  int from = 0;
+  int to = 0;  // inclusive
+  std::string node;
+};
+std::vector<SlotRange> slot_ranges_of(const redisReply* r);
+constexpr int kClusterSlots = 16384;
+
 // Redis Cluster's key slot: CRC16 (XMODEM) of the hash tag (the part between the first '{'
 // and the next '}', when not empty) or of the whole key, modulo 16384.
 int key_slot(std::string_view key);

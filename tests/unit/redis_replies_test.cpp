@@ -1,0 +1,71 @@
+// Decoding what Redis sends: replies are input like any other. Built with hiredis's own
+// reader from RESP bytes, as the connection does.
+
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <memory>
+#include <string>
+
+#include "store/redis/script_calls.hpp"
+
+namespace redis = floodgate::store::redis;
+
+namespace {
+
+struct ReplyFree {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyFree>;
+
+Reply parse(const std::string& resp) {
+  std::unique_ptr<redisReader, void (*)(redisReader*)> reader(redisReaderCreate(), redisReaderFree);
+  redisReaderFeed(reader.get(), resp.data(), resp.size());
+  void* out = nullptr;
+  EXPECT_EQ(redisReaderGetReply(reader.get(), &out), REDIS_OK);
+  return Reply(static_cast<redisReply*>(out));
+}
+
+std::string master(int from, int to, const std::string& host, int port) {
+  return "*3\r\n:" + std::to_string(from) + "\r\n:" + std::to_string(to) + "\r\n*2\r\n$" +
+         std::to_string(host.size()) + "\r\n" + host + "\r\n:" + std::to_string(port) + "\r\n";
+}
+
+TEST(RedisReplies, ClusterSlotsGiveEachRangeItsMaster) {
+  auto r = parse("*2\r\n" + master(0, 8191, "10.0.0.1", 7000) + master(8192, 16383, "10.0.0.2", 7001));
+  auto ranges = redis::slot_ranges_of(r.get());
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[0].from, 0);
+  EXPECT_EQ(ranges[0].to, 8191);
+  EXPECT_EQ(ranges[0].node, "10.0.0.1:7000");
+  EXPECT_EQ(ranges[1].from, 8192);
+  EXPECT_EQ(ranges[1].to, 16383);
+  EXPECT_EQ(ranges[1].node, "10.0.0.2:7001");
+}
+
+// Found by fuzz_redis_reply: the cluster store indexed its slot table with these numbers.
+TEST(RedisReplies, SlotNumbersOutsideTheTableAreIgnored) {
+  auto r = parse("*4\r\n" + master(-5, 10, "a", 1) + master(16000, 20000, "b", 2) +
+                 master(30, 20, "c", 3) + master(100, 200, "d", 4));
+  auto ranges = redis::slot_ranges_of(r.get());
+  ASSERT_EQ(ranges.size(), 1u);
+  EXPECT_EQ(ranges[0].node, "d:4");
+  EXPECT_FALSE(redis::redirect_of(parse("-MOVED 70009 127.0.0.1:7000\r\n").get()));
+  EXPECT_FALSE(redis::redirect_of(parse("-ASK -1 127.0.0.1:7000\r\n").get()));
+  auto ok = redis::redirect_of(parse("-ASK 16383 127.0.0.1:7000\r\n").get());
+  ASSERT_TRUE(ok);
+  EXPECT_TRUE(ok->ask);
+  EXPECT_EQ(ok->slot, 16383);
+  EXPECT_EQ(ok->node, "127.0.0.1:7000");
+}
+
+TEST(RedisReplies, MalformedSlotEntriesAreSkipped) {
+  // A string where a number belongs, a master without a port, a non-array entry.
+  auto r = parse("*3\r\n*3\r\n$1\r\n0\r\n:10\r\n*2\r\n$1\r\na\r\n:1\r\n"
+                 "*3\r\n:0\r\n:10\r\n*1\r\n$1\r\na\r\n"
+                 ":7\r\n");
+  EXPECT_TRUE(redis::slot_ranges_of(r.get()).empty());
+  EXPECT_TRUE(redis::slot_ranges_of(nullptr).empty());
+}
+
+}  // namespace
