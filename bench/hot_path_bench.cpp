@@ -13,6 +13,7 @@
 #include "floodgate/http/router.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/policy.hpp"
+#include "http/request_sources.hpp"
 #include "http/wire.hpp"
 #include "store/redis/script_calls.hpp"
 
@@ -30,7 +31,8 @@ constexpr std::string_view kRequest =
     "\r\n";
 
 const config::Config& bench_config() {
-  static const auto loaded = config::load_config_text(R"(
+  static const auto loaded = config::load_config_text(
+      R"(
 server: { listen: ["127.0.0.1:8080"], threads: 1 }
 store: { backend: memory, key_secret: bench-secret-0123456789abcdef }
 upstreams:
@@ -49,25 +51,10 @@ routes:
       - { name: ip-burst, algorithm: token_bucket, capacity: 100, refill_rate: 50/s, key: [ip] }
       - { name: key-minute, algorithm: sliding_window, limit: 6000, window: 1m, key: [header:X-Api-Key] }
 )",
-                                                      "bench.yaml", [](const std::string&) {
-                                                        return std::optional<std::string>();
-                                                      });
+      "bench.yaml", [](const std::string&) { return std::optional<std::string>(); });
   if (!loaded.config) throw std::runtime_error("bench config does not load");
   return *loaded.config;
 }
-
-class Headers final : public keys::HeaderSource {
- public:
-  explicit Headers(const bhttp::fields& f) : f_(f) {}
-  std::optional<std::string_view> header(std::string_view name) const override {
-    auto it = f_.find(name);
-    if (it == f_.end()) return std::nullopt;
-    return std::string_view(it->value());
-  }
-
- private:
-  const bhttp::fields& f_;
-};
 
 void BM_ParseRequestHead(benchmark::State& state) {
   for (auto _ : state) {
@@ -95,10 +82,11 @@ void BM_PlanTwoLimits(benchmark::State& state) {
   bhttp::request_parser<bhttp::empty_body> p;
   boost::beast::error_code ec;
   p.put(boost::asio::buffer(kRequest), ec);
-  Headers headers(p.get());
+  http::FieldHeaders headers(p.get());
   keys::KeyHasher hasher(c.store.key_secret);
-  keys::RequestFacts facts{route->name, "GET",  "shop.example.com", "/api/v1/orders", "page=2",
-                           *config::parse_ip("203.0.113.7"), &headers, nullptr};
+  keys::RequestFacts facts{route->name,      "GET",    "shop.example.com",
+                           "/api/v1/orders", "page=2", *config::parse_ip("203.0.113.7"),
+                           &headers,         nullptr};
   for (auto _ : state) benchmark::DoNotOptimize(limit::plan(c, *route, facts, hasher));
   state.SetItemsProcessed(state.iterations());
 }
@@ -107,13 +95,13 @@ BENCHMARK(BM_PlanTwoLimits);
 void BM_ScriptArguments(benchmark::State& state) {
   const auto& c = bench_config();
   const auto* route = http::match_route(c, "GET", "shop.example.com", "/api/v1/orders");
-  Headers none(bhttp::fields{});
   keys::KeyHasher hasher(c.store.key_secret);
   bhttp::fields f;
   f.set("X-Api-Key", "k-0123456789");
-  Headers headers(f);
-  keys::RequestFacts facts{route->name, "GET",  "shop.example.com", "/api/v1/orders", "",
-                           *config::parse_ip("203.0.113.7"), &headers, nullptr};
+  http::FieldHeaders headers(f);
+  keys::RequestFacts facts{route->name,      "GET",  "shop.example.com",
+                           "/api/v1/orders", "",     *config::parse_ip("203.0.113.7"),
+                           &headers,         nullptr};
   auto plan = limit::plan(c, *route, facts, hasher);
   auto shas = store::redis::ScriptShas::compute();
   const std::string now, lease = "0123456789abcdef:0:";

@@ -25,6 +25,7 @@
 #include "floodgate/limit/policy.hpp"
 #include "http/error_response.hpp"
 #include "http/forwarding.hpp"
+#include "http/request_sources.hpp"
 #include "http/wire.hpp"
 #include "support.hpp"
 
@@ -110,86 +111,27 @@ struct Fixture {
   keys::KeyHasher hasher{config->store.key_secret};
 };
 
-// The adapters below mirror the file-local ones of src/http/limit_gate.cpp and session.cpp
-// (not exported); they are a few lines each and only forward to the code under test.
-
-class FieldHeaders final : public keys::HeaderSource {
- public:
-  explicit FieldHeaders(const bhttp::fields& f) : f_(f) {}
-  std::optional<std::string_view> header(std::string_view name) const override {
-    auto it = f_.find(name);
-    if (it == f_.end()) return std::nullopt;
-    return std::string_view(it->value());
-  }
-
- private:
-  const bhttp::fields& f_;
-};
-
-// Verifies the token on the first claim asked for, once.
-class LazyClaims final : public keys::ClaimSource {
- public:
-  LazyClaims(const bhttp::fields& f, const config::Config& c) : f_(f), c_(c) {}
-  std::optional<std::string> claim(std::string_view name) const override {
-    if (!c_.jwt) return std::nullopt;
-    if (!result_) {
-      auto it = f_.find(c_.jwt->header);
-      std::string_view value = it == f_.end() ? std::string_view() : std::string_view(it->value());
-      result_ = keys::verify_jwt(value, *c_.jwt, fuzz::kNowSeconds);
-    }
-    if (!result_->ok()) return std::nullopt;
-    return keys::claim_text(result_->claims, name);
-  }
-
- private:
-  const bhttp::fields& f_;
-  const config::Config& c_;
-  mutable std::optional<keys::JwtResult> result_;
-};
-
-std::string joined(const bhttp::fields& f, std::string_view name) {
-  std::string out;
-  auto range = f.equal_range(name);
-  for (auto it = range.first; it != range.second; ++it) {
-    if (!out.empty()) out += ',';
-    out += it->value();
-  }
-  return out;
-}
-
-bool framing_is_safe(const Parser& p) {
-  const auto& req = p.get();
-  bool has_te = req.find(bhttp::field::transfer_encoding) != req.end();
-  if (has_te &&
-      (req.version() < 11 || !p.chunked() || req.count(bhttp::field::transfer_encoding) != 1 ||
-       !beast::iequals(req[bhttp::field::transfer_encoding], "chunked")))
-    return false;
-  auto hosts = req.count(bhttp::field::host);
-  if (hosts > 1 || (hosts == 0 && req.version() >= 11)) return false;
-  return true;
-}
-
 // Routing and limits; false when the session would close the connection. An answer of our
 // own (404, 401, 400) keeps it open only when the request had no body left to read.
 bool serve(Fixture& fx, Parser& parser) {
   const auto& config = *fx.config;
   auto& req = parser.get();
-  if (!framing_is_safe(parser)) return false;
+  if (!http::framing_is_safe(req, parser.chunked())) return false;
   auto target = http::parse_target(req.target());
   if (!target) return false;
   std::string_view host =
       target->authority.empty() ? std::string_view(req[bhttp::field::host]) : target->authority;
   const auto* route = http::match_route(config, req.method_string(), host, target->path);
   if (!route) return parser.is_done();
-  FieldHeaders headers(req);
-  LazyClaims claims(req, config);
+  http::FieldHeaders headers(req);
+  http::LazyClaims claims(req, config, fuzz::kNowSeconds);
   const auto& ip = config.server.client_ip;
   keys::RequestFacts facts{route->name,
                            req.method_string(),
                            http::host_without_port(host),
                            target->path,
                            target->query,
-                           keys::client_ip(fx.peer, joined(req, ip.header), ip),
+                           keys::client_ip(fx.peer, http::joined_values(req, ip.header, ","), ip),
                            &headers,
                            &claims};
   auto plan = limit::plan(config, *route, facts, fx.hasher);

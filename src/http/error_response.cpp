@@ -1,6 +1,5 @@
 #include "error_response.hpp"
 
-
 namespace floodgate::http {
 
 namespace bhttp = boost::beast::http;

@@ -2,7 +2,10 @@
 
 #include <boost/beast/http/field.hpp>
 
+#include <boost/beast/core/string.hpp>
+
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -51,21 +54,63 @@ void strip_hop_by_hop(bhttp::fields& fields) {
   for (const auto& name : named) fields.erase(name);
 }
 
-namespace {
-
-// All values of a possibly repeated list header, joined as one list (RFC 9110 section 5.3).
-std::string joined(const bhttp::fields& fields, std::string_view name) {
+std::string joined_values(const bhttp::fields& fields, std::string_view name,
+                          std::string_view separator) {
   std::string out;
   auto range = fields.equal_range(name);
   for (auto it = range.first; it != range.second; ++it) {
-    if (!out.empty()) out += ", ";
+    if (!out.empty()) out += separator;
     out += it->value();
   }
   return out;
 }
 
+bool valid_host(std::string_view host) {
+  if (host.empty()) return true;  // "Host:" with an empty value is allowed (RFC 9112 3.2)
+  std::string_view name = host;
+  if (name.front() == '[') {
+    auto close = name.find(']');
+    if (close == std::string_view::npos || close == 1) return false;
+    for (char c : name.substr(1, close - 1))
+      if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.') return false;
+    name.remove_prefix(close + 1);
+    if (name.empty()) return true;
+    if (name.front() != ':') return false;
+  } else {
+    auto colon = name.rfind(':');
+    auto reg = name.substr(0, colon);
+    if (reg.empty()) return false;
+    // RFC 3986 reg-name: unreserved, pct-encoded, sub-delims.
+    static constexpr std::string_view allowed = "-._~%!$&'()*+,;=";
+    for (char c : reg)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && allowed.find(c) == std::string_view::npos)
+        return false;
+    if (colon == std::string_view::npos) return true;
+    name.remove_prefix(colon);
+  }
+  name.remove_prefix(1);  // the ':'
+  if (name.size() > 5) return false;
+  for (char c : name)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+bool framing_is_safe(const bhttp::request_header<>& req, bool chunked) {
+  bool has_te = req.find(bhttp::field::transfer_encoding) != req.end();
+  if (has_te &&
+      (req.version() < 11 || !chunked || req.count(bhttp::field::transfer_encoding) != 1 ||
+       !boost::beast::iequals(req[bhttp::field::transfer_encoding], "chunked")))
+    return false;
+  auto hosts = req.count(bhttp::field::host);
+  if (hosts > 1 || (hosts == 0 && req.version() >= 11)) return false;
+  if (hosts == 1 && !valid_host(req[bhttp::field::host])) return false;
+  return true;
+}
+
+namespace {
+
 void append_to_list(bhttp::fields& fields, std::string_view name, std::string_view value) {
-  std::string list = joined(fields, name);
+  std::string list = joined_values(fields, name);
   if (!list.empty()) list += ", ";
   list += value;
   fields.set(name, list);

@@ -3,8 +3,10 @@
 // Pure functions over beast::http::fields, so they are unit-tested without sockets.
 
 #include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/message.hpp>
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace floodgate::http {
@@ -14,6 +16,18 @@ namespace floodgate::http {
 // Proxy-Authorization), every header named in Connection, and Content-Length: the caller
 // re-establishes framing itself, so that exactly one framing header ever leaves.
 void strip_hop_by_hop(boost::beast::http::fields& fields);
+
+// Every value of a possibly repeated list header, joined as one list (RFC 9110 section 5.3).
+std::string joined_values(const boost::beast::http::fields& fields, std::string_view name,
+                          std::string_view separator = ", ");
+
+// Request framing a proxy must refuse before anything is forwarded (RFC 9112 sections 3.2
+// and 6): a Transfer-Encoding that is not exactly chunked (`chunked`: the parser's verdict),
+// any Transfer-Encoding in HTTP/1.0, a missing (HTTP/1.1) or repeated Host, and a Host that
+// is not a valid authority.
+bool framing_is_safe(const boost::beast::http::request_header<>& req, bool chunked);
+// host [":" port], host a reg-name, an IPv4 address or an IP literal in brackets.
+bool valid_host(std::string_view host);
 
 struct ForwardedFor {
   std::string_view peer_ip;  // the socket peer, as text

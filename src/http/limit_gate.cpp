@@ -6,7 +6,8 @@
 #include <charconv>
 
 #include "floodgate/keys/client_ip.hpp"
-#include "floodgate/keys/jwt.hpp"
+#include "forwarding.hpp"
+#include "request_sources.hpp"
 
 namespace floodgate::http {
 
@@ -14,58 +15,11 @@ namespace bhttp = boost::beast::http;
 
 namespace {
 
-class FieldHeaders final : public keys::HeaderSource {
- public:
-  explicit FieldHeaders(const bhttp::fields& f) : f_(f) {}
-  std::optional<std::string_view> header(std::string_view name) const override {
-    auto it = f_.find(name);
-    if (it == f_.end()) return std::nullopt;
-    return std::string_view(it->value());
-  }
-
- private:
-  const bhttp::fields& f_;
-};
-
-// Verifies the token once, on the first claim asked for; a request whose limits use no
-// claim never pays for signature checks.
-class LazyClaims final : public keys::ClaimSource {
- public:
-  LazyClaims(const bhttp::fields& f, const config::Config& c, limit::Micros now)
-      : f_(f), c_(c), now_(now) {}
-  std::optional<std::string> claim(std::string_view name) const override {
-    if (!c_.jwt) return std::nullopt;
-    if (!result_) {
-      auto it = f_.find(c_.jwt->header);
-      std::string_view value = it == f_.end() ? std::string_view() : std::string_view(it->value());
-      result_ = keys::verify_jwt(value, *c_.jwt, now_ / limit::kMicrosPerSecond);
-    }
-    if (!result_->ok()) return std::nullopt;
-    return keys::claim_text(result_->claims, name);
-  }
-
- private:
-  const bhttp::fields& f_;
-  const config::Config& c_;
-  limit::Micros now_;
-  mutable std::optional<keys::JwtResult> result_;
-};
-
-std::string joined_forwarded(const bhttp::fields& f, std::string_view name) {
-  std::string out;
-  auto range = f.equal_range(name);
-  for (auto it = range.first; it != range.second; ++it) {
-    if (!out.empty()) out += ',';
-    out += it->value();
-  }
-  return out;
-}
-
 Answer refusal(const config::Limit& l, const limit::Params& p, const limit::Decision& d,
                limit::Micros now, const GateInput& in) {
   AnswerWriter w(429, in.version, in.keep_alive);
-  limit::rate_headers(l, p, d, now,
-                      [&w](std::string_view name, std::string_view value) { w.header(name, value); });
+  limit::rate_headers(
+      l, p, d, now, [&w](std::string_view name, std::string_view value) { w.header(name, value); });
   return std::move(w).finish("application/json", limit::refusal_body(l, d) + "\n");
 }
 
@@ -115,11 +69,11 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
   auto& stats = w.route_stats(route.name);
   FieldHeaders headers(in.fields);
   const auto now = w.clock.now();
-  LazyClaims claims(in.fields, config, now);
+  LazyClaims claims(in.fields, config, now / limit::kMicrosPerSecond);
   const auto& ip = config.server.client_ip;
   keys::RequestFacts facts{
       route.name, in.method, in.host,
-      in.path,    in.query,  keys::client_ip(in.peer, joined_forwarded(in.fields, ip.header), ip),
+      in.path,    in.query,  keys::client_ip(in.peer, joined_values(in.fields, ip.header, ","), ip),
       &headers,   &claims};
   auto plan = limit::plan(config, route, facts, hasher_for(w, config));
   if (plan.reject_status != 0) {
@@ -184,8 +138,7 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
   if (v.shown >= 0) out.admission.limit = plan.limits[v.shown]->name;
   if (!v.admitted && v.shown < 0) {
     // A store that says "refused" without an enforcing refusal is inconsistent: fail safe.
-    out.answer =
-        error_response(bhttp::status::service_unavailable, in.version, in.keep_alive, "1");
+    out.answer = error_response(bhttp::status::service_unavailable, in.version, in.keep_alive, "1");
     co_return out;
   }
   if (!v.admitted) {

@@ -33,7 +33,7 @@ struct Admission {
 };
 
 struct GateResult {
-  std::optional<Answer> answer;        // set: send this instead of forwarding
+  std::optional<Answer> answer;  // set: send this instead of forwarding
   Admission admission;
 };
 

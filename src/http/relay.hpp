@@ -79,7 +79,8 @@ boost::asio::awaitable<RelayResult> relay_message(
         *end++ = '\n';
         out[k++] = asio::buffer(size_line, static_cast<std::size_t>(end - size_line));
         out[k++] = asio::buffer(chunk.data(), n);
-        out[k++] = asio::buffer(done ? std::string_view("\r\n0\r\n\r\n") : std::string_view("\r\n"));
+        out[k++] =
+            asio::buffer(done ? std::string_view("\r\n0\r\n\r\n") : std::string_view("\r\n"));
       } else if (done) {
         out[k++] = asio::buffer(std::string_view("0\r\n\r\n"));
       }

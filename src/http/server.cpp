@@ -13,9 +13,9 @@
 #include <cstdio>
 #include <future>
 #include <list>
+#include <mutex>
 #include <random>
 #include <system_error>
-#include <mutex>
 #include <thread>
 
 #include "floodgate/store/limit_store.hpp"

@@ -47,19 +47,12 @@ std::string peer_text(const tcp::socket& s) {
   return a.to_string();
 }
 
-// Request framing a proxy must refuse before anything is forwarded (RFC 9112 section 6):
-// a Transfer-Encoding that is not exactly chunked, any Transfer-Encoding in HTTP/1.0, and a
-// missing or repeated Host.
-bool framing_is_safe(const RequestParser& p) {
-  const auto& req = p.get();
-  bool has_te = req.find(bhttp::field::transfer_encoding) != req.end();
-  if (has_te &&
-      (req.version() < 11 || !p.chunked() || req.count(bhttp::field::transfer_encoding) != 1 ||
-       !beast::iequals(req[bhttp::field::transfer_encoding], "chunked")))
-    return false;
-  auto hosts = req.count(bhttp::field::host);
-  if (hosts > 1 || (hosts == 0 && req.version() >= 11)) return false;
-  return true;
+// A parse error in the body (bad chunk framing and the like), as opposed to the client
+// closing or stalling.
+bool is_malformed_body(const beast::error_code& ec) {
+  return ec.category() == bhttp::make_error_code(bhttp::error::bad_chunk).category() &&
+         ec != bhttp::error::partial_message && ec != bhttp::error::end_of_stream &&
+         ec != bhttp::error::need_buffer;
 }
 
 bhttp::status status_for_read_error(const beast::error_code& ec) {
@@ -187,7 +180,8 @@ class Session {
   asio::awaitable<bool> send(const Answer& a) {
     status_ = static_cast<int>(a.status);
     watch_.guard(client_, kAnswerWriteTimeout);
-    auto [ec, n] = co_await asio::async_write(client_, asio::buffer(a.bytes), as_tuple(use_awaitable));
+    auto [ec, n] =
+        co_await asio::async_write(client_, asio::buffer(a.bytes), as_tuple(use_awaitable));
     co_return !ec && a.keep_alive;
   }
 
@@ -199,7 +193,7 @@ class Session {
   // connection may carry another request.
   asio::awaitable<bool> serve(RequestParser& parser, const config::Config& config) {
     auto& req = parser.get();
-    if (!framing_is_safe(parser))
+    if (!framing_is_safe(req, parser.chunked()))
       co_return co_await send_error(bhttp::status::bad_request, 11, false);
     auto target = parse_target(req.target());
     if (!target) co_return co_await send_error(bhttp::status::bad_request, req.version(), false);
@@ -227,11 +221,17 @@ class Session {
 
   // Rewrites the request header in place for the upstream.
   void prepare_upstream_request(RequestParser& parser, const config::Config& config,
-                                const Target& target) {
+                                const config::Upstream& u, const Target& target) {
     auto& req = parser.get();
     auto content_length = parser.content_length();
     bool chunked = parser.chunked();
     if (!target.authority.empty()) req.set(bhttp::field::host, target.authority);
+    // An HTTP/1.0 client may omit Host; what we send is HTTP/1.1, which must carry one
+    // (RFC 9112 section 3.2): the upstream's own authority, as nginx's $proxy_host.
+    if (req.find(bhttp::field::host) == req.end())
+      req.set(bhttp::field::host,
+              (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" +
+                  std::to_string(u.port));
     if (target.origin_form.size() != req.target().size())
       req.target(std::string(target.origin_form));
     strip_hop_by_hop(req);
@@ -257,10 +257,10 @@ class Session {
     }
     head_.clear();
     append_head(head_, parser.get());
-    co_return co_await relay_message(
-        RelayLeg{client_, config.server.timeouts.idle}, buffer_, parser,
-        RelayLeg{conn.socket, u.response_timeout}, head_,
-        parser.chunked() ? BodyFraming::chunked : BodyFraming::raw, std::span(chunk_), watch_);
+    co_return co_await relay_message(RelayLeg{client_, config.server.timeouts.idle}, buffer_,
+                                     parser, RelayLeg{conn.socket, u.response_timeout}, head_,
+                                     parser.chunked() ? BodyFraming::chunked : BodyFraming::raw,
+                                     std::span(chunk_), watch_);
   }
 
   // Reads the upstream's final response header, skipping interim 1xx responses.
@@ -293,7 +293,7 @@ class Session {
     const bool expect_continue = beast::iequals(req[bhttp::field::expect], "100-continue");
     const bool head = req.method() == bhttp::verb::head;
     const bool retryable = !has_body && is_idempotent(req.method());
-    prepare_upstream_request(parser, config, target);
+    prepare_upstream_request(parser, config, u, target);
 
     std::optional<ResponseParser> rp;
     UpstreamConnectionPtr conn;
@@ -320,9 +320,13 @@ class Session {
       const auto sent_at = std::chrono::steady_clock::now();
       auto sent = co_await send_request(parser, *conn, u, expect_continue, config);
       if (sent.failed == RelayResult::Side::read) {
+        // Nothing of a response has reached the client yet: a body that broke the framing
+        // gets its status (the upstream connection, with a partial request, is dropped).
         if (sent.error == bhttp::error::body_limit)
           co_await send_error(bhttp::status::payload_too_large, version, false);
-        co_return false;  // the client went away or stalled mid-body
+        else if (is_malformed_body(sent.error))
+          co_await send_error(bhttp::status::bad_request, version, false);
+        co_return false;  // or the client went away or stalled mid-body
       }
       beast::error_code ec = sent.error;
       if (!ec) ec = co_await read_response_header(*conn, u, rp, head);
@@ -378,8 +382,8 @@ class Session {
     head_.clear();
     append_head(head_, res);
     auto relayed = co_await relay_message(RelayLeg{conn->socket, u.response_timeout}, conn->buffer,
-                                          rp, RelayLeg{client_, config.server.timeouts.idle},
-                                          head_, framing, std::span(chunk_), watch_);
+                                          rp, RelayLeg{client_, config.server.timeouts.idle}, head_,
+                                          framing, std::span(chunk_), watch_);
     if (!relayed) {
       if (relayed.failed == RelayResult::Side::read && !relayed.head_written) {
         // Nothing reached the client yet: it can still be told what happened.

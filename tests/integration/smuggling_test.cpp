@@ -101,10 +101,10 @@ struct Case {
 Case refused(std::string name, std::string raw, int status = 400) {
   return {std::move(name), std::move(raw), {{status}}, After::closed, {}};
 }
-// The header was accepted, the body turned out broken: nothing has reached the origin and
-// the proxy can only close (it answers 413 for a body over the limit, nothing otherwise).
+// The header was accepted, the body turned out broken: nothing has reached the origin, the
+// client gets 400 (413 for a body over the limit) and the connection closes.
 Case cut_off(std::string name, std::string raw) {
-  return {std::move(name), std::move(raw), {}, After::closed, {}};
+  return {std::move(name), std::move(raw), {{400}}, After::closed, {}};
 }
 // A te_post() with a chunked body "hello" the proxy accepts: forwarded, re-framed, intact,
 // and the GET after it is then a request of its own, forwarded after the POST.
@@ -271,7 +271,11 @@ std::vector<Case> cases() {
               te_post("Transfer-Encoding: chunked", "5\r\nhello\n0\r\n\r\n")),
       // Chunk framing all in LF: never a complete chunk line, so the proxy waits (idle,
       // 500 ms here) and closes; the origin gets nothing.
-      cut_off("bare_lf_chunked_body", post("Transfer-Encoding: chunked\r\n", "5\nhello\n0\n\n")),
+      Case{"bare_lf_chunked_body",
+           post("Transfer-Encoding: chunked\r\n", "5\nhello\n0\n\n"),
+           {},
+           After::closed,
+           {}},
       // With a CRLF request behind it, the first "line" ends there and is not a chunk size.
       cut_off("bare_lf_chunked_body_then_crlf",
               te_post("Transfer-Encoding: chunked", "5\nhello\n0\n\n")),
@@ -326,11 +330,22 @@ std::vector<Case> cases() {
       refused("host_duplicate", get_with("Host: a\r\nHost: b\r\n")),
       refused("host_duplicate_identical", get_with("Host: t\r\nHost: t\r\n")),
       refused("host_missing_http_1_1", get_with("X-A: 1\r\n")),
+      // What goes upstream is HTTP/1.1, which must carry a Host: the upstream's authority.
       {"host_missing_http_1_0",
        "GET /echo/h10 HTTP/1.0\r\n\r\n",
-       {{200}},
+       {{200, {R"(["Host","127.0.0.1:)"}}},
        After::closed,
        {"GET /echo/h10"}},
+      // A Host that is not a valid authority: 400 (9112 3.2).
+      refused("host_with_space", get_with("Host: a b\r\n")),
+      refused("host_with_path_and_userinfo", get_with("Host: a/b@c\r\n")),
+      refused("host_port_not_numeric", get_with("Host: t:80x\r\n")),
+      refused("host_ipv6_unbracketed", get_with("Host: ::1\r\n")),
+      {"host_ipv6_literal_with_port",
+       get_with("Host: [::1]:8080\r\n"),
+       {{200, {R"(["Host","[::1]:8080"])"}}},
+       After::kept,
+       {"GET /echo/h"}},
 
       // Absolute-form (9112 3.2.2): forwarded in origin-form, the authority as Host.
       {"absolute_form",

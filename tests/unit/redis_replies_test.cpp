@@ -32,7 +32,8 @@ std::string master(int from, int to, const std::string& host, int port) {
 }
 
 TEST(RedisReplies, ClusterSlotsGiveEachRangeItsMaster) {
-  auto r = parse("*2\r\n" + master(0, 8191, "10.0.0.1", 7000) + master(8192, 16383, "10.0.0.2", 7001));
+  auto r =
+      parse("*2\r\n" + master(0, 8191, "10.0.0.1", 7000) + master(8192, 16383, "10.0.0.2", 7001));
   auto ranges = redis::slot_ranges_of(r.get());
   ASSERT_EQ(ranges.size(), 2u);
   EXPECT_EQ(ranges[0].from, 0);
@@ -61,9 +62,10 @@ TEST(RedisReplies, SlotNumbersOutsideTheTableAreIgnored) {
 
 TEST(RedisReplies, MalformedSlotEntriesAreSkipped) {
   // A string where a number belongs, a master without a port, a non-array entry.
-  auto r = parse("*3\r\n*3\r\n$1\r\n0\r\n:10\r\n*2\r\n$1\r\na\r\n:1\r\n"
-                 "*3\r\n:0\r\n:10\r\n*1\r\n$1\r\na\r\n"
-                 ":7\r\n");
+  auto r = parse(
+      "*3\r\n*3\r\n$1\r\n0\r\n:10\r\n*2\r\n$1\r\na\r\n:1\r\n"
+      "*3\r\n:0\r\n:10\r\n*1\r\n$1\r\na\r\n"
+      ":7\r\n");
   EXPECT_TRUE(redis::slot_ranges_of(r.get()).empty());
   EXPECT_TRUE(redis::slot_ranges_of(nullptr).empty());
 }

@@ -113,8 +113,8 @@ Outcome MemoryState::acquire(std::span<const Item> items) {
         items[i].params.algorithm == config::Algorithm::concurrency)
       continue;
     auto& shard = shard_of(items[i].key);
-    auto again = limit::evaluate(items[i].params, current(shard, items[i].key, now), now,
-                                 items[i].cost);
+    auto again =
+        limit::evaluate(items[i].params, current(shard, items[i].key, now), now, items[i].cost);
     if (!again.decision.admitted) d.retry_after = again.decision.retry_after;
   }
   return out;

@@ -1,0 +1,22 @@
+#include "request_sources.hpp"
+
+namespace floodgate::http {
+
+std::optional<std::string_view> FieldHeaders::header(std::string_view name) const {
+  auto it = f_.find(name);
+  if (it == f_.end()) return std::nullopt;
+  return std::string_view(it->value());
+}
+
+std::optional<std::string> LazyClaims::claim(std::string_view name) const {
+  if (!c_.jwt) return std::nullopt;
+  if (!result_) {
+    auto it = f_.find(c_.jwt->header);
+    std::string_view value = it == f_.end() ? std::string_view() : std::string_view(it->value());
+    result_ = keys::verify_jwt(value, *c_.jwt, now_seconds_);
+  }
+  if (!result_->ok()) return std::nullopt;
+  return keys::claim_text(result_->claims, name);
+}
+
+}  // namespace floodgate::http

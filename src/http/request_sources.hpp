@@ -1,0 +1,41 @@
+#pragma once
+// A parsed request as the key builder sees it: headers by name, and JWT claims verified
+// lazily. Shared by the limit gate, the fuzz target and the micro-benchmarks.
+
+#include <boost/beast/http/fields.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "floodgate/config/config.hpp"
+#include "floodgate/keys/jwt.hpp"
+#include "floodgate/keys/key_builder.hpp"
+
+namespace floodgate::http {
+
+class FieldHeaders final : public keys::HeaderSource {
+ public:
+  explicit FieldHeaders(const boost::beast::http::fields& f) : f_(f) {}
+  std::optional<std::string_view> header(std::string_view name) const override;
+
+ private:
+  const boost::beast::http::fields& f_;
+};
+
+// Verifies the token once, on the first claim asked for; a request whose limits use no
+// claim never pays for signature checks.
+class LazyClaims final : public keys::ClaimSource {
+ public:
+  LazyClaims(const boost::beast::http::fields& f, const config::Config& c, std::int64_t now_seconds)
+      : f_(f), c_(c), now_seconds_(now_seconds) {}
+  std::optional<std::string> claim(std::string_view name) const override;
+
+ private:
+  const boost::beast::http::fields& f_;
+  const config::Config& c_;
+  std::int64_t now_seconds_;
+  mutable std::optional<keys::JwtResult> result_;
+};
+
+}  // namespace floodgate::http
