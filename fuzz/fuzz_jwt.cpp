@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "../tests/support/base64url.hpp"
 #include "floodgate/keys/jwt.hpp"
 #include "support.hpp"
 
@@ -53,21 +54,7 @@ struct Fixture {
 };
 
 std::string b64url(std::string_view bytes) {
-  static constexpr std::string_view alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : bytes) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += alphabet[(acc >> bits) & 63];
-    }
-  }
-  if (bits > 0) out += alphabet[(acc << (6 - bits)) & 63];
-  return out;
+  return floodgate::testing::base64url(bytes);
 }
 
 std::string hs256_token(std::string_view header, std::string_view payload) {

@@ -42,19 +42,6 @@ void raise_fd_limit() {
 
 // Only what the test needs from the config: everything else (timeouts, limits, threads)
 // is the default, which is what this test is about.
-std::string default_config(const Origin& origin) {
-  return substitute(R"(
-server:
-  listen: [127.0.0.1:0]
-upstreams:
-  origin: { url: "http://{ORIGIN}" }
-routes:
-  - name: all
-    match: { path_prefix: / }
-    upstream: origin
-)",
-                    "{ORIGIN}", "127.0.0.1:" + std::to_string(origin.port()));
-}
 
 // Connects and sends `bytes`, then leaves the connection as it is; counts successes.
 // (`bytes` by value: a coroutine outlives the full-expression that created its arguments.)
@@ -103,7 +90,7 @@ bool gauge_reaches(Proxy& proxy, Pred pred, std::chrono::milliseconds limit) {
 TEST(Abuse, StalledAndIdleConnectionsDoNotStarveANormalClientOrGrowMemory) {
   raise_fd_limit();
   Origin origin;
-  Proxy proxy(default_config(origin));
+  Proxy proxy(one_route_config(origin));
   const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), proxy.port());
 
   // Warm up the request path (upstream connection, allocator arenas of both workers) so
@@ -155,8 +142,11 @@ TEST(Abuse, StalledAndIdleConnectionsDoNotStarveANormalClientOrGrowMemory) {
   }
   const long rss_after = rss_kib();
   const long growth_kib = rss_after - rss_before;
-  // Nothing was cut off early (default timeouts: header_read 10 s, idle 60 s)...
-  EXPECT_EQ(proxy.metrics().active_connections.load(), kStalled + kIdle);
+  // Nothing was cut off early (default timeouts: header_read 10 s, idle 60 s); the normal
+  // client's last connection is let go of asynchronously, hence the wait...
+  EXPECT_TRUE(gauge_reaches(
+      proxy, [](auto n) { return n == kStalled + kIdle; }, 5s))
+      << proxy.metrics().active_connections.load() << " connections open at the proxy";
   // ...and the idle connections are still good keep-alive connections.
   int reused = 0;
   auto it = idle.begin();
@@ -179,7 +169,10 @@ TEST(Abuse, StalledAndIdleConnectionsDoNotStarveANormalClientOrGrowMemory) {
   // frames included; the proxy's per-connection body buffer is 16 KiB, mostly untouched
   // while a connection waits). The bound is twice that: what it catches is per-connection
   // memory that grows with what a client sends or how long it waits, not allocator noise.
+  // (Not under a sanitizer: its shadow memory multiplies every allocation.)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   EXPECT_LT(growth_kib, 44 * 1024);
+#endif
 
   // Cleanup: every socket closed, and the proxy lets go of every session.
   for (auto& s : stalled) s.close();

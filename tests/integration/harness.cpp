@@ -106,6 +106,14 @@ std::string substitute(std::string text, const std::string& from, const std::str
   return text;
 }
 
+std::string one_route_config(const Origin& origin, const std::string& server_extra,
+                             const std::string& upstream_extra) {
+  return "server:\n  listen: [127.0.0.1:0]\n" + server_extra +
+         "upstreams:\n  origin: { url: \"http://127.0.0.1:" + std::to_string(origin.port()) + "\"" +
+         (upstream_extra.empty() ? "" : ", " + upstream_extra) +
+         " }\nroutes:\n  - name: all\n    match: { path_prefix: / }\n    upstream: origin\n";
+}
+
 config::ConfigPtr load_or_fail(const std::string& yaml) {
   auto r = config::load_config_text(yaml, "test.yaml", config::process_env());
   for (const auto& e : r.errors) ADD_FAILURE() << e.to_string();

@@ -83,6 +83,10 @@ class Proxy {
 };
 
 std::string substitute(std::string text, const std::string& from, const std::string& to);
+// A proxy with one route, "all" (every path), to `origin`. `server_extra` is YAML lines under
+// `server:` (two-space indented), `upstream_extra` more keys of the upstream's flow map.
+std::string one_route_config(const Origin& origin, const std::string& server_extra = "",
+                             const std::string& upstream_extra = "");
 config::ConfigPtr load_or_fail(const std::string& yaml);
 
 // A blocking client over one TCP connection, every operation bounded by a deadline.

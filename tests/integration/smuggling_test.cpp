@@ -425,21 +425,10 @@ std::vector<Case> cases() {
 // ---------------------------------------------------------------------------------------
 
 std::string proxy_config(const Origin& origin) {
-  return substitute(R"(
-server:
-  listen: [127.0.0.1:0]
-  threads: 1
-  pop: itest
-  max_body_bytes: 1MiB
-  timeouts: { header_read: 500ms, idle: 500ms }
-upstreams:
-  origin: { url: "http://{ORIGIN}", response_timeout: 2s }
-routes:
-  - name: all
-    match: { path_prefix: / }
-    upstream: origin
-)",
-                    "{ORIGIN}", "127.0.0.1:" + std::to_string(origin.port()));
+  return one_route_config(origin,
+                          "  threads: 1\n  pop: itest\n  max_body_bytes: 1MiB\n"
+                          "  timeouts: { header_read: 500ms, idle: 500ms }\n",
+                          "response_timeout: 2s");
 }
 
 // Reads until the peer closes or the deadline passes; `closed` tells which.

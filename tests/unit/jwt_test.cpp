@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/base64url.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/keys/jwt.hpp"
 
@@ -59,7 +60,7 @@ Key public_only(const Key& k) {
   return Key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
 }
 
-const char* const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+const std::string_view alphabet = floodgate::testing::kBase64UrlAlphabet;
 char b64url_char(std::size_t i) {
   return alphabet[i];
 }
@@ -68,19 +69,7 @@ std::size_t b64url_index(char c) {
 }
 
 std::string b64url(std::string_view bytes) {
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : bytes) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(alphabet[(acc >> bits) & 63]);
-    }
-  }
-  if (bits > 0) out.push_back(alphabet[(acc << (6 - bits)) & 63]);
-  return out;
+  return floodgate::testing::base64url(bytes);
 }
 
 std::string digest_sign(const Key& key, std::string_view input) {
