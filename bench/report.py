@@ -152,18 +152,29 @@ plot '{data}' using 1:3:xtic(2) with boxes lc rgb '#4a7fb5' title 'req/s', \\
 def micro_table(path):
     with open(path) as f:
         data = json.load(f)
-    out = ["| benchmark | time per op | ops per second |", "|---|---:|---:|"]
+    out = ["| benchmark | time per op | ops per second | note |", "|---|---:|---:|---|"]
+    standard = {"name", "family_index", "per_family_instance_index", "run_name", "run_type",
+                "repetitions", "repetition_index", "threads", "iterations", "real_time",
+                "cpu_time", "time_unit", "items_per_second", "label", "error_occurred",
+                "error_message"}
     for b in data["benchmarks"]:
         if b.get("run_type") == "aggregate":
             continue
-        ns = b["real_time"] if b["time_unit"] == "ns" else b["real_time"] * {"us": 1e3, "ms": 1e6}[b["time_unit"]]
+        scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b["time_unit"]]
+        ns = b["real_time"] * scale
         rate = b.get("items_per_second")
         rate_text = f"{rate / 1e6:.2f} M" if rate else "-"
-        out.append(f"| `{b['name']}` | {ns:,.0f} ns | {rate_text} |")
+        notes = [b["label"]] if b.get("label") else []
+        notes += [f"{k} = {v:,.0f}" for k, v in b.items()
+                  if k not in standard and isinstance(v, (int, float))]
+        time_text = "-" if notes and not rate and ns > 1e6 else f"{ns:,.0f} ns"
+        out.append(f"| `{b['name']}` | {time_text} | {rate_text} | {'; '.join(notes)} |")
     ctx = data.get("context", {})
     out.append("")
-    out.append(f"({ctx.get('num_cpus', '?')} CPUs, {ctx.get('mhz_per_cpu', '?')} MHz, "
-               f"build type {ctx.get('library_build_type', '?')}; one run.)")
+    out.append(f"({ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz; floodgate "
+               f"built RelWithDebInfo; one run. Google Benchmark's own note that its library "
+               f"was built as \"{ctx.get('library_build_type', '?')}\" is about Debian's "
+               f"package, not the code measured.)")
     return "\n".join(out)
 
 
