@@ -124,7 +124,7 @@ class Session {
       route_name_ = {};
       bool keep_alive = co_await serve(parser, *config);
       --w_.in_flight;
-      if (config->log.access_log) access_log(parser.get(), started);
+      if (config->log.access_log) access_log(*config, parser.get(), started);
       if (!keep_alive) break;
     }
     beast::error_code ignored;
@@ -145,16 +145,16 @@ class Session {
 
   // One JSON line per request: what an operator needs to explain a decision, and no raw
   // client identifier beyond the socket peer (the key is the hashed store key).
-  void access_log(const bhttp::request<bhttp::buffer_body>& req,
+  // `config`: the snapshot the request was served under.
+  void access_log(const config::Config& config, const bhttp::request<bhttp::buffer_body>& req,
                   std::chrono::steady_clock::time_point started) {
     auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
     auto path = std::string_view(req.target());
     path = path.substr(0, path.find('?'));
-    std::string line = "{\"type\":\"access\",\"pop\":\"" + w_.config.get()->server.pop +
-                       "\",\"peer\":\"" + peer_ip_ + "\",\"method\":\"" +
-                       std::string(req.method_string()) + "\",\"path\":\"" + json_escaped(path) +
-                       "\",\"route\":\"" + std::string(route_name_) +
-                       "\",\"status\":" + std::to_string(status_);
+    std::string line = "{\"type\":\"access\",\"pop\":\"" + config.server.pop + "\",\"peer\":\"" +
+                       peer_ip_ + "\",\"method\":\"" + std::string(req.method_string()) +
+                       "\",\"path\":\"" + json_escaped(path) + "\",\"route\":\"" +
+                       std::string(route_name_) + "\",\"status\":" + std::to_string(status_);
     if (!logged_.decision.empty())
       line += ",\"decision\":\"" + std::string(logged_.decision) + "\",\"limit\":\"" +
               logged_.limit + "\",\"key\":\"" + logged_.key + "\"";

@@ -77,10 +77,6 @@ void Watchdog::relax() {
   state_->guarded = nullptr;
 }
 
-bool Watchdog::expired() const {
-  return state_->expired;
-}
-
 boost::system::error_code Watchdog::translate(boost::system::error_code ec) const {
   if (ec == asio::error::operation_aborted && state_->expired) return boost::beast::error::timeout;
   return ec;

@@ -32,7 +32,6 @@ class Watchdog {
   void relax();
   // operation_aborted caused by an expired deadline becomes beast::error::timeout.
   boost::system::error_code translate(boost::system::error_code ec) const;
-  bool expired() const;
 
  private:
   struct State;

@@ -54,15 +54,7 @@ RedisCluster::~RedisCluster() {
 }
 
 std::string RedisCluster::cli(std::uint16_t port, const std::string& args) const {
-  std::string cmd = "timeout 20 redis-cli -p " + std::to_string(port) + " " + args + " 2>/dev/null";
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    while (auto n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-    pclose(p);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
+  return redis_cli(port, args, 20);  // cluster commands (CREATE, failover) take seconds
 }
 
 std::vector<std::uint16_t> RedisCluster::masters() const {

@@ -64,8 +64,9 @@ void RedisServer::restart() {
   start();
 }
 
-std::string RedisServer::cli(const std::string& args) const {
-  std::string cmd = "timeout 2 redis-cli -p " + std::to_string(port_) + " " + args + " 2>/dev/null";
+std::string redis_cli(std::uint16_t port, const std::string& args, int timeout_seconds) {
+  std::string cmd = "timeout " + std::to_string(timeout_seconds) + " redis-cli -p " +
+                    std::to_string(port) + " " + args + " 2>/dev/null";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char buf[4096];

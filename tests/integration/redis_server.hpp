@@ -12,6 +12,9 @@
 
 namespace floodgate::testing {
 
+// `redis-cli -p PORT ARGS` bounded by `timeout_seconds`; its output without trailing newlines.
+std::string redis_cli(std::uint16_t port, const std::string& args, int timeout_seconds);
+
 class RedisServer {
  public:
   RedisServer();
@@ -22,7 +25,7 @@ class RedisServer {
   void thaw();     // SIGCONT
   void restart();  // kill (if running) and start again on the same port, empty
   // Runs a command through redis-cli and returns its output (trimmed).
-  std::string cli(const std::string& args) const;
+  std::string cli(const std::string& args) const { return redis_cli(port_, args, 2); }
 
  private:
   void start();
