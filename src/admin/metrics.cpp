@@ -181,6 +181,12 @@ std::string Metrics::render() const {
   help(out, "floodgate_active_connections", "gauge", "Open downstream connections.");
   line(out, "floodgate_active_connections", "",
        static_cast<std::uint64_t>(std::max<std::int64_t>(0, active_connections.load())));
+  help(out, "floodgate_active_websockets", "gauge", "Open WebSocket tunnels.");
+  line(out, "floodgate_active_websockets", "",
+       static_cast<std::uint64_t>(std::max<std::int64_t>(0, active_tunnels.load())));
+  help(out, "floodgate_tls_handshake_failures_total", "counter",
+       "Downstream TLS handshakes that failed (protocol, version, timeout or closed).");
+  line(out, "floodgate_tls_handshake_failures_total", "", tls_handshake_failures.load());
   help(out, "floodgate_config_reloads_total", "counter", "Config reloads by result.");
   line(out, "floodgate_config_reloads_total", "result=\"ok\"", reloads_ok.load());
   line(out, "floodgate_config_reloads_total", "result=\"rejected\"", reloads_failed.load());

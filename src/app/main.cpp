@@ -79,19 +79,6 @@ int run(const std::string& path) {
   }
   auto log = app::make_logger(r.config->log);
   for (const auto& w : r.warnings) log->warn("{}", w.to_string());
-  // TLS (issue 9) is validated but not served yet: refuse rather than speak plain HTTP where
-  // TLS is expected.
-  for (const auto& l : r.config->server.listen)
-    if (l.tls) {
-      log->critical("listener {}: TLS termination is not available in this build yet",
-                    l.address.to_string());
-      return kExitRuntime;
-    }
-  for (const auto& u : r.config->upstreams)
-    if (u.tls) {
-      log->critical("upstream {}: https upstreams are not available in this build yet", u.name);
-      return kExitRuntime;
-    }
   config::ConfigSource source(r.config);
   limit::SystemClock clock;
   // One in-process state shared by every worker: the embedded store and the `local` fallback.

@@ -17,6 +17,7 @@
 #include <memory>
 #include <variant>
 
+#include "floodgate/tls/contexts.hpp"
 #include "sections.hpp"
 
 namespace floodgate::config {
@@ -41,6 +42,7 @@ std::optional<Listener> listener(YamlReader& r, const YAML::Node& n, const std::
     Section t(r, s["tls"], s.at("tls"));
     if (!r.map(t.node(), t.path(), {"certificates", "min_version"})) return l;
     TlsSettings tls;
+    std::vector<tls::Certificate> loaded_certs;
     t.choice<std::string>("min_version", tls.min_version, {{"1.2", "1.2"}, {"1.3", "1.3"}});
     if (t.require("certificates")) {
       auto certs = r.sequence(t["certificates"], t.at("certificates"));
@@ -50,13 +52,27 @@ std::optional<Listener> listener(YamlReader& r, const YAML::Node& n, const std::
         TlsCertificate cert;
         if (c.require("cert")) c.string("cert", cert.cert);
         if (c.require("key")) c.string("key", cert.key);
+        if (cert.cert.empty() || cert.key.empty()) continue;
         cert.cert = r.resolve_path(cert.cert);
         cert.key = r.resolve_path(cert.key);
         tls.certificates.push_back(cert);
+        auto loaded = tls::load_certificate(cert.cert, cert.key, tls.min_version);
+        if (auto* e = std::get_if<tls::CertificateError>(&loaded)) {
+          const char* field = e->file == tls::CertificateError::File::cert ? "cert" : "key";
+          r.error(c[field], c.at(field), e->message);
+          continue;
+        }
+        auto& ok = std::get<tls::Certificate>(loaded);
+        if (ok.expired)
+          r.warn(c["cert"], c.at("cert"),
+                 "certificate " + cert.cert + " expired on " + ok.not_after + " (served anyway)");
+        loaded_certs.push_back(std::move(ok));
       }
       if (certs.empty() && t["certificates"].IsSequence())
         r.error(t["certificates"], t.at("certificates"), "at least one certificate is required");
     }
+    if (!loaded_certs.empty() && loaded_certs.size() == tls.certificates.size())
+      tls.contexts = std::make_shared<const tls::ServerContexts>(std::move(loaded_certs));
     l.tls = tls;
   }
   return l;
@@ -265,6 +281,15 @@ void read_upstreams(const Section& s, std::vector<Upstream>& out) {
     }
     if (!u.ca_file.empty() && !u.tls)
       r.error(us["ca_file"], us.at("ca_file"), "ca_file only applies to an https upstream");
+    if (u.tls) {
+      auto ctx = tls::make_client_context(u.ca_file);
+      if (auto* why = std::get_if<std::string>(&ctx))
+        r.error(u.ca_file.empty() ? us["url"] : us["ca_file"],
+                us.at(u.ca_file.empty() ? "url" : "ca_file"), *why);
+      else
+        u.tls_context = std::get<std::shared_ptr<ssl_ctx_st>>(std::move(ctx));
+    }
+    u.pool_key = u.tls ? u.url + " ca_file=" + u.ca_file : u.url;
     out.push_back(std::move(u));
   }
 }

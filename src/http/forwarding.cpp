@@ -13,12 +13,13 @@ namespace floodgate::http {
 
 namespace bhttp = boost::beast::http;
 
-void strip_hop_by_hop(bhttp::fields& fields) {
-  // Collect the names listed in Connection before erasing it: "Connection: close, X-Foo"
-  // makes X-Foo hop-by-hop too.
-  std::vector<std::string> named;
-  for (auto it = fields.find(bhttp::field::connection);
-       it != fields.end() && it->name() == bhttp::field::connection; ++it) {
+namespace {
+
+// Calls fn(token) for each element of a comma-separated list header, over every occurrence
+// of it, trimmed of blanks; stops when fn returns true.
+template <typename Fn>
+bool any_token(const bhttp::fields& fields, bhttp::field name, Fn&& fn) {
+  for (auto it = fields.find(name); it != fields.end() && it->name() == name; ++it) {
     std::string_view v = it->value();
     while (!v.empty()) {
       auto comma = v.find(',');
@@ -27,11 +28,29 @@ void strip_hop_by_hop(bhttp::fields& fields) {
         token.remove_prefix(1);
       while (!token.empty() && (token.back() == ' ' || token.back() == '\t'))
         token.remove_suffix(1);
-      if (!token.empty()) named.emplace_back(token);
+      if (!token.empty() && fn(token)) return true;
       if (comma == std::string_view::npos) break;
       v.remove_prefix(comma + 1);
     }
   }
+  return false;
+}
+
+bool has_token(const bhttp::fields& fields, bhttp::field name, std::string_view wanted) {
+  return any_token(fields, name,
+                   [&](std::string_view t) { return boost::beast::iequals(t, wanted); });
+}
+
+}  // namespace
+
+void strip_hop_by_hop(bhttp::fields& fields) {
+  // Collect the names listed in Connection before erasing it: "Connection: close, X-Foo"
+  // makes X-Foo hop-by-hop too.
+  std::vector<std::string> named;
+  any_token(fields, bhttp::field::connection, [&](std::string_view t) {
+    named.emplace_back(t);
+    return false;
+  });
   // One pass over the fields (a lookup per hop-by-hop name would walk the index ten times).
   for (auto it = fields.begin(); it != fields.end();) {
     switch (it->name()) {
@@ -52,6 +71,12 @@ void strip_hop_by_hop(bhttp::fields& fields) {
     }
   }
   for (const auto& name : named) fields.erase(name);
+}
+
+bool is_websocket_upgrade(const bhttp::request_header<>& req) {
+  return req.method() == bhttp::verb::get && req.version() == 11 &&
+         has_token(req, bhttp::field::upgrade, "websocket") &&
+         has_token(req, bhttp::field::connection, "upgrade");
 }
 
 std::string joined_values(const bhttp::fields& fields, std::string_view name,

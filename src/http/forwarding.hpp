@@ -29,6 +29,10 @@ bool framing_is_safe(const boost::beast::http::request_header<>& req, bool chunk
 // host [":" port], host a reg-name, an IPv4 address or an IP literal in brackets.
 bool valid_host(std::string_view host);
 
+// A WebSocket opening handshake (RFC 6455 section 4.1): GET, HTTP/1.1, `Upgrade: websocket`
+// and `upgrade` among the Connection tokens. Other upgrades (h2c, ...) are not tunnelled.
+bool is_websocket_upgrade(const boost::beast::http::request_header<>& req);
+
 struct ForwardedFor {
   std::string_view peer_ip;  // the socket peer, as text
   bool tls = false;          // the client spoke HTTPS to us

@@ -21,6 +21,7 @@
 #include <span>
 #include <string_view>
 
+#include "transport.hpp"
 #include "watchdog.hpp"
 
 namespace floodgate::http {
@@ -36,7 +37,7 @@ struct RelayResult {
 enum class BodyFraming { raw, chunked };
 
 struct RelayLeg {
-  boost::asio::ip::tcp::socket& socket;
+  Transport& stream;
   std::chrono::milliseconds timeout;
 };
 
@@ -56,9 +57,9 @@ boost::asio::awaitable<RelayResult> relay_message(
     if (!parser.is_done()) {
       body.data = chunk.data();
       body.size = chunk.size();
-      watch.guard(from.socket, from.timeout);
+      watch.guard(from.stream.socket(), from.timeout);
       auto [rec, rn] =
-          co_await bhttp::async_read(from.socket, from_buffer, parser, as_tuple(use_awaitable));
+          co_await bhttp::async_read(from.stream, from_buffer, parser, as_tuple(use_awaitable));
       if (rec == bhttp::error::need_buffer) rec = {};
       if (rec) {
         result.failed = RelayResult::Side::read;
@@ -88,9 +89,9 @@ boost::asio::awaitable<RelayResult> relay_message(
       out[k++] = asio::buffer(chunk.data(), n);
     }
     if (k > 0) {
-      watch.guard(to.socket, to.timeout);
+      watch.guard(to.stream.socket(), to.timeout);
       auto [wec, wn] =
-          co_await asio::async_write(to.socket, std::span(out.data(), k), as_tuple(use_awaitable));
+          co_await asio::async_write(to.stream, std::span(out.data(), k), as_tuple(use_awaitable));
       if (wec) {
         result.failed = RelayResult::Side::write;
         result.error = watch.translate(wec);

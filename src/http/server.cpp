@@ -20,6 +20,7 @@
 
 #include "floodgate/store/limit_store.hpp"
 #include "floodgate/store/redis_store.hpp"
+#include "floodgate/tls/contexts.hpp"
 #include "session.hpp"
 #include "worker_context.hpp"
 
@@ -68,10 +69,11 @@ class Worker {
     *ctx_.alive = false;
   }
 
-  // Opens an SO_REUSEPORT acceptor; every worker binds the same port and the kernel spreads
-  // connections across them. Returns the bound port.
-  std::uint16_t listen(tcp::endpoint ep) {
-    auto& acc = acceptors_.emplace_back(ioc_);
+  // Opens an SO_REUSEPORT acceptor for server.listen[index]; every worker binds the same
+  // port and the kernel spreads connections across them. Returns the bound port.
+  std::uint16_t listen(tcp::endpoint ep, std::size_t index, const config::Listener& listener) {
+    auto& entry = acceptors_.emplace_back(ioc_, index, listener);
+    auto& acc = entry.acceptor;
     boost::system::error_code ec;
     acc.open(ep.protocol(), ec);
     if (!ec) acc.set_option(asio::socket_base::reuse_address(true), ec);
@@ -87,17 +89,17 @@ class Worker {
   }
 
   void start() {
-    for (auto& acc : acceptors_)
-      asio::co_spawn(ioc_, accept_loop(acc), log_exceptions(ctx_.log, "acceptor"));
+    for (auto& entry : acceptors_)
+      asio::co_spawn(ioc_, accept_loop(entry), log_exceptions(ctx_.log, "acceptor"));
     thread_ = std::thread([this] { ioc_.run(); });
   }
 
   // Called from another thread: the work happens on the worker's own loop.
   void drain(std::chrono::steady_clock::time_point deadline) {
     asio::post(ioc_, [this, deadline] {
-      for (auto& acc : acceptors_) {
+      for (auto& entry : acceptors_) {
         boost::system::error_code ignored;
-        acc.close(ignored);
+        entry.acceptor.close(ignored);
       }
       ctx_.draining = true;
       asio::co_spawn(ioc_, stop_when_idle(deadline), log_exceptions(ctx_.log, "drain"));
@@ -115,7 +117,34 @@ class Worker {
   }
 
  private:
-  asio::awaitable<void> accept_loop(tcp::acceptor& acc) {
+  struct Acceptor {
+    Acceptor(asio::io_context& ioc, std::size_t index, const config::Listener& l)
+        : acceptor(ioc), index(index), address(l.address.to_string()), tls(l.tls.has_value()) {
+      if (l.tls) started_with = l.tls->contexts;
+    }
+    tcp::acceptor acceptor;
+    std::size_t index;    // into server.listen
+    std::string address;  // as configured: a reload may reorder listeners (restart needed)
+    bool tls;
+    std::shared_ptr<const tls::ServerContexts> started_with;
+  };
+
+  // The certificates a new connection gets: the current snapshot's for this listener, so
+  // that a reload (SIGHUP) replaces them for new connections while open ones keep theirs.
+  // A reload that changed the listeners themselves takes effect at restart: until then the
+  // certificates loaded at start stay.
+  std::shared_ptr<const tls::ServerContexts> tls_for(const Acceptor& a) const {
+    if (!a.tls) return nullptr;
+    auto cfg = ctx_.config.get();
+    const auto& listen = cfg->server.listen;
+    if (a.index < listen.size() && listen[a.index].address.to_string() == a.address &&
+        listen[a.index].tls && listen[a.index].tls->contexts)
+      return listen[a.index].tls->contexts;
+    return a.started_with;
+  }
+
+  asio::awaitable<void> accept_loop(Acceptor& entry) {
+    auto& acc = entry.acceptor;
     for (;;) {
       auto [ec, socket] = co_await acc.async_accept(asio::as_tuple(asio::use_awaitable));
       if (ec == asio::error::operation_aborted || !acc.is_open()) co_return;
@@ -127,7 +156,7 @@ class Worker {
         continue;
       }
       socket.set_option(tcp::no_delay(true), ec);
-      asio::co_spawn(ioc_, run_session(std::move(socket), ctx_),
+      asio::co_spawn(ioc_, run_session(std::move(socket), tls_for(entry), ctx_),
                      log_exceptions(ctx_.log, "session"));
     }
   }
@@ -148,7 +177,7 @@ class Worker {
   // One thread runs this loop and only it touches its sockets: no reactor I/O locking.
   asio::io_context ioc_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   WorkerContext ctx_;
-  std::list<tcp::acceptor> acceptors_;
+  std::list<Acceptor> acceptors_;
   std::thread thread_;
 };
 
@@ -184,11 +213,12 @@ void Server::start() {
     impl_->workers.push_back(
         std::make_unique<Worker>(impl_->config, *impl_->log, impl_->deps,
                                  std::string(instance) + ":" + std::to_string(i) + ":"));
-  for (const auto& l : cfg->server.listen) {
+  for (std::size_t index = 0; index < cfg->server.listen.size(); ++index) {
+    const auto& l = cfg->server.listen[index];
     auto ep = to_endpoint(l.address);
     // With port 0 the first worker gets an ephemeral port and the others join it.
-    ep.port(impl_->workers.front()->listen(ep));
-    for (std::size_t i = 1; i < impl_->workers.size(); ++i) impl_->workers[i]->listen(ep);
+    ep.port(impl_->workers.front()->listen(ep, index, l));
+    for (std::size_t i = 1; i < impl_->workers.size(); ++i) impl_->workers[i]->listen(ep, index, l);
     impl_->ports.push_back(ep.port());
   }
   for (auto& w : impl_->workers) w->start();

@@ -1,5 +1,8 @@
 #include "session.hpp"
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http.hpp>
@@ -9,9 +12,11 @@
 
 #include "error_response.hpp"
 #include "floodgate/http/router.hpp"
+#include "floodgate/tls/contexts.hpp"
 #include "forwarding.hpp"
 #include "limit_gate.hpp"
 #include "relay.hpp"
+#include "transport.hpp"
 #include "watchdog.hpp"
 #include "wire.hpp"
 
@@ -31,6 +36,9 @@ namespace {
 constexpr std::size_t kChunkSize = 16 * 1024;
 constexpr std::uint64_t kUpstreamHeaderLimit = 64 * 1024;
 constexpr std::chrono::milliseconds kAnswerWriteTimeout{10'000};
+// How long a closing TLS connection waits for the client's close_notify after sending its
+// own: long enough for a client that answers, short enough not to hold a dead one.
+constexpr std::chrono::milliseconds kTlsCloseTimeout{1'000};
 
 bool is_idempotent(bhttp::verb v) {
   return v == bhttp::verb::get || v == bhttp::verb::head || v == bhttp::verb::options ||
@@ -53,6 +61,19 @@ bool is_malformed_body(const beast::error_code& ec) {
   return ec.category() == bhttp::make_error_code(bhttp::error::bad_chunk).category() &&
          ec != bhttp::error::partial_message && ec != bhttp::error::end_of_stream &&
          ec != bhttp::error::need_buffer;
+}
+
+// A request the parser rejected (as opposed to a connection that closed, stalled or broke):
+// only these are worth an answer.
+bool is_protocol_error(const beast::error_code& ec) {
+  return ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category() &&
+         ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message;
+}
+
+// The ways a reused keep-alive connection shows that its upstream closed it meanwhile.
+bool is_stale_connection(const beast::error_code& ec) {
+  return ec == bhttp::error::end_of_stream || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe || ec == asio::ssl::error::stream_truncated;
 }
 
 bhttp::status status_for_read_error(const beast::error_code& ec) {
@@ -83,9 +104,10 @@ class LeaseGuard {
 
 class Session {
  public:
-  Session(tcp::socket socket, WorkerContext& w)
+  Session(tcp::socket socket, std::shared_ptr<const tls::ServerContexts> tls, WorkerContext& w)
       : peer_ip_(peer_text(socket)),
         peer_(config::parse_ip(peer_ip_).value_or(config::IpAddress{})),
+        tls_(std::move(tls)),
         client_(std::move(socket)),
         watch_(client_.get_executor()),
         w_(w) {
@@ -96,6 +118,7 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   asio::awaitable<void> run() {
+    if (tls_ && !co_await handshake()) co_return;
     bool first = true;
     while (!w_.draining) {
       auto config = w_.config.get();
@@ -104,15 +127,13 @@ class Session {
       RequestParser parser;
       parser.header_limit(static_cast<std::uint32_t>(config->server.max_header_bytes));
       parser.body_limit(config->server.max_body_bytes);
-      watch_.guard(client_, config->server.timeouts.header_read);
+      watch_.guard(client_.socket(), config->server.timeouts.header_read);
       auto [read_ec, n] =
           co_await bhttp::async_read_header(client_, buffer_, parser, as_tuple(use_awaitable));
       if (auto ec = watch_.translate(read_ec)) {
         // A client that closes or stalls between requests gets nothing; a broken request
         // gets its status and the connection is closed (its remaining bytes are unframed).
-        if (ec != bhttp::error::end_of_stream && ec != beast::error::timeout &&
-            ec != asio::error::connection_reset && ec != asio::error::operation_aborted)
-          co_await send_error(status_for_read_error(ec), 11, false);
+        if (is_protocol_error(ec)) co_await send_error(status_for_read_error(ec), 11, false);
         co_return;
       }
       ++w_.in_flight;
@@ -127,15 +148,38 @@ class Session {
       if (config->log.access_log) access_log(*config, parser.get(), started);
       if (!keep_alive) break;
     }
+    if (client_.is_tls()) {
+      // close_notify tells the client the response was not cut short (RFC 8446 section 6.1).
+      watch_.guard(client_.socket(), kTlsCloseTimeout);
+      co_await client_.tls().async_shutdown(as_tuple(use_awaitable));
+      watch_.relax();
+    }
     beast::error_code ignored;
-    client_.shutdown(tcp::socket::shutdown_send, ignored);
+    client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
   }
 
  private:
+  // The TLS handshake, within the header_read timeout: a client that connects and says
+  // nothing costs no more than one that never sends its request line.
+  asio::awaitable<bool> handshake() {
+    SSL* ssl = tls_->new_connection();
+    if (!ssl) co_return false;
+    client_.start_tls(ssl);
+    watch_.guard(client_.socket(), w_.config.get()->server.timeouts.header_read);
+    auto [ec] = co_await client_.tls().async_handshake(asio::ssl::stream_base::server,
+                                                       as_tuple(use_awaitable));
+    if (ec) {
+      w_.metrics.tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+      w_.log.debug("TLS handshake with {} failed: {}", peer_ip_, watch_.translate(ec).message());
+      co_return false;
+    }
+    co_return true;
+  }
+
   // Waits for the first byte of a keep-alive connection's next request within the idle
   // timeout; only then does the header_read clock start.
   asio::awaitable<bool> wait_for_next_request(const config::Config& config) {
-    watch_.guard(client_, config.server.timeouts.idle);
+    watch_.guard(client_.socket(), config.server.timeouts.idle);
     auto [ec, n] =
         co_await client_.async_read_some(buffer_.prepare(kChunkSize), as_tuple(use_awaitable));
     if (ec) co_return false;
@@ -179,7 +223,7 @@ class Session {
 
   asio::awaitable<bool> send(const Answer& a) {
     status_ = static_cast<int>(a.status);
-    watch_.guard(client_, kAnswerWriteTimeout);
+    watch_.guard(client_.socket(), kAnswerWriteTimeout);
     auto [ec, n] =
         co_await asio::async_write(client_, asio::buffer(a.bytes), as_tuple(use_awaitable));
     co_return !ec && a.keep_alive;
@@ -215,13 +259,15 @@ class Session {
       if (config.log.access_log) remember_for_log(gate.admission);
       if (gate.answer) co_return co_await send(*gate.answer);
     }
+    // Held until the response (or the WebSocket tunnel) ends: an open tunnel keeps counting
+    // against a concurrency limit.
     LeaseGuard leases(gate.admission, w_.alive);
     co_return co_await forward(parser, config, config.upstream_of(*route), *target, gate.admission);
   }
 
   // Rewrites the request header in place for the upstream.
   void prepare_upstream_request(RequestParser& parser, const config::Config& config,
-                                const config::Upstream& u, const Target& target) {
+                                const config::Upstream& u, const Target& target, bool upgrade) {
     auto& req = parser.get();
     auto content_length = parser.content_length();
     bool chunked = parser.chunked();
@@ -235,8 +281,12 @@ class Session {
     if (target.origin_form.size() != req.target().size())
       req.target(std::string(target.origin_form));
     strip_hop_by_hop(req);
+    if (upgrade) {  // the one hop-by-hop pair we pass on (RFC 9110 section 7.8)
+      req.set(bhttp::field::connection, "Upgrade");
+      req.set(bhttp::field::upgrade, "websocket");
+    }
     req.erase(bhttp::field::expect);  // answered by us: see forward()
-    add_forwarding_headers(req, {peer_ip_, false, config.server.pop});
+    add_forwarding_headers(req, {peer_ip_, client_.is_tls(), config.server.pop});
     req.version(11);
     if (content_length)
       req.content_length(*content_length);
@@ -250,7 +300,7 @@ class Session {
                                             const config::Config& config) {
     if (expect_continue && !parser.is_done()) {
       static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
-      watch_.guard(client_, config.server.timeouts.idle);
+      watch_.guard(client_.socket(), config.server.timeouts.idle);
       auto [cec, cn] =
           co_await asio::async_write(client_, asio::buffer(cont), as_tuple(use_awaitable));
       if (cec) co_return RelayResult{RelayResult::Side::read, watch_.translate(cec)};
@@ -258,7 +308,7 @@ class Session {
     head_.clear();
     append_head(head_, parser.get());
     co_return co_await relay_message(RelayLeg{client_, config.server.timeouts.idle}, buffer_,
-                                     parser, RelayLeg{conn.socket, u.response_timeout}, head_,
+                                     parser, RelayLeg{conn.stream, u.response_timeout}, head_,
                                      parser.chunked() ? BodyFraming::chunked : BodyFraming::raw,
                                      std::span(chunk_), watch_);
   }
@@ -267,19 +317,21 @@ class Session {
   asio::awaitable<beast::error_code> read_response_header(UpstreamConnection& conn,
                                                           const config::Upstream& u,
                                                           std::optional<ResponseParser>& rp,
-                                                          bool head) {
+                                                          bool head, bool upgrade) {
     for (;;) {
       rp.emplace();
       rp->header_limit(kUpstreamHeaderLimit);
       rp->body_limit(boost::none);
       rp->skip(head);
-      watch_.guard(conn.socket, u.response_timeout);
+      watch_.guard(conn.stream.socket(), u.response_timeout);
       auto [read_ec, n] =
-          co_await bhttp::async_read_header(conn.socket, conn.buffer, *rp, as_tuple(use_awaitable));
+          co_await bhttp::async_read_header(conn.stream, conn.buffer, *rp, as_tuple(use_awaitable));
       if (auto ec = watch_.translate(read_ec)) co_return ec;
       auto code = rp->get().result_int();
       if (code >= 200) co_return beast::error_code{};
-      if (code == 101) co_return bhttp::error::bad_version;  // we never forward Upgrade
+      // 101 is final for an upgrade we asked for; anything else switching protocols on a
+      // request that did not ask is a broken upstream.
+      if (code == 101) co_return upgrade ? beast::error_code{} : bhttp::error::bad_version;
     }
   }
 
@@ -293,7 +345,8 @@ class Session {
     const bool expect_continue = beast::iequals(req[bhttp::field::expect], "100-continue");
     const bool head = req.method() == bhttp::verb::head;
     const bool retryable = !has_body && is_idempotent(req.method());
-    prepare_upstream_request(parser, config, u, target);
+    const bool upgrade = !has_body && is_websocket_upgrade(req);
+    prepare_upstream_request(parser, config, u, target, upgrade);
 
     std::optional<ResponseParser> rp;
     UpstreamConnectionPtr conn;
@@ -305,17 +358,17 @@ class Session {
     for (int attempt = 0;; ++attempt) {
       conn = w_.pool.take(u);
       if (!conn) {
-        auto [fresh, cec] = co_await w_.pool.connect(u, watch_);
-        if (cec) {
+        auto fresh = co_await w_.pool.connect(u, watch_);
+        if (fresh.error) {
           auto& stats = w_.upstream_stats(u.name);
-          (cec == beast::error::timeout ? stats.timeouts : stats.connect_errors)
+          (fresh.error == beast::error::timeout ? stats.timeouts : stats.connect_errors)
               .fetch_add(1, std::memory_order_relaxed);
           if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
             w_.log.warn("upstream {} ({}): connect failed: {} ({} similar lines suppressed)",
-                        u.name, u.url, cec.message(), quiet);
-          co_return co_await send_error(status_for_upstream_error(cec), version, false);
+                        u.name, u.url, fresh.why, quiet);
+          co_return co_await send_error(status_for_upstream_error(fresh.error), version, false);
         }
-        conn = std::move(fresh);
+        conn = std::move(fresh.conn);
       }
       const auto sent_at = std::chrono::steady_clock::now();
       auto sent = co_await send_request(parser, *conn, u, expect_continue, config);
@@ -329,7 +382,7 @@ class Session {
         co_return false;  // or the client went away or stalled mid-body
       }
       beast::error_code ec = sent.error;
-      if (!ec) ec = co_await read_response_header(*conn, u, rp, head);
+      if (!ec) ec = co_await read_response_header(*conn, u, rp, head, upgrade);
       if (!ec) {
         upstream_took_ = std::chrono::steady_clock::now() - sent_at;
         auto& stats = w_.upstream_stats(u.name);
@@ -340,10 +393,7 @@ class Session {
       }
       // A pooled connection the upstream closed just as we reused it: safe to try once more
       // on a new one, but only when nothing of a body has been consumed.
-      if (conn->reused && retryable && attempt == 0 &&
-          (ec == bhttp::error::end_of_stream || ec == asio::error::connection_reset ||
-           ec == asio::error::broken_pipe))
-        continue;
+      if (conn->reused && retryable && attempt == 0 && is_stale_connection(ec)) continue;
       if (ec == beast::error::timeout)
         w_.upstream_stats(u.name).timeouts.fetch_add(1, std::memory_order_relaxed);
       if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
@@ -351,8 +401,82 @@ class Session {
                     ec.message(), quiet);
       co_return co_await send_error(status_for_upstream_error(ec), version, false);
     }
+    if (rp->get().result() == bhttp::status::switching_protocols)
+      co_return co_await tunnel(*rp, *conn, config, admission);
     co_return co_await send_response(*rp, std::move(conn), u, version,
                                      client_keep_alive && parser.is_done(), config, admission);
+  }
+
+  // After the upstream accepted a WebSocket upgrade: sends its 101 on, then relays bytes both
+  // ways, unchanged, until either side closes or both are silent for the idle timeout. The
+  // connection is then closed (it no longer carries HTTP), as is the upstream's.
+  asio::awaitable<bool> tunnel(ResponseParser& rp, UpstreamConnection& conn,
+                               const config::Config& config, const Admission& admission) {
+    using namespace asio::experimental::awaitable_operators;
+    auto& res = rp.get();
+    strip_hop_by_hop(res);
+    res.set(bhttp::field::connection, "Upgrade");
+    res.set(bhttp::field::upgrade, "websocket");
+    for (const auto& [name, value] : admission.headers) res.set(name, value);
+    status_ = 101;
+    head_.clear();
+    append_head(head_, res);
+    // Bytes that arrived behind either head already belong to the tunnel.
+    std::array<asio::const_buffer, 2> to_client{asio::buffer(head_), conn.buffer.data()};
+    watch_.guard(client_.socket(), config.server.timeouts.idle);
+    auto [wec, wn] = co_await asio::async_write(client_, to_client, as_tuple(use_awaitable));
+    if (wec) co_return false;
+    conn.buffer.consume(conn.buffer.size());
+    if (buffer_.size() > 0) {
+      watch_.guard(conn.stream.socket(), config.server.timeouts.idle);
+      auto [uec, un] =
+          co_await asio::async_write(conn.stream, buffer_.data(), as_tuple(use_awaitable));
+      if (uec) co_return false;
+      buffer_.consume(buffer_.size());
+    }
+    watch_.relax();  // the tunnel keeps its own idle clock: two directions, one deadline
+    w_.metrics.active_tunnels.fetch_add(1, std::memory_order_relaxed);
+    auto last_activity = std::chrono::steady_clock::now();
+    auto upstream_chunk = std::make_unique<std::array<char, kChunkSize>>();
+    co_await (pump(client_, conn.stream, std::span(chunk_), last_activity) ||
+              pump(conn.stream, client_, std::span(*upstream_chunk), last_activity) ||
+              idle_watch(config.server.timeouts.idle, last_activity, client_, conn.stream));
+    w_.metrics.active_tunnels.fetch_sub(1, std::memory_order_relaxed);
+    co_return false;
+  }
+
+  // Copies one direction of a tunnel until a read or write fails (EOF included).
+  static asio::awaitable<void> pump(Transport& from, Transport& to, std::span<char> buffer,
+                                    std::chrono::steady_clock::time_point& last_activity) {
+    for (;;) {
+      auto [rec, n] = co_await from.async_read_some(asio::buffer(buffer.data(), buffer.size()),
+                                                    as_tuple(use_awaitable));
+      if (rec) break;
+      last_activity = std::chrono::steady_clock::now();
+      auto [wec, wn] =
+          co_await asio::async_write(to, asio::buffer(buffer.data(), n), as_tuple(use_awaitable));
+      if (wec) break;
+    }
+    // Ends the other direction too, even if a layer below ignored the cancellation signal.
+    beast::error_code ignored;
+    from.socket().cancel(ignored);
+    to.socket().cancel(ignored);
+  }
+
+  // Completes once neither direction has moved a byte for `idle`, and stops both.
+  static asio::awaitable<void> idle_watch(std::chrono::milliseconds idle,
+                                          const std::chrono::steady_clock::time_point& last,
+                                          Transport& a, Transport& b) {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (;;) {
+      timer.expires_at(last + idle);
+      auto [ec] = co_await timer.async_wait(as_tuple(use_awaitable));
+      if (ec) co_return;  // cancelled: the tunnel ended by itself
+      if (std::chrono::steady_clock::now() >= last + idle) break;
+    }
+    beast::error_code ignored;
+    a.socket().cancel(ignored);
+    b.socket().cancel(ignored);
   }
 
   asio::awaitable<bool> send_response(ResponseParser& rp, UpstreamConnectionPtr conn,
@@ -381,7 +505,7 @@ class Session {
     status_ = res.result_int();
     head_.clear();
     append_head(head_, res);
-    auto relayed = co_await relay_message(RelayLeg{conn->socket, u.response_timeout}, conn->buffer,
+    auto relayed = co_await relay_message(RelayLeg{conn->stream, u.response_timeout}, conn->buffer,
                                           rp, RelayLeg{client_, config.server.timeouts.idle}, head_,
                                           framing, std::span(chunk_), watch_);
     if (!relayed) {
@@ -410,7 +534,8 @@ class Session {
     std::string key;
   } logged_;
   std::string_view route_name_;
-  tcp::socket client_;
+  std::shared_ptr<const tls::ServerContexts> tls_;  // the listener's, as accepted; null: plain
+  Transport client_;
   Watchdog watch_;  // every socket operation of this connection runs under its deadline
   beast::flat_buffer buffer_;
   std::string head_;  // the message head being relayed, serialized (reused)
@@ -420,8 +545,10 @@ class Session {
 
 }  // namespace
 
-asio::awaitable<void> run_session(tcp::socket socket, WorkerContext& worker) {
-  Session session(std::move(socket), worker);
+asio::awaitable<void> run_session(tcp::socket socket,
+                                  std::shared_ptr<const tls::ServerContexts> tls,
+                                  WorkerContext& worker) {
+  Session session(std::move(socket), std::move(tls), worker);
   co_await session.run();
 }
 

@@ -6,6 +6,8 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "floodgate/tls/contexts.hpp"
+
 namespace floodgate::http {
 
 namespace asio = boost::asio;
@@ -24,7 +26,7 @@ constexpr auto kTrustedIdle = std::chrono::seconds(1);
 // An idle keep-alive connection is usable only if the upstream has neither closed it nor
 // sent unsolicited bytes; a non-blocking peek tells both without consuming anything.
 bool still_open(UpstreamConnection& c) {
-  auto& sock = c.socket;
+  auto& sock = c.stream.socket();
   if (!sock.is_open() || c.buffer.size() != 0) return false;
   if (std::chrono::steady_clock::now() - c.idle_since < kTrustedIdle) return true;
   char byte;
@@ -35,7 +37,7 @@ bool still_open(UpstreamConnection& c) {
 }  // namespace
 
 UpstreamConnectionPtr UpstreamPool::take(const config::Upstream& u) {
-  auto it = idle_.find(std::string_view(u.url));
+  auto it = idle_.find(std::string_view(u.pool_key));
   if (it == idle_.end()) return nullptr;
   auto& list = it->second;
   while (!list.empty()) {
@@ -50,37 +52,55 @@ UpstreamConnectionPtr UpstreamPool::take(const config::Upstream& u) {
 }
 
 void UpstreamPool::give_back(const config::Upstream& u, UpstreamConnectionPtr c) {
-  auto it = idle_.find(std::string_view(u.url));
-  if (it == idle_.end()) it = idle_.emplace(u.url, std::vector<UpstreamConnectionPtr>{}).first;
+  auto it = idle_.find(std::string_view(u.pool_key));
+  if (it == idle_.end()) it = idle_.emplace(u.pool_key, std::vector<UpstreamConnectionPtr>{}).first;
   if (it->second.size() >= u.max_idle_connections) return;  // closed by its destructor
   c->idle_since = std::chrono::steady_clock::now();
   it->second.push_back(std::move(c));
 }
 
-asio::awaitable<std::pair<UpstreamConnectionPtr, boost::system::error_code>> UpstreamPool::connect(
-    const config::Upstream& u, Watchdog& watch) {
+asio::awaitable<UpstreamPool::Connected> UpstreamPool::connect(const config::Upstream& u,
+                                                               Watchdog& watch) {
   auto conn = std::make_unique<UpstreamConnection>(ex_);
+  auto& socket = conn->stream.socket();
   boost::system::error_code ec;
   auto address = asio::ip::make_address(u.host, ec);
-  watch.guard(conn->socket, u.connect_timeout);
+  watch.guard(socket, u.connect_timeout);
   if (!ec) {
-    auto [cec] = co_await conn->socket.async_connect(tcp::endpoint(address, u.port),
-                                                     asio::as_tuple(asio::use_awaitable));
+    auto [cec] = co_await socket.async_connect(tcp::endpoint(address, u.port),
+                                               asio::as_tuple(asio::use_awaitable));
     ec = cec;
   } else {
     auto [rec, results] = co_await resolver_.async_resolve(u.host, std::to_string(u.port),
                                                            asio::as_tuple(asio::use_awaitable));
-    if (rec) co_return std::pair{nullptr, rec};
-    watch.guard(conn->socket, u.connect_timeout);
+    if (rec) co_return Connected{nullptr, rec, rec.message()};
+    watch.guard(socket, u.connect_timeout);
     auto [cec, ep] =
-        co_await asio::async_connect(conn->socket, results, asio::as_tuple(asio::use_awaitable));
+        co_await asio::async_connect(socket, results, asio::as_tuple(asio::use_awaitable));
     ec = cec;
   }
   ec = watch.translate(ec);
+  if (!ec) socket.set_option(tcp::no_delay(true), ec);
+  std::string why;
+  if (!ec && u.tls) {
+    SSL* ssl = tls::new_client_connection(u.tls_context.get(), u.host);
+    if (!ssl) {
+      ec = asio::error::no_memory;
+    } else {
+      conn->stream.start_tls(ssl);
+      watch.guard(socket, u.connect_timeout);
+      auto [hec] = co_await conn->stream.tls().async_handshake(asio::ssl::stream_base::client,
+                                                               asio::as_tuple(asio::use_awaitable));
+      ec = watch.translate(hec);
+      if (ec) {
+        why = tls::verify_failure(conn->stream.tls_handle());
+        why = "TLS handshake: " + (why.empty() ? ec.message() : "certificate: " + why);
+      }
+    }
+  }
   watch.relax();  // conn may be destroyed below; the caller guards what it does next
-  if (ec) co_return std::pair{nullptr, ec};
-  conn->socket.set_option(tcp::no_delay(true), ec);
-  co_return std::pair{std::move(conn), boost::system::error_code{}};
+  if (ec) co_return Connected{nullptr, ec, why.empty() ? ec.message() : why};
+  co_return Connected{std::move(conn), {}, {}};
 }
 
 }  // namespace floodgate::http

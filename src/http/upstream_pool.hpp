@@ -15,13 +15,14 @@
 #include <vector>
 
 #include "floodgate/config/config.hpp"
+#include "transport.hpp"
 #include "watchdog.hpp"
 
 namespace floodgate::http {
 
 struct UpstreamConnection {
-  explicit UpstreamConnection(boost::asio::any_io_executor ex) : socket(std::move(ex)) {}
-  boost::asio::ip::tcp::socket socket;
+  explicit UpstreamConnection(boost::asio::any_io_executor ex) : stream(std::move(ex)) {}
+  Transport stream;                  // TLS for an https upstream
   boost::beast::flat_buffer buffer;  // bytes read past the previous response stay with it
   bool reused = false;               // came from the pool: may have been closed meanwhile
   std::chrono::steady_clock::time_point idle_since{};
@@ -37,9 +38,14 @@ class UpstreamPool {
   // Returns a connection whose last response was read completely; dropped past the cap.
   void give_back(const config::Upstream& u, UpstreamConnectionPtr c);
   // A new connection within u.connect_timeout (error beast::error::timeout past it), timed
-  // by the caller's watchdog.
-  boost::asio::awaitable<std::pair<UpstreamConnectionPtr, boost::system::error_code>> connect(
-      const config::Upstream& u, Watchdog& watch);
+  // by the caller's watchdog; for https the TLS handshake, with the origin's certificate
+  // verified, is part of it and has a timeout of its own of the same length.
+  struct Connected {
+    UpstreamConnectionPtr conn;  // null on failure
+    boost::system::error_code error;
+    std::string why;  // the error in words, with a failed certificate check's reason
+  };
+  boost::asio::awaitable<Connected> connect(const config::Upstream& u, Watchdog& watch);
   void clear() { idle_.clear(); }
 
  private:
@@ -49,7 +55,7 @@ class UpstreamPool {
   };
   boost::asio::any_io_executor ex_;
   boost::asio::ip::tcp::resolver resolver_;
-  // Keyed by the upstream's url, so a reload that keeps the url keeps the connections.
+  // Keyed by Upstream::pool_key, so a reload that keeps the url keeps the connections.
   std::unordered_map<std::string, std::vector<UpstreamConnectionPtr>, Hash, std::equal_to<>> idle_;
 };
 

@@ -13,6 +13,7 @@
 namespace bhttp = boost::beast::http;
 using floodgate::http::add_forwarding_headers;
 using floodgate::http::ForwardedFor;
+using floodgate::http::is_websocket_upgrade;
 using floodgate::http::parse_target;
 using floodgate::http::strip_hop_by_hop;
 
@@ -260,6 +261,44 @@ TEST(ParseTarget, RejectsWhatAProxyMustRefuse) {
        }) {
     EXPECT_FALSE(parse_target(bad).has_value()) << "accepted: \"" << std::string(bad) << "\"";
   }
+}
+
+// ---------------------------------------------------------------- is_websocket_upgrade
+
+bhttp::request_header<> upgrade_request(bhttp::verb verb, unsigned version,
+                                        std::vector<std::pair<std::string, std::string>> fields) {
+  bhttp::request_header<> req;
+  req.method(verb);
+  req.version(version);
+  for (const auto& [name, value] : fields) req.insert(name, value);
+  return req;
+}
+
+TEST(WebSocketUpgrade, RecognisedWithTokensInAnyCaseOrPosition) {
+  EXPECT_TRUE(is_websocket_upgrade(upgrade_request(
+      bhttp::verb::get, 11, {{"Connection", "Upgrade"}, {"Upgrade", "websocket"}})));
+  // Browsers send "keep-alive, Upgrade"; Firefox too; case is not significant.
+  EXPECT_TRUE(is_websocket_upgrade(upgrade_request(
+      bhttp::verb::get, 11, {{"Connection", "keep-alive, Upgrade"}, {"Upgrade", "WebSocket"}})));
+  // A list split over two Connection lines.
+  EXPECT_TRUE(is_websocket_upgrade(upgrade_request(
+      bhttp::verb::get, 11,
+      {{"Connection", "keep-alive"}, {"Connection", " upgrade "}, {"Upgrade", "websocket"}})));
+}
+
+TEST(WebSocketUpgrade, OtherRequestsAreNotTunnelled) {
+  // No Connection: upgrade token: Upgrade alone is just a header to drop.
+  EXPECT_FALSE(
+      is_websocket_upgrade(upgrade_request(bhttp::verb::get, 11, {{"Upgrade", "websocket"}})));
+  EXPECT_FALSE(is_websocket_upgrade(
+      upgrade_request(bhttp::verb::get, 11, {{"Connection", "Upgrade"}, {"Upgrade", "h2c"}})));
+  EXPECT_FALSE(is_websocket_upgrade(upgrade_request(
+      bhttp::verb::post, 11, {{"Connection", "Upgrade"}, {"Upgrade", "websocket"}})));
+  EXPECT_FALSE(is_websocket_upgrade(upgrade_request(
+      bhttp::verb::get, 10, {{"Connection", "Upgrade"}, {"Upgrade", "websocket"}})));
+  // A token that merely contains the word.
+  EXPECT_FALSE(is_websocket_upgrade(upgrade_request(
+      bhttp::verb::get, 11, {{"Connection", "Upgraded"}, {"Upgrade", "websocket"}})));
 }
 
 }  // namespace

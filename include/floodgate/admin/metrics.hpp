@@ -71,6 +71,8 @@ class Metrics {
   Histogram decision_redis;
   std::array<std::atomic<std::uint64_t>, 3> store_errors{};  // timeout, unavailable, protocol
   std::atomic<std::int64_t> active_connections{0};
+  std::atomic<std::int64_t> active_tunnels{0};  // WebSocket connections being relayed
+  std::atomic<std::uint64_t> tls_handshake_failures{0};
   std::atomic<std::uint64_t> reloads_ok{0};
   std::atomic<std::uint64_t> reloads_failed{0};
   std::atomic<std::uint64_t> memory_evictions{0};

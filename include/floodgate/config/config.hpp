@@ -15,6 +15,11 @@
 
 // OpenSSL's EVP_PKEY, kept opaque here so that users of the config need no OpenSSL headers.
 struct evp_pkey_st;
+struct ssl_ctx_st;
+
+namespace floodgate::tls {
+class ServerContexts;
+}
 
 namespace floodgate::config {
 
@@ -28,6 +33,8 @@ struct TlsCertificate {
 struct TlsSettings {
   std::vector<TlsCertificate> certificates;  // chosen by SNI; the first is the default
   std::string min_version = "1.2";
+  // Built from `certificates` at load time (see floodgate/tls/contexts.hpp).
+  std::shared_ptr<const tls::ServerContexts> contexts;
 };
 
 struct Listener {
@@ -80,6 +87,10 @@ struct Upstream {
   Duration response_timeout = 30s;
   std::size_t max_idle_connections = 256;
   std::string ca_file;
+  std::shared_ptr<ssl_ctx_st> tls_context;  // https: built at load time, verifies the origin
+  // Idle connections are shared by upstreams with the same key, across reloads too: the url,
+  // plus for https how the origin was verified (another ca_file must not reuse them).
+  std::string pool_key;
 };
 
 enum class StoreBackend { memory, redis, redis_cluster };

@@ -1,0 +1,65 @@
+#pragma once
+// One connection's byte stream: plain TCP, or TLS over it. Sessions, the relay and the
+// upstream pool are written once against this type; the choice between the two is one
+// predictable branch per operation, not a template instantiation of everything above it.
+// Not movable: the TLS layer refers to the socket member.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
+
+#include <optional>
+
+namespace floodgate::http {
+
+class Transport {
+ public:
+  using executor_type = boost::asio::any_io_executor;
+  using tcp = boost::asio::ip::tcp;
+
+  explicit Transport(tcp::socket socket) : socket_(std::move(socket)) {}
+  explicit Transport(executor_type ex) : socket_(std::move(ex)) {}
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  // From now on bytes go through TLS over the socket; takes ownership of `ssl` (SSL_new'd).
+  void start_tls(SSL* ssl) { tls_.emplace(socket_, ssl); }
+  bool is_tls() const { return tls_.has_value(); }
+  SSL* tls_handle() { return tls_ ? tls_->native_handle() : nullptr; }
+  boost::asio::ssl::stream<tcp::socket&>& tls() { return *tls_; }
+
+  // What timeouts cancel and what the pool peeks at.
+  tcp::socket& socket() { return socket_; }
+  executor_type get_executor() { return socket_.get_executor(); }
+
+  template <typename MutableBuffers, typename Token>
+  auto async_read_some(const MutableBuffers& buffers, Token&& token) {
+    return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
+        [this](auto handler, const MutableBuffers& b) {
+          if (tls_)
+            tls_->async_read_some(b, std::move(handler));
+          else
+            socket_.async_read_some(b, std::move(handler));
+        },
+        token, buffers);
+  }
+
+  template <typename ConstBuffers, typename Token>
+  auto async_write_some(const ConstBuffers& buffers, Token&& token) {
+    return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
+        [this](auto handler, const ConstBuffers& b) {
+          if (tls_)
+            tls_->async_write_some(b, std::move(handler));
+          else
+            socket_.async_write_some(b, std::move(handler));
+        },
+        token, buffers);
+  }
+
+ private:
+  tcp::socket socket_;
+  std::optional<boost::asio::ssl::stream<tcp::socket&>> tls_;
+};
+
+}  // namespace floodgate::http
