@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "app/stores.hpp"
+#include "tls_client.hpp"
 
 namespace floodgate::testing {
 
@@ -74,14 +75,25 @@ std::optional<int> ChildProcess::signal_and_wait(int sig, std::chrono::milliseco
   return std::nullopt;
 }
 
-Origin::Origin() : process_({FLOODGATE_ORIGIN_BINARY, "--port", "0"}) {
+namespace {
+std::vector<std::string> origin_argv(const std::string& tls_cert, const std::string& tls_key) {
+  std::vector<std::string> argv = {FLOODGATE_ORIGIN_BINARY, "--port", "0"};
+  if (!tls_cert.empty()) argv.insert(argv.end(), {"--tls-cert", tls_cert, "--tls-key", tls_key});
+  return argv;
+}
+}  // namespace
+
+Origin::Origin() : Origin("", "") {}
+
+Origin::Origin(const std::string& tls_cert, const std::string& tls_key)
+    : process_(origin_argv(tls_cert, tls_key)), tls_(!tls_cert.empty()) {
   auto line = process_.read_line(std::chrono::seconds(10));
   if (line.empty()) throw std::runtime_error("the test origin did not start");
   port_ = static_cast<std::uint16_t>(std::stoi(line));
 }
 
 std::string Origin::stats() {
-  auto r = get(port_, "/__stats");
+  auto r = tls_ ? tls_get(port_, "/__stats") : get(port_, "/__stats");
   return r ? r->body() : "";
 }
 

@@ -52,7 +52,11 @@ class ChildProcess {
 class Origin {
  public:
   Origin();
+  // Serves HTTPS (TLS 1.2+) with this certificate (PEM; the file may hold the chain) and key;
+  // the counters below are then read over TLS too.
+  Origin(const std::string& tls_cert, const std::string& tls_key);
   std::uint16_t port() const { return port_; }
+  bool tls() const { return tls_; }
   std::uint64_t requests();     // requests that reached it (stats and reset not counted)
   std::uint64_t connections();  // TCP connections it accepted
   std::string stats();          // the raw /__stats JSON
@@ -60,6 +64,7 @@ class Origin {
  private:
   ChildProcess process_;
   std::uint16_t port_ = 0;
+  bool tls_ = false;
 };
 
 // An in-process floodgate serving `yaml` on the embedded store, reading `clock` (the

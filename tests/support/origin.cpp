@@ -6,24 +6,39 @@
 //   GET /slow/MS      answers after MS milliseconds
 //   GET /close        answers with Connection: close
 //   GET /respond?H=V  answers with response header H: V (each query pair)
+//   GET /ws...        with WebSocket upgrade headers: an echo server. Every message comes back
+//                     as it came (text or binary); the text message "close" makes it close the
+//                     WebSocket (code 1000) instead. The upgrade counts as one request.
 //   anything else     200 "ok"
 // Usage: floodgate-test-origin [--bind ADDR] [--port N] [--log-targets FILE]
+//                              [--tls-cert FILE --tls-key FILE]
 //   prints the bound port, then serves. --log-targets appends "METHOD target" for every
 //   counted request to FILE, one line written at a time, so a soak can find a request that
 //   reached the origin twice even across origin restarts.
+//   With --tls-cert/--tls-key (PEM; the cert file may hold the chain) it speaks HTTPS only,
+//   TLS 1.2 or later, with the same endpoints. /__stats then also lists
+//   "server_names": the SNI of the last 64 handshakes ("" when the client sent none), so a
+//   test can see what name a proxy asked for. A failed handshake still counts as a connection.
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 
 #include <array>
 #include <cstdio>
 #include <deque>
 #include <iostream>
+#include <memory>
 #include <string>
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
+namespace websocket = beast::websocket;
 using asio::as_tuple;
 using asio::use_awaitable;
 using tcp = asio::ip::tcp;
@@ -35,6 +50,8 @@ struct Stats {
   std::uint64_t requests = 0;
   std::uint64_t connections = 0;
   std::deque<std::string> targets;
+  bool tls = false;
+  std::deque<std::string> server_names;  // TLS only
 };
 
 std::string json_escape(std::string_view s) {
@@ -56,8 +73,9 @@ char pattern_byte(std::uint64_t i) {
   return static_cast<char>('a' + i % 26);
 }
 
-asio::awaitable<void> send_pattern(beast::tcp_stream& s, std::uint64_t n, bool chunked,
-                                   unsigned version, bool keep_alive) {
+template <typename Stream>
+asio::awaitable<void> send_pattern(Stream& s, std::uint64_t n, bool chunked, unsigned version,
+                                   bool keep_alive) {
   http::response<http::buffer_body> res{http::status::ok, version};
   res.set(http::field::content_type, "application/octet-stream");
   if (chunked)
@@ -88,9 +106,53 @@ asio::awaitable<void> send_pattern(beast::tcp_stream& s, std::uint64_t n, bool c
   }
 }
 
-asio::awaitable<void> session(tcp::socket socket, Stats& stats) {
-  ++stats.connections;
-  beast::tcp_stream s(std::move(socket));
+// Ends a connection after a response that said Connection: close (or a failed write): the
+// peer sees EOF rather than a reset. TLS first says close_notify, but does not wait long for
+// the peer's: a proxy that got its response may just drop the connection.
+asio::awaitable<void> finish(beast::tcp_stream& s) {
+  beast::error_code ignored;
+  s.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  co_return;
+}
+
+asio::awaitable<void> finish(beast::ssl_stream<beast::tcp_stream>& s) {
+  beast::get_lowest_layer(s).expires_after(std::chrono::seconds(1));
+  co_await s.async_shutdown(as_tuple(use_awaitable));
+  beast::error_code ignored;
+  beast::get_lowest_layer(s).socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+// Takes over the connection after an upgrade request to /ws. The stream is borrowed: the
+// session owns it and ends when this returns.
+template <typename Stream, typename Request>
+asio::awaitable<void> websocket_echo(Stream& s, const Request& req) {
+  websocket::stream<Stream&> ws(s);
+  auto [ec] = co_await ws.async_accept(req, as_tuple(use_awaitable));
+  if (ec) co_return;
+  beast::flat_buffer message;
+  for (;;) {
+    auto [rec, n] = co_await ws.async_read(message, as_tuple(use_awaitable));
+    // A close frame from the peer is answered by Beast inside the read; either way, done.
+    if (rec) co_return;
+    if (ws.got_text() && beast::buffers_to_string(message.data()) == "close") {
+      co_await ws.async_close(websocket::close_code::normal, as_tuple(use_awaitable));
+      co_return;
+    }
+    ws.text(ws.got_text());
+    auto [wec, wn] = co_await ws.async_write(message.data(), as_tuple(use_awaitable));
+    if (wec) co_return;
+    message.consume(message.size());
+  }
+}
+
+std::string json_list(const std::deque<std::string>& items) {
+  std::string out;
+  for (const auto& x : items) out += (out.empty() ? "\"" : ",\"") + json_escape(x) + "\"";
+  return out;
+}
+
+template <typename Stream>
+asio::awaitable<void> serve_http(Stream& s, Stats& stats) {
   beast::flat_buffer buffer;
   std::array<char, 16384> chunk;
   for (;;) {
@@ -116,20 +178,25 @@ asio::awaitable<void> session(tcp::socket socket, Stats& stats) {
     http::response<http::string_body> res{http::status::ok, req.version()};
     res.set(http::field::content_type, "text/plain");
     if (target == "/__stats") {
-      std::string t;
-      for (const auto& x : stats.targets) t += (t.empty() ? "\"" : ",\"") + json_escape(x) + "\"";
       res.body() = "{\"requests\":" + std::to_string(stats.requests) +
-                   ",\"connections\":" + std::to_string(stats.connections) + ",\"targets\":[" + t +
-                   "]}";
+                   ",\"connections\":" + std::to_string(stats.connections) + ",\"targets\":[" +
+                   json_list(stats.targets) + "]" +
+                   (stats.tls ? ",\"server_names\":[" + json_list(stats.server_names) + "]" : "") +
+                   "}";
     } else if (target == "/__reset") {
-      stats = Stats{stats.target_log};
+      stats = Stats{stats.target_log, 0, 0, {}, stats.tls, {}};
       res.body() = "reset";
     } else {
       ++stats.requests;
       stats.targets.push_back(std::string(req.method_string()) + " " + target);
       if (stats.target_log) std::fprintf(stats.target_log, "%s\n", stats.targets.back().c_str());
       if (stats.targets.size() > 64) stats.targets.pop_front();
-      if (target.starts_with("/echo")) {
+      if (target.starts_with("/ws") && websocket::is_upgrade(req)) {
+        // Bytes the client sent after the upgrade request, before our 101, would be lost
+        // here; a WebSocket client waits for the 101, so there are none.
+        co_await websocket_echo(s, req);
+        co_return;
+      } else if (target.starts_with("/echo")) {
         std::string h;
         for (const auto& f : req)
           h += (h.empty() ? "" : ",") + std::string("[\"") + json_escape(f.name_string()) +
@@ -173,20 +240,53 @@ asio::awaitable<void> session(tcp::socket socket, Stats& stats) {
     res.prepare_payload();
     auto [wec, wn] = co_await http::async_write(s, res, as_tuple(use_awaitable));
     if (wec || !keep_alive) {
-      beast::error_code ignored;
-      s.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      co_await finish(s);
       co_return;
     }
   }
 }
 
-asio::awaitable<void> serve(tcp::acceptor& acc, Stats& stats) {
+asio::awaitable<void> session(tcp::socket socket, Stats& stats) {
+  ++stats.connections;
+  beast::tcp_stream s(std::move(socket));
+  co_await serve_http(s, stats);
+}
+
+asio::awaitable<void> tls_session(tcp::socket socket, ssl::context& ctx, Stats& stats) {
+  ++stats.connections;
+  beast::ssl_stream<beast::tcp_stream> s(std::move(socket), ctx);
+  // A client that connects and never says hello must not hold a coroutine forever.
+  beast::get_lowest_layer(s).expires_after(std::chrono::seconds(10));
+  auto [ec] = co_await s.async_handshake(ssl::stream_base::server, as_tuple(use_awaitable));
+  const char* sni = SSL_get_servername(s.native_handle(), TLSEXT_NAMETYPE_host_name);
+  stats.server_names.push_back(sni ? sni : "");
+  if (stats.server_names.size() > 64) stats.server_names.pop_front();
+  if (ec) co_return;
+  beast::get_lowest_layer(s).expires_never();
+  co_await serve_http(s, stats);
+}
+
+asio::awaitable<void> serve(tcp::acceptor& acc, Stats& stats, ssl::context* tls) {
   for (;;) {
     auto [ec, socket] = co_await acc.async_accept(as_tuple(use_awaitable));
     if (ec) continue;
     socket.set_option(tcp::no_delay(true), ec);
-    asio::co_spawn(acc.get_executor(), session(std::move(socket), stats), asio::detached);
+    if (tls)
+      asio::co_spawn(acc.get_executor(), tls_session(std::move(socket), *tls, stats),
+                     asio::detached);
+    else
+      asio::co_spawn(acc.get_executor(), session(std::move(socket), stats), asio::detached);
   }
+}
+
+// TLS 1.2 and up, the certificate (with any chain after it) and key from PEM files.
+std::unique_ptr<ssl::context> tls_context(const std::string& cert, const std::string& key) {
+  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
+  ctx->set_options(ssl::context::default_workarounds);
+  SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+  ctx->use_certificate_chain_file(cert);
+  ctx->use_private_key_file(key, ssl::context::pem);
+  return ctx;
 }
 
 }  // namespace
@@ -194,16 +294,30 @@ asio::awaitable<void> serve(tcp::acceptor& acc, Stats& stats) {
 int main(int argc, char** argv) {
   unsigned short port = 0;
   std::string bind = "127.0.0.1";
-  std::string log_path;
+  std::string log_path, tls_cert, tls_key;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--port")
       port = static_cast<unsigned short>(std::stoi(argv[i + 1]));
     if (std::string(argv[i]) == "--bind") bind = argv[i + 1];
     if (std::string(argv[i]) == "--log-targets") log_path = argv[i + 1];
+    if (std::string(argv[i]) == "--tls-cert") tls_cert = argv[i + 1];
+    if (std::string(argv[i]) == "--tls-key") tls_key = argv[i + 1];
+  }
+  if (tls_cert.empty() != tls_key.empty()) {
+    std::cerr << "--tls-cert and --tls-key go together\n";
+    return 2;
+  }
+  std::unique_ptr<ssl::context> tls;
+  try {
+    if (!tls_cert.empty()) tls = tls_context(tls_cert, tls_key);
+  } catch (const std::exception& e) {
+    std::cerr << "cannot load " << tls_cert << " / " << tls_key << ": " << e.what() << "\n";
+    return 2;
   }
   asio::io_context ioc{1};
   tcp::acceptor acc(ioc, tcp::endpoint(asio::ip::make_address(bind), port));
   Stats stats;
+  stats.tls = tls != nullptr;
   if (!log_path.empty()) {
     stats.target_log = std::fopen(log_path.c_str(), "a");
     if (!stats.target_log) {
@@ -213,7 +327,7 @@ int main(int argc, char** argv) {
     std::setvbuf(stats.target_log, nullptr, _IOLBF, 0);  // a killed origin loses no line
   }
   std::cout << acc.local_endpoint().port() << std::endl;
-  asio::co_spawn(ioc, serve(acc, stats), asio::detached);
+  asio::co_spawn(ioc, serve(acc, stats, tls.get()), asio::detached);
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
   signals.async_wait([&](auto, int) { ioc.stop(); });
   ioc.run();
