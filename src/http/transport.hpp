@@ -6,10 +6,13 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/stream.hpp>
 
+#include <algorithm>
 #include <optional>
+#include <vector>
 
 namespace floodgate::http {
 
@@ -49,17 +52,32 @@ class Transport {
   auto async_write_some(const ConstBuffers& buffers, Token&& token) {
     return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
         [this](auto handler, const ConstBuffers& b) {
-          if (tls_)
-            tls_->async_write_some(b, std::move(handler));
-          else
+          if (!tls_) {
             socket_.async_write_some(b, std::move(handler));
+            return;
+          }
+          // Asio's TLS stream writes only the first buffer of a sequence per call, so a head
+          // and its body would leave as two records and two system calls. Small sequences are
+          // gathered into one record's worth instead (the copy is cheap next to the cipher).
+          auto first = *boost::asio::buffer_sequence_begin(b);
+          std::size_t total = boost::asio::buffer_size(b);
+          if (first.size() >= kRecord || total == first.size()) {
+            tls_->async_write_some(b, std::move(handler));
+            return;
+          }
+          gather_.resize(std::min(total, kRecord));
+          boost::asio::buffer_copy(boost::asio::buffer(gather_), b);
+          tls_->async_write_some(boost::asio::buffer(gather_), std::move(handler));
         },
         token, buffers);
   }
 
  private:
+  static constexpr std::size_t kRecord = 16 * 1024;  // a TLS record's largest plaintext
+
   tcp::socket socket_;
   std::optional<boost::asio::ssl::stream<tcp::socket&>> tls_;
+  std::vector<char> gather_;  // TLS only: the current write, gathered (see async_write_some)
 };
 
 }  // namespace floodgate::http
