@@ -16,6 +16,7 @@
 #include "floodgate/store/memory_store.hpp"
 #include "floodgate/version.hpp"
 #include "logging.hpp"
+#include "replay_command.hpp"
 #include "stores.hpp"
 
 namespace {
@@ -29,7 +30,9 @@ constexpr int kExitUsage = 2;  // also: invalid config
 const char* kUsage =
     "usage: floodgate --config FILE        run the proxy\n"
     "       floodgate --check-config FILE  validate FILE and print a summary\n"
-    "       floodgate --version            print the version\n";
+    "       floodgate --version            print the version\n"
+    "       floodgate replay --config FILE [--baseline FILE] [--json] [--html OUT] LOG...\n"
+    "                                      what FILE's limits would have refused in LOG\n";
 
 void print_diagnostics(const config::LoadResult& r) {
   for (const auto& w : r.warnings) std::cerr << w.to_string() << " (warning)\n";
@@ -145,10 +148,7 @@ int main(int argc, char** argv) {
   }
   if (args.size() == 2 && args[0] == "--check-config") return check_config(std::string(args[1]));
   if (args.size() == 2 && args[0] == "--config") return run(std::string(args[1]));
-  if (!args.empty() && args[0] == "replay") {
-    std::cerr << "floodgate replay: not available in this build yet\n";
-    return kExitUsage;
-  }
+  if (!args.empty() && args[0] == "replay") return app::replay_command(args);
   std::cerr << kUsage;
   return kExitUsage;
 }

@@ -5,9 +5,8 @@
 #include "sections.hpp"
 
 namespace floodgate::config {
-namespace {
 
-std::optional<KeyPart> key_part(YamlReader& r, const YAML::Node& n, const std::string& path) {
+std::optional<KeyPart> read_key_part(YamlReader& r, const YAML::Node& n, const std::string& path) {
   auto text = r.string(n, path);
   if (!text) return std::nullopt;
   KeyPart k;
@@ -44,6 +43,8 @@ std::optional<KeyPart> key_part(YamlReader& r, const YAML::Node& n, const std::s
               YamlReader::hint(*text, {"ip", "route", "method", "host", "path"}));
   return std::nullopt;
 }
+
+namespace {
 
 bool is_bucket(Algorithm a) {
   return a == Algorithm::token_bucket || a == Algorithm::gcra;
@@ -157,7 +158,7 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
   if (s.require("key")) {
     auto parts = r.sequence(s["key"], s.at("key"));
     for (const auto& p : parts)
-      if (auto k = key_part(r, p, s.at("key"))) l.key.push_back(*k);
+      if (auto k = read_key_part(r, p, s.at("key"))) l.key.push_back(*k);
     if (parts.empty() && s["key"].IsSequence())
       r.error(s["key"], s.at("key"),
               "needs at least one part (use [route] for one bucket per route)");
@@ -172,7 +173,7 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
     Section o(r, s["overrides"], s.at("overrides"));
     if (r.map(o.node(), o.path(), {"by", "values"}) && o.require("by") && o.require("values")) {
       Overrides ov;
-      if (auto by = key_part(r, o["by"], o.at("by"))) {
+      if (auto by = read_key_part(r, o["by"], o.at("by"))) {
         if (by->kind != KeyPart::Kind::jwt)
           r.error(o["by"], o.at("by"), "tiers are chosen by a verified claim: expected jwt:CLAIM");
         ov.by = *by;

@@ -224,7 +224,9 @@ void read_admin(const Section& s, AdminSettings& out) {
 
 void read_log(const Section& s, LogSettings& out) {
   auto& r = s.reader();
-  if (!r.map(s.node(), s.path(), {"level", "format", "access_log"})) return;
+  if (!r.map(s.node(), s.path(),
+             {"level", "format", "access_log", "replay_fields", "replay_hashed"}))
+    return;
   s.choice<LogLevel>("level", out.level,
                      {{"trace", LogLevel::trace},
                       {"debug", LogLevel::debug},

@@ -59,6 +59,7 @@ void read_root(YamlReader& r, const YAML::Node& root, Config& c) {
   }
   if (top.require("routes")) read_routes(r, root["routes"], c.routes);
   cross_check(r, root, c);
+  resolve_replay_fields(r, root, c);
   bool limits = std::any_of(c.routes.begin(), c.routes.end(),
                             [](const Route& rt) { return !rt.limits.empty(); });
   if (limits && c.store.key_secret.empty())

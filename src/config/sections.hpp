@@ -15,6 +15,12 @@ void read_store(const Section& s, StoreSettings& out);
 void read_jwt(const Section& s, JwtSettings& out);
 void read_routes(YamlReader& r, const YAML::Node& n, std::vector<Route>& out);
 
+// "ip", "header:NAME", "jwt:CLAIM", ... (the key part syntax); reports an unknown one.
+std::optional<KeyPart> read_key_part(YamlReader& r, const YAML::Node& n, const std::string& path);
+
+// Expands and checks log.replay_fields / log.replay_hashed once the routes are known.
+void resolve_replay_fields(YamlReader& r, const YAML::Node& root, Config& c);
+
 // A name used in headers, metrics labels and logs: letters, digits, '-', '_' and '.'.
 bool valid_name(std::string_view name);
 

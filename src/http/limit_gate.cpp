@@ -23,15 +23,6 @@ Answer refusal(const config::Limit& l, const limit::Params& p, const limit::Deci
   return std::move(w).finish("application/json", limit::refusal_body(l, d) + "\n");
 }
 
-keys::KeyHasher& hasher_for(WorkerContext& w, const config::Config& c) {
-  static constexpr std::string_view kBuiltInSecret =
-      "floodgate built-in key secret: set store.key_secret";
-  std::string_view secret = c.store.key_secret.empty() ? kBuiltInSecret : c.store.key_secret;
-  if (!w.hasher || w.hasher->secret() != secret)
-    w.hasher = std::make_unique<keys::KeyHasher>(secret);
-  return *w.hasher;
-}
-
 // The route's on_store_error when the store could not decide.
 boost::asio::awaitable<std::optional<store::Outcome>> degraded(WorkerContext& w,
                                                                const config::Config& c,
@@ -62,6 +53,15 @@ boost::asio::awaitable<std::optional<store::Outcome>> degraded(WorkerContext& w,
 }
 
 }  // namespace
+
+keys::KeyHasher& hasher_for(WorkerContext& w, const config::Config& c) {
+  static constexpr std::string_view kBuiltInSecret =
+      "floodgate built-in key secret: set store.key_secret";
+  std::string_view secret = c.store.key_secret.empty() ? kBuiltInSecret : c.store.key_secret;
+  if (!w.hasher || w.hasher->secret() != secret)
+    w.hasher = std::make_unique<keys::KeyHasher>(secret);
+  return *w.hasher;
+}
 
 boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::Config& config,
                                                 const config::Route& route, const GateInput& in) {

@@ -48,6 +48,9 @@ struct GateInput {
   bool keep_alive = true;  // may the connection carry another request after an answer
 };
 
+// The worker's key hasher under the snapshot's key_secret (rebuilt when the secret changes).
+keys::KeyHasher& hasher_for(WorkerContext& w, const config::Config& c);
+
 boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::Config& config,
                                                 const config::Route& route, const GateInput& in);
 

@@ -10,6 +10,7 @@
 #include <array>
 #include <optional>
 
+#include "access_log.hpp"
 #include "error_response.hpp"
 #include "floodgate/http/router.hpp"
 #include "floodgate/tls/contexts.hpp"
@@ -39,6 +40,11 @@ constexpr std::chrono::milliseconds kAnswerWriteTimeout{10'000};
 // How long a closing TLS connection waits for the client's close_notify after sending its
 // own: long enough for a client that answers, short enough not to hold a dead one.
 constexpr std::chrono::milliseconds kTlsCloseTimeout{1'000};
+
+std::string lower_case(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
 bool is_idempotent(bhttp::verb v) {
   return v == bhttp::verb::get || v == bhttp::verb::head || v == bhttp::verb::options ||
@@ -139,6 +145,8 @@ class Session {
       ++w_.in_flight;
       const auto started = config->log.access_log ? std::chrono::steady_clock::now()
                                                   : std::chrono::steady_clock::time_point{};
+      if (config->log.access_log) arrived_ = w_.clock.now();
+      settled_.clear();
       status_ = 0;
       upstream_took_ = {};
       logged_ = {};
@@ -187,39 +195,27 @@ class Session {
     co_return true;
   }
 
-  // One JSON line per request: what an operator needs to explain a decision, and no raw
-  // client identifier beyond the socket peer (the key is the hashed store key).
-  // `config`: the snapshot the request was served under.
+  // One JSON line per request (see access_log.hpp). `config`: the snapshot the request was
+  // served under.
   void access_log(const config::Config& config, const bhttp::request<bhttp::buffer_body>& req,
                   std::chrono::steady_clock::time_point started) {
-    auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-    auto path = std::string_view(req.target());
-    path = path.substr(0, path.find('?'));
-    std::string line = "{\"type\":\"access\",\"pop\":\"" + config.server.pop + "\",\"peer\":\"" +
-                       peer_ip_ + "\",\"method\":\"" + std::string(req.method_string()) +
-                       "\",\"path\":\"" + json_escaped(path) + "\",\"route\":\"" +
-                       std::string(route_name_) + "\",\"status\":" + std::to_string(status_);
-    if (!logged_.decision.empty())
-      line += ",\"decision\":\"" + std::string(logged_.decision) + "\",\"limit\":\"" +
-              logged_.limit + "\",\"key\":\"" + logged_.key + "\"";
-    char timing[96];
-    std::snprintf(timing, sizeof timing, ",\"duration_ms\":%.3f,\"upstream_ms\":%.3f}",
-                  ms(std::chrono::steady_clock::now() - started), ms(upstream_took_));
-    line += timing;
-    w_.access_log->info("{}", line);
+    AccessEntry e{config,
+                  req,
+                  peer_ip_,
+                  peer_,
+                  route_name_,
+                  status_,
+                  logged_.decision,
+                  logged_.limit,
+                  logged_.key,
+                  arrived_,
+                  std::chrono::steady_clock::now() - started,
+                  upstream_took_,
+                  settled_};
+    w_.access_log->info("{}", access_line(e, hasher_for(w_, config)));
   }
 
   void remember_for_log(const Admission& a) { logged_ = {a.decision, a.limit, a.key}; }
-
-  static std::string json_escaped(std::string_view s) {
-    std::string out;
-    for (char c : s) {
-      if (c == '"' || c == '\\') out += '\\';
-      if (static_cast<unsigned char>(c) < 0x20) continue;
-      out += c;
-    }
-    return out;
-  }
 
   asio::awaitable<bool> send(const Answer& a) {
     status_ = static_cast<int>(a.status);
@@ -487,6 +483,10 @@ class Session {
     const auto content_length = rp.content_length();
     const bool has_body = !rp.is_done();
     settle_from_response(admission, res);
+    if (config.log.access_log && !config.log.replay_fields.empty())
+      for (const auto& settle : admission.settles)
+        if (auto it = res.find(settle.header); it != res.end())
+          settled_.emplace_back(lower_case(settle.header), std::string(it->value()));
     strip_hop_by_hop(res);
     for (const auto& [name, value] : admission.headers) res.set(name, value);
     auto framing = BodyFraming::raw;
@@ -534,6 +534,8 @@ class Session {
     std::string key;
   } logged_;
   std::string_view route_name_;
+  limit::Micros arrived_ = 0;
+  std::vector<std::pair<std::string, std::string>> settled_;
   std::shared_ptr<const tls::ServerContexts> tls_;  // the listener's, as accepted; null: plain
   Transport client_;
   Watchdog watch_;  // every socket operation of this connection runs under its deadline

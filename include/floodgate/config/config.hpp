@@ -71,10 +71,22 @@ struct AdminSettings {
 enum class LogLevel { trace, debug, info, warn, error, off };
 enum class LogFormat { text, json };
 
+// A request input the access log records for `floodgate replay` (opt-in): what a candidate
+// config's keys may need beyond the method and path every line carries.
+struct ReplayField {
+  enum class Kind { ip, host, header, query, jwt } kind = Kind::ip;
+  std::string name;     // header (lower case) / query parameter / claim
+  bool hashed = false;  // recorded as a keyed hash: comparable, not readable
+  std::string text() const;  // "ip", "header:x-api-key", ...: the log's field name
+};
+
 struct LogSettings {
   LogLevel level = LogLevel::info;
   LogFormat format = LogFormat::text;
   bool access_log = false;
+  // Recorded in each access log line's "fields" (and the routes' settle headers in "settle");
+  // `replay_fields: auto` is expanded at load to ip, host and every input the limits name.
+  std::vector<ReplayField> replay_fields;
 };
 
 struct Upstream {

@@ -42,7 +42,10 @@ struct RequestFacts {
 // initialised OpenSSL MAC context: one per worker (not thread-safe), no allocation per call.
 class KeyHasher {
  public:
-  explicit KeyHasher(std::string_view secret);
+  // `offline`: a fast non-cryptographic 128-bit hash instead of the HMAC, for `floodgate
+  // replay`, whose keys live in a throwaway in-process store and only need to be distinct.
+  enum class Kind { hmac, offline };
+  explicit KeyHasher(std::string_view secret, Kind kind = Kind::hmac);
   ~KeyHasher();
   KeyHasher(const KeyHasher&) = delete;
   KeyHasher& operator=(const KeyHasher&) = delete;
@@ -53,6 +56,7 @@ class KeyHasher {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string secret_;
+  Kind kind_;
 };
 
 // The value of one key part for this request, or nullopt when the request lacks it.

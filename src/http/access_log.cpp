@@ -1,0 +1,132 @@
+#include "access_log.hpp"
+
+#include <boost/beast/http/field.hpp>
+
+#include <cstdio>
+#include <ctime>
+
+#include "floodgate/http/router.hpp"
+#include "floodgate/keys/client_ip.hpp"
+#include "floodgate/limit/utc_time.hpp"
+#include "forwarding.hpp"
+#include "request_sources.hpp"
+
+namespace floodgate::http {
+
+namespace bhttp = boost::beast::http;
+
+void append_json_escaped(std::string& out, std::string_view s) {
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+}
+
+namespace {
+
+void append_pair(std::string& out, bool& first, std::string_view name, std::string_view value) {
+  out += first ? "\"" : ",\"";
+  first = false;
+  append_json_escaped(out, name);
+  out += "\":\"";
+  append_json_escaped(out, value);
+  out += '"';
+}
+
+// The replay inputs of log.replay_fields that this request has (an absent header, parameter
+// or claim is left out, as a missing key part).
+void append_replay_fields(std::string& out, const AccessEntry& e, keys::KeyHasher& hasher) {
+  const auto& fields = e.request;
+  FieldHeaders headers(fields);
+  LazyClaims claims(fields, e.config, e.arrived / limit::kMicrosPerSecond);
+  auto target = std::string_view(e.request.target());
+  auto q = target.find('?');
+  std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
+  out += ",\"fields\":{";
+  bool first = true;
+  for (const auto& f : e.config.log.replay_fields) {
+    std::optional<std::string> value;
+    switch (f.kind) {
+      case config::ReplayField::Kind::ip: {
+        const auto& settings = e.config.server.client_ip;
+        value = keys::client_ip(e.peer, joined_values(fields, settings.header, ","), settings)
+                    .to_string();
+        break;
+      }
+      case config::ReplayField::Kind::host: {
+        std::string_view host = fields[bhttp::field::host];
+        value = std::string(host_without_port(host));
+        break;
+      }
+      case config::ReplayField::Kind::header:
+        if (auto v = headers.header(f.name)) value = std::string(*v);
+        break;
+      case config::ReplayField::Kind::query:
+        if (auto v = keys::query_param(query, f.name)) value = std::string(*v);
+        break;
+      case config::ReplayField::Kind::jwt:
+        value = claims.claim(f.name);
+        break;
+    }
+    if (!value) continue;
+    auto name = f.text();
+    if (f.hashed) *value = "#" + hasher.hex("replay-field\n" + name + "\n" + *value);
+    append_pair(out, first, name, *value);
+  }
+  out += '}';
+  if (!e.settled.empty()) {
+    out += ",\"settle\":{";
+    first = true;
+    for (const auto& [name, value] : e.settled) append_pair(out, first, name, value);
+    out += '}';
+  }
+}
+
+}  // namespace
+
+std::string access_line(const AccessEntry& e, keys::KeyHasher& hasher) {
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  auto path = std::string_view(e.request.target());
+  path = path.substr(0, path.find('?'));
+  std::string line;
+  line.reserve(320);
+  line += "{\"type\":\"access\",\"ts\":\"";
+  line += limit::format_utc(e.arrived);
+  line += "\",\"pop\":\"";
+  append_json_escaped(line, e.config.server.pop);
+  line += "\",\"peer\":\"";
+  line += e.peer_ip;
+  line += "\",\"method\":\"";
+  append_json_escaped(line, e.request.method_string());
+  line += "\",\"path\":\"";
+  append_json_escaped(line, path);
+  line += "\",\"route\":\"";
+  append_json_escaped(line, e.route);
+  line += "\",\"status\":" + std::to_string(e.status);
+  if (!e.decision.empty()) {
+    line += ",\"decision\":\"";
+    line += e.decision;
+    line += "\",\"limit\":\"";
+    append_json_escaped(line, e.limit);
+    line += "\",\"key\":\"";
+    append_json_escaped(line, e.key);
+    line += '"';
+  }
+  char timing[96];
+  std::snprintf(timing, sizeof timing, ",\"duration_ms\":%.3f,\"upstream_ms\":%.3f", ms(e.took),
+                ms(e.upstream_took));
+  line += timing;
+  if (!e.config.log.replay_fields.empty()) append_replay_fields(line, e, hasher);
+  line += '}';
+  return line;
+}
+
+}  // namespace floodgate::http

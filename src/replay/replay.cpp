@@ -1,0 +1,177 @@
+#include "replay.hpp"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "floodgate/config/loader.hpp"
+#include "floodgate/limit/utc_time.hpp"
+
+namespace floodgate::replay {
+
+namespace {
+
+constexpr limit::Micros kMinute = 60 * limit::kMicrosPerSecond;
+// A year of minutes: longer logs fold their tail into the last minute of the series.
+constexpr std::size_t kMaxMinutes = 366 * 24 * 60;
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+config::ConfigPtr load(const std::string& file, std::ostream& err) {
+  auto r = config::load_config_file(file);
+  if (!r.config) {
+    for (const auto& e : r.errors) err << e.to_string() << "\n";
+    err << file << ": " << r.errors.size() << " error" << (r.errors.size() == 1 ? "" : "s") << "\n";
+  }
+  return r.config;
+}
+
+const char* verdict_text(Verdict v) {
+  switch (v) {
+    case Verdict::admitted:
+      return "admitted";
+    case Verdict::refused:
+      return "refused";
+    case Verdict::rejected:
+      return "rejected";
+    case Verdict::unmatched:
+      return "no-route";
+  }
+  return "?";
+}
+
+void write_decision(std::ostream& out, const Decision& d) {
+  out << '\t' << (d.route ? d.route->name : "-") << '\t' << verdict_text(d.verdict) << '\t'
+      << (d.limit ? d.limit->name : "-");
+}
+
+}  // namespace
+
+int run(const Options& o, std::ostream& out, std::ostream& err) {
+  auto candidate = load(o.candidate_file, err);
+  if (!candidate) return 2;
+  config::ConfigPtr baseline;
+  if (!o.baseline_file.empty()) {
+    baseline = load(o.baseline_file, err);
+    if (!baseline) return 2;
+  }
+  Summary s;
+  s.files = o.logs;
+  LogReader reader;
+  std::string open_error;
+  if (!reader.open(o.logs, open_error)) {
+    err << "floodgate replay: " << open_error << "\n";
+    return 2;
+  }
+  std::ofstream decisions;
+  if (!o.decisions_file.empty()) {
+    decisions.open(o.decisions_file);
+    if (!decisions) {
+      err << "floodgate replay: cannot write " << o.decisions_file << "\n";
+      return 2;
+    }
+  }
+  s.candidate = std::make_unique<Replayer>(candidate, "candidate", o.candidate_file, o.top);
+  if (baseline)
+    s.baseline = std::make_unique<Replayer>(baseline, "baseline", o.baseline_file, o.top);
+
+  const auto wall_start = std::chrono::steady_clock::now();
+  const double cpu_start = cpu_seconds();
+  auto next_progress = wall_start + std::chrono::seconds(1);
+  std::vector<std::string> inputs_seen;
+  limit::Micros clock = 0;
+  std::uint64_t n = 0;
+  while (const LogRecord* r = reader.next()) {
+    if (n++ == 0) {
+      s.first = r->at;
+      s.minute0 = r->at - (r->at % kMinute + kMinute) % kMinute;
+      clock = r->at;
+    }
+    // Lines of one log may be a little out of order (several workers writing): time never
+    // goes back, a late line is decided at the latest time seen.
+    if (r->at < clock)
+      ++s.out_of_order;
+    else
+      clock = r->at;
+    const auto minute = std::min<std::size_t>(
+        static_cast<std::size_t>((clock - s.minute0) / kMinute), kMaxMinutes - 1);
+    bump(s.requests_by_minute, minute);
+    if (r->live_refused) ++s.live_refused;
+    if (r->has_fields) ++s.with_fields;
+    for (const auto& f : r->fields)
+      if (std::find(inputs_seen.begin(), inputs_seen.end(), f.first) == inputs_seen.end())
+        inputs_seen.emplace_back(f.first);
+
+    auto c = s.candidate->decide(*r, clock, minute);
+    if (s.baseline) {
+      auto b = s.baseline->decide(*r, clock, minute);
+      const bool cr = c.verdict == Verdict::refused, br = b.verdict == Verdict::refused;
+      if (cr && !br) {
+        ++s.diff.newly_refused;
+        s.diff.keys.add("+ " + c.route->name + "/" + c.limit->name + " " + c.key);
+      } else if (br && !cr) {
+        ++s.diff.newly_admitted;
+        s.diff.keys.add("- " + b.route->name + "/" + b.limit->name + " " + b.key);
+      }
+      if (decisions) {
+        decisions << limit::format_utc(clock) << '\t' << r->method << '\t' << r->path;
+        write_decision(decisions, c);
+        write_decision(decisions, b);
+        decisions << '\n';
+      }
+    } else if (decisions) {
+      decisions << limit::format_utc(clock) << '\t' << r->method << '\t' << r->path;
+      write_decision(decisions, c);
+      decisions << '\n';
+    }
+    if ((n & 0x3fff) == 0) {
+      s.peak_live_keys = std::max(s.peak_live_keys, s.candidate->live_keys());
+      if (o.progress) {
+        auto now = std::chrono::steady_clock::now();
+        if (now >= next_progress) {
+          next_progress = now + std::chrono::seconds(1);
+          const double secs = std::chrono::duration<double>(now - wall_start).count();
+          char line[160];
+          std::snprintf(line, sizeof line,
+                        "replay: %.1f M requests, %.2f M/s, log time %s, %.0f%% of input\n",
+                        static_cast<double>(n) / 1e6, static_cast<double>(n) / 1e6 / secs,
+                        limit::format_utc(clock).substr(0, 19).c_str(), reader.progress() * 100.0);
+          err << line << std::flush;
+        }
+      }
+    }
+  }
+  s.last = clock;
+  s.peak_live_keys = std::max(s.peak_live_keys, s.candidate->live_keys());
+  s.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  s.cpu_seconds = cpu_seconds() - cpu_start;
+  s.counts = reader.counts();
+  s.read_errors = reader.read_errors();
+  s.candidate->finish(s.with_fields, inputs_seen);
+  if (s.baseline) s.baseline->finish(s.with_fields, inputs_seen);
+
+  if (o.json)
+    write_json(s, o.top, out);
+  else
+    write_text(s, o.top, out);
+  if (!o.html_file.empty()) {
+    std::ofstream html(o.html_file);
+    write_html(s, o.top, html);
+    if (!html) {
+      err << "floodgate replay: cannot write " << o.html_file << "\n";
+      return 2;
+    }
+  }
+  return 0;
+}
+
+}  // namespace floodgate::replay

@@ -1,0 +1,235 @@
+#include "replayer.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include "floodgate/http/router.hpp"
+#include "floodgate/limit/policy.hpp"
+
+namespace floodgate::replay {
+
+namespace {
+
+// Lets the key builder read a logged request's headers and claims.
+class RecordInputs final : public keys::HeaderSource, public keys::ClaimSource {
+ public:
+  explicit RecordInputs(const LogRecord& r) : r_(r) {}
+  std::optional<std::string_view> header(std::string_view name) const override {
+    return find("header:", name, true);
+  }
+  std::optional<std::string> claim(std::string_view name) const override {
+    auto v = find("jwt:", name, false);
+    return v ? std::optional<std::string>(std::string(*v)) : std::nullopt;
+  }
+
+ private:
+  std::optional<std::string_view> find(std::string_view prefix, std::string_view name,
+                                       bool fold_case) const {
+    for (const auto& [k, v] : r_.fields) {
+      if (k.size() != prefix.size() + name.size() || k.substr(0, prefix.size()) != prefix) continue;
+      auto rest = k.substr(prefix.size());
+      bool same = fold_case ? std::equal(rest.begin(), rest.end(), name.begin(), name.end(),
+                                         [](char a, char b) {
+                                           return std::tolower(static_cast<unsigned char>(a)) ==
+                                                  std::tolower(static_cast<unsigned char>(b));
+                                         })
+                            : rest == name;
+      if (same) return v;
+    }
+    return std::nullopt;
+  }
+  const LogRecord& r_;
+};
+
+// The logged client: an address, or "#<hex>" when the operator had it hashed. A hashed one
+// becomes a stand-in IPv6 address in fd00::/8 made of the hash, so that distinct callers stay
+// distinct (an IPv6 prefix setting then groups stand-ins, not real networks).
+config::IpAddress client_of(const LogRecord& r) {
+  std::string_view text = r.client.empty() ? r.peer : r.client;
+  if (!text.empty() && text.front() == '#') {
+    config::IpAddress a;
+    a.bytes[0] = 0xfd;
+    for (std::size_t i = 1, j = 1; i < 16 && j + 1 < text.size(); ++i, j += 2) {
+      unsigned v = 0;
+      std::from_chars(text.data() + j, text.data() + j + 2, v, 16);
+      a.bytes[i] = static_cast<std::uint8_t>(v);
+    }
+    return a;
+  }
+  return config::parse_ip(text).value_or(config::IpAddress{});
+}
+
+}  // namespace
+
+void bump(std::vector<std::uint32_t>& series, std::size_t minute, std::uint32_t n) {
+  if (series.size() <= minute) series.resize(minute + 1, 0);
+  series[minute] += n;
+}
+
+Replayer::Replayer(config::ConfigPtr config, std::string label, std::string file, std::size_t top)
+    : config_(std::move(config)),
+      state_(clock_, config_->store.max_keys),
+      hasher_(config_->store.key_secret, keys::KeyHasher::Kind::offline) {
+  report_.label = std::move(label);
+  report_.file = std::move(file);
+  for (const auto& route : config_->routes) {
+    auto& limits = report_.limits.emplace_back();
+    for (const auto& l : route.limits) {
+      auto& lr = limits.emplace_back(top);
+      lr.route = route.name;
+      lr.limit = l.name;
+      lr.shadow = l.mode == config::LimitMode::shadow;
+    }
+  }
+}
+
+std::string Replayer::caller_text(const config::Limit& l, const keys::RequestFacts& facts) const {
+  std::string out;
+  for (const auto& part : l.key) {
+    if (part.kind == config::KeyPart::Kind::route || part.kind == config::KeyPart::Kind::method)
+      continue;  // the same for every caller of a route's limit: noise in a report
+    auto v = keys::part_value(part, facts);
+    if (!out.empty()) out += ' ';
+    out += part.text;
+    out += '=';
+    out += v ? *v : std::string("(missing: shared)");
+  }
+  return out.empty() ? std::string("(everyone)") : out;
+}
+
+Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t minute) {
+  clock_.set(now);
+  while (!releases_.empty() && releases_.top().at <= now) {
+    state_.release(releases_.top().item);
+    releases_.pop();
+  }
+  ++report_.requests;
+  Decision d;
+  const auto* route = http::match_route(*config_, r.method, r.host, r.path);
+  if (!route) {
+    ++report_.unmatched;
+    d.verdict = Verdict::unmatched;
+    return d;
+  }
+  d.route = route;
+  const auto route_index = static_cast<std::size_t>(route - config_->routes.data());
+  if (route->limits.empty()) return d;
+
+  std::string_view query = r.query;
+  if (query.empty()) {  // JSON logs carry only the parameters asked for, as query:NAME fields
+    query_.clear();
+    for (const auto& [k, v] : r.fields)
+      if (k.substr(0, 6) == "query:") {
+        if (!query_.empty()) query_ += '&';
+        query_.append(k.substr(6));
+        query_ += '=';
+        query_.append(v);
+      }
+    query = query_;
+  }
+  RecordInputs inputs(r);
+  keys::RequestFacts facts{route->name, r.method,     r.host,  r.path,
+                           query,       client_of(r), &inputs, &inputs};
+  auto plan = limit::plan(*config_, *route, facts, hasher_);
+  auto& limits = report_.limits[route_index];
+  auto limit_index = [&](const config::Limit* l) {
+    return static_cast<std::size_t>(l - route->limits.data());
+  };
+  if (plan.reject_status != 0) {
+    ++report_.rejected;
+    d.verdict = Verdict::rejected;
+    d.limit = plan.rejected_by;
+    return d;
+  }
+  if (plan.items.empty()) return d;
+  for (auto& item : plan.items)
+    if (item.params.algorithm == config::Algorithm::sliding_log ||
+        item.params.algorithm == config::Algorithm::concurrency) {
+      auto lease = "replay:" + std::to_string(++seq_);
+      for (auto& i : plan.items) i.lease = lease;
+      break;
+    }
+  auto outcome = state_.acquire(plan.items);
+  auto v = limit::verdict(plan, outcome);
+  bool shadow_refused = false;
+  for (std::size_t i = 0; i < plan.items.size(); ++i) {
+    auto& lr = limits[limit_index(plan.limits[i])];
+    ++lr.seen;
+    const auto& dec = outcome.decisions[i];
+    if (!plan.items[i].enforce && !dec.admitted) {
+      ++lr.shadow_refused;
+      shadow_refused = true;
+    }
+    if (dec.admitted && outcome.admitted && dec.limit > 0) {
+      // How much of its quota the caller is using now: the near misses of the report.
+      double used = 1.0 - static_cast<double>(dec.remaining) / static_cast<double>(dec.limit);
+      if (lr.closest.qualifies(used)) lr.closest.offer(caller_text(*plan.limits[i], facts), used);
+    }
+  }
+  if (!v.admitted) {
+    ++report_.refused;
+    bump(report_.refused_by_minute, minute);
+    d.verdict = Verdict::refused;
+    if (v.shown >= 0) {
+      d.limit = plan.limits[static_cast<std::size_t>(v.shown)];
+      auto& lr = limits[limit_index(d.limit)];
+      ++lr.refused;
+      bump(lr.refused_by_minute, minute);
+      d.key = caller_text(*d.limit, facts);
+      lr.refused_keys.add(d.key);
+    }
+    return d;
+  }
+  if (shadow_refused) ++report_.shadow_only;
+  for (std::size_t i = 0; i < plan.items.size(); ++i) {
+    if (!outcome.decisions[i].admitted) continue;
+    const auto* l = plan.limits[i];
+    if (l->algorithm == config::Algorithm::concurrency)
+      releases_.push({now + std::max<std::int64_t>(0, r.duration_us), plan.items[i]});
+    if (!l->settle_header.empty()) {
+      for (const auto& [name, value] : r.settle) {
+        if (name.size() != l->settle_header.size() ||
+            !std::equal(name.begin(), name.end(), l->settle_header.begin(), [](char a, char b) {
+              return std::tolower(static_cast<unsigned char>(a)) ==
+                     std::tolower(static_cast<unsigned char>(b));
+            }))
+          continue;
+        std::int64_t actual = 0;
+        auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), actual);
+        if (ec == std::errc{} && p == value.data() + value.size() && actual >= 0 &&
+            actual != plan.items[i].cost)
+          state_.adjust(plan.items[i], actual - plan.items[i].cost);
+      }
+    }
+  }
+  return d;
+}
+
+void Replayer::finish(std::uint64_t lines_with_fields,
+                      const std::vector<std::string>& inputs_seen) {
+  auto seen = [&](const std::string& input) {
+    return std::find(inputs_seen.begin(), inputs_seen.end(), input) != inputs_seen.end();
+  };
+  std::vector<std::string> needed;
+  for (const auto& route : config_->routes)
+    for (const auto& l : route.limits) {
+      for (const auto& k : l.key)
+        if (k.kind == config::KeyPart::Kind::header || k.kind == config::KeyPart::Kind::query ||
+            k.kind == config::KeyPart::Kind::jwt)
+          needed.push_back(k.kind == config::KeyPart::Kind::header
+                               ? "header:" + k.name
+                               : (k.kind == config::KeyPart::Kind::query ? "query:" : "jwt:") +
+                                     k.name);
+      if (l.overrides) needed.push_back("jwt:" + l.overrides->by.name);
+    }
+  std::sort(needed.begin(), needed.end());
+  needed.erase(std::unique(needed.begin(), needed.end()), needed.end());
+  for (const auto& n : needed)
+    if (!seen(n))
+      report_.missing_inputs.push_back(
+          n + (lines_with_fields == 0 ? " (no line carries replay fields: log.replay_fields)"
+                                      : " (never present in the log)"));
+}
+
+}  // namespace floodgate::replay

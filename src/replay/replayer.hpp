@@ -1,0 +1,89 @@
+#pragma once
+// Decides logged requests under one config, offline: the config's own router, key builder
+// and limit policy, the embedded store, and a virtual clock set to each request's time.
+// Nothing is slept or waited for; a day of traffic takes seconds.
+
+#include <cstdint>
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "floodgate/config/config.hpp"
+#include "floodgate/keys/key_builder.hpp"
+#include "floodgate/limit/clock.hpp"
+#include "floodgate/store/memory_store.hpp"
+#include "log_record.hpp"
+#include "top_keys.hpp"
+
+namespace floodgate::replay {
+
+struct LimitReport {
+  std::string route;
+  std::string limit;
+  bool shadow = false;
+  std::uint64_t seen = 0;            // requests this limit was applied to
+  std::uint64_t refused = 0;         // requests refused because of it
+  std::uint64_t shadow_refused = 0;  // shadow mode: would have refused
+  std::vector<std::uint32_t> refused_by_minute;
+  TopCounter refused_keys{512};
+  TopPeaks closest;  // peak share of the quota in use, among admitted requests
+  explicit LimitReport(std::size_t top) : closest(top) {}
+};
+
+struct ConfigReport {
+  std::string label;  // "candidate" / "baseline"
+  std::string file;
+  std::uint64_t requests = 0;
+  std::uint64_t unmatched = 0;    // no route: a 404 under this config
+  std::uint64_t rejected = 0;     // 401/400 before any limit (missing key part, bad cost)
+  std::uint64_t refused = 0;      // 429
+  std::uint64_t shadow_only = 0;  // admitted, but a shadow limit would have refused
+  std::vector<std::uint32_t> refused_by_minute;
+  std::vector<std::vector<LimitReport>> limits;  // [route][limit], config order
+  std::vector<std::string> missing_inputs;       // inputs the limits need, absent from the log
+};
+
+enum class Verdict { admitted, refused, rejected, unmatched };
+
+struct Decision {
+  Verdict verdict = Verdict::admitted;
+  const config::Route* route = nullptr;
+  const config::Limit* limit = nullptr;  // the refusing (or rejecting) limit
+  std::string key;                       // its caller, as text (only when refused)
+};
+
+class Replayer {
+ public:
+  Replayer(config::ConfigPtr config, std::string label, std::string file, std::size_t top);
+
+  // Decides `r` at `now` (monotonic across calls). `minute` indexes the per-minute series.
+  Decision decide(const LogRecord& r, limit::Micros now, std::size_t minute);
+  // Which inputs the limits read that no logged request carried (call at the end).
+  void finish(std::uint64_t lines_with_fields, const std::vector<std::string>& inputs_seen);
+  const ConfigReport& report() const { return report_; }
+  const config::Config& config() const { return *config_; }
+  std::size_t live_keys() const { return state_.size(); }
+
+ private:
+  struct Release {
+    limit::Micros at;
+    store::Item item;
+    bool operator>(const Release& o) const { return at > o.at; }
+  };
+  std::string caller_text(const config::Limit& l, const keys::RequestFacts& facts) const;
+
+  config::ConfigPtr config_;
+  limit::FakeClock clock_;  // the virtual clock: set to each request's time before deciding
+  store::MemoryState state_;
+  keys::KeyHasher hasher_;
+  std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_;
+  std::uint64_t seq_ = 0;
+  ConfigReport report_;
+  std::string query_;  // scratch: a query string rebuilt from logged query: fields
+};
+
+// Adds `n` at `minute` of a per-minute series, growing it as needed (bounded by the caller).
+void bump(std::vector<std::uint32_t>& series, std::size_t minute, std::uint32_t n = 1);
+
+}  // namespace floodgate::replay
