@@ -58,7 +58,8 @@ void reload(const std::string& path, config::ConfigSource& source, spdlog::logge
   if (!r.config) {
     metrics.reloads_failed.fetch_add(1);
     for (const auto& e : r.errors) log.error("reload rejected: {}", e.to_string());
-    log.error("reload rejected: {} errors; the previous config keeps serving", r.errors.size());
+    log.error("reload rejected: {} error{}; the previous config keeps serving", r.errors.size(),
+              r.errors.size() == 1 ? "" : "s");
     return;
   }
   for (const auto& w : r.warnings) log.warn("{}", w.to_string());
@@ -102,7 +103,9 @@ int run(const std::string& path) {
       admin_server = std::make_unique<admin::AdminServer>(*r.config->admin.listen, source, metrics,
                                                           admin_state, *log);
       admin_server->start();
-      log->info("admin listening on {}", r.config->admin.listen->to_string());
+      // The bound port, not the configured one (which may be 0).
+      log->info("admin listening on {}",
+                config::Endpoint{r.config->admin.listen->host, admin_server->port()}.to_string());
     }
   } catch (const std::system_error& e) {
     log->critical("{}", e.what());

@@ -4,6 +4,9 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include <boost/container/small_vector.hpp>
+
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -63,27 +66,31 @@ KeyHasher::KeyHasher(std::string_view secret, Kind kind)
 KeyHasher::~KeyHasher() = default;
 
 std::string KeyHasher::hex(std::string_view material) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  std::size_t len = 0;
+  std::string out;
+  append_hex(out, material);
+  return out;
+}
+
+void KeyHasher::append_hex(std::string& out, std::string_view material) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
   if (kind_ == Kind::offline) {
     std::uint64_t a = offline_hash(material, 0x243F6A8885A308D3ULL);
     std::uint64_t b = offline_hash(material, 0x13198A2E03707344ULL);
-    std::memcpy(out, &a, 8);
-    std::memcpy(out + 8, &b, 8);
+    std::memcpy(digest, &a, 8);
+    std::memcpy(digest + 8, &b, 8);
   } else {
+    std::size_t len = 0;
     // Re-initialising with a null key keeps the key already set: no allocation per call.
     EVP_MAC_init(impl_->ctx, nullptr, 0, nullptr);
     EVP_MAC_update(impl_->ctx, reinterpret_cast<const unsigned char*>(material.data()),
                    material.size());
-    EVP_MAC_final(impl_->ctx, out, &len, sizeof out);
+    EVP_MAC_final(impl_->ctx, digest, &len, sizeof digest);
   }
   static constexpr char digits[] = "0123456789abcdef";
-  std::string hex(32, '0');
   for (std::size_t i = 0; i < 16; ++i) {
-    hex[2 * i] = digits[out[i] >> 4];
-    hex[2 * i + 1] = digits[out[i] & 15];
+    out += digits[digest[i] >> 4];
+    out += digits[digest[i] & 15];
   }
-  return hex;
 }
 
 std::optional<std::string_view> query_param(std::string_view query, std::string_view name) {
@@ -132,7 +139,16 @@ std::optional<std::string> part_value(const config::KeyPart& part, const Request
 
 BuiltKey build_key(std::string_view prefix, const config::Route& route, const config::Limit& limit,
                    const RequestFacts& request, KeyHasher& hasher) {
-  std::string material;
+  // Built on the stack: this runs for every limit of every request.
+  boost::container::small_vector<char, 256> material;
+  auto append = [&material](std::string_view text) {
+    material.insert(material.end(), text.begin(), text.end());
+  };
+  auto append_number = [&material](std::size_t n) {
+    char digits[24];
+    auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
+    material.insert(material.end(), digits, end);
+  };
   for (const auto& part : limit.key) {
     auto value = part_value(part, request);
     if (!value) {
@@ -147,19 +163,19 @@ BuiltKey build_key(std::string_view prefix, const config::Route& route, const co
       return BuiltKey{std::move(key), true};
     }
     // kind, length, value: "ip" + "9:127.0.0.1" can never equal another split of the bytes.
-    material += std::to_string(static_cast<int>(part.kind));
-    material += ':';
-    material += std::to_string(part.name.size());
-    material += ':';
-    material += part.name;
-    material += std::to_string(value->size());
-    material += ':';
-    material += *value;
+    append_number(static_cast<std::size_t>(part.kind));
+    material.push_back(':');
+    append_number(part.name.size());
+    material.push_back(':');
+    append(part.name);
+    append_number(value->size());
+    material.push_back(':');
+    append(*value);
   }
   std::string key;
   key.reserve(prefix.size() + route.name.size() + limit.name.size() + 40);
   key.append(prefix).append(":").append(route.name).append(":").append(limit.name).append(":{");
-  key += hasher.hex(material);
+  hasher.append_hex(key, std::string_view(material.data(), material.size()));
   key += '}';
   return BuiltKey{std::move(key), false};
 }

@@ -41,6 +41,8 @@ const config::LimitParams& tier_of(const config::Limit& l, const keys::RequestFa
 Plan plan(const config::Config& config, const config::Route& route,
           const keys::RequestFacts& request, keys::KeyHasher& hasher) {
   Plan out;
+  out.limits.reserve(route.limits.size());
+  out.items.reserve(route.limits.size());
   for (const auto& l : route.limits) {
     auto key = keys::build_key(config.store.key_prefix, route, l, request, hasher);
     if (key.key.empty()) {

@@ -11,6 +11,10 @@ namespace floodgate::replay {
 
 namespace {
 
+char ascii_lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c;
+}
+
 // Lets the key builder read a logged request's headers and claims.
 class RecordInputs final : public keys::HeaderSource, public keys::ClaimSource {
  public:
@@ -29,12 +33,12 @@ class RecordInputs final : public keys::HeaderSource, public keys::ClaimSource {
     for (const auto& [k, v] : r_.fields) {
       if (k.size() != prefix.size() + name.size() || k.substr(0, prefix.size()) != prefix) continue;
       auto rest = k.substr(prefix.size());
-      bool same = fold_case ? std::equal(rest.begin(), rest.end(), name.begin(), name.end(),
-                                         [](char a, char b) {
-                                           return std::tolower(static_cast<unsigned char>(a)) ==
-                                                  std::tolower(static_cast<unsigned char>(b));
-                                         })
-                            : rest == name;
+      // Header names are lower case in the log and in the config: the exact comparison
+      // settles almost every lookup; ASCII folding catches a hand-written log.
+      bool same = rest == name ||
+                  (fold_case &&
+                   std::equal(rest.begin(), rest.end(), name.begin(), name.end(),
+                              [](char a, char b) { return ascii_lower(a) == ascii_lower(b); }));
       if (same) return v;
     }
     return std::nullopt;

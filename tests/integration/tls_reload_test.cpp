@@ -118,7 +118,7 @@ TEST(TlsReload, SighupRereadsCertificateFilesAndRefusesABrokenKey) {
   overwrite(serving.key, "-----BEGIN PRIVATE KEY-----\nnot a key at all\n");
   kill(fg->pid(), SIGHUP);
   std::string refusal_log;
-  auto refused = wait_for_line(*fg, "reload rejected: 1 errors; the previous config keeps serving",
+  auto refused = wait_for_line(*fg, "reload rejected: 1 error; the previous config keeps serving",
                                5s, refusal_log);
   log += refusal_log;
   EXPECT_NE(refused, "") << log;

@@ -70,7 +70,7 @@ std::vector<std::string> keys_in_shard(std::size_t shard, std::size_t n, const s
   std::vector<std::string> out;
   for (std::size_t i = 0; out.size() < n; ++i) {
     std::string k = "rl:r:" + tag + ":{" + std::to_string(i) + "}";
-    if (std::hash<std::string>{}(k) % 64 == shard) out.push_back(k);
+    if (MemoryState::shard_index(k) == shard) out.push_back(k);
   }
   return out;
 }

@@ -50,6 +50,8 @@ class KeyHasher {
   KeyHasher(const KeyHasher&) = delete;
   KeyHasher& operator=(const KeyHasher&) = delete;
   std::string hex(std::string_view material);
+  // The same 32 hex digits, appended to `out` (no allocation of their own).
+  void append_hex(std::string& out, std::string_view material);
   const std::string& secret() const { return secret_; }
 
  private:

@@ -4,9 +4,12 @@
 // lock, and a request's keys are locked in shard order, so all-or-nothing needs no global lock.
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
 
 #include <array>
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <span>
 #include <string>
@@ -19,6 +22,17 @@ namespace floodgate::store {
 
 class MemoryState {
  public:
+  static constexpr std::size_t kShards = 64;  // shard_index's 6 bits
+  // Keys end with a hashed caller ("...:{3fa2...}"): a multiplicative hash of their last 8
+  // bytes spreads them over the shards as well as hashing the whole key, for one multiply.
+  static std::size_t shard_index(const std::string& key) {
+    const std::size_t n = key.size();
+    if (n < 8) return std::hash<std::string>{}(key) % kShards;
+    std::uint64_t tail;
+    std::memcpy(&tail, key.data() + n - 8, 8);
+    return static_cast<std::size_t>((tail * 0x9E3779B97F4A7C15ULL) >> 58);  // top 6 bits: 64
+  }
+
   MemoryState(const limit::Clock& clock, std::size_t max_keys);
 
   Outcome acquire(std::span<const Item> items);
@@ -29,21 +43,19 @@ class MemoryState {
   std::uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
 
  private:
-  static constexpr std::size_t kShards = 64;
   struct Entry {
     limit::State state;
     limit::Micros expires_at = 0;  // neutral from then on: may be forgotten
   };
   struct Shard {
     mutable std::mutex mutex;
-    std::unordered_map<std::string, Entry> map;
+    // Open addressing: one probe sequence in a flat array instead of a bucket list per key.
+    boost::unordered_flat_map<std::string, Entry> map;
     std::size_t inserts_since_sweep = 0;
     std::size_t live_after_sweep = 0;  // what the last sweep left
   };
 
-  Shard& shard_of(const std::string& key) {
-    return shards_[std::hash<std::string>{}(key) % kShards];
-  }
+  Shard& shard_of(const std::string& key) { return shards_[shard_index(key)]; }
   limit::State current(Shard& shard, const std::string& key, limit::Micros now);
   void store(Shard& shard, const std::string& key, const limit::Params& p, limit::State next,
              limit::Micros now);

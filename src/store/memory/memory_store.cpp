@@ -1,6 +1,7 @@
 #include "floodgate/store/memory_store.hpp"
 
 #include <boost/asio/post.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <algorithm>
 #include <vector>
@@ -49,7 +50,8 @@ void MemoryState::make_room(Shard& shard, limit::Micros now) {
       shard.map.size() >= max_per_shard_ &&
       shard.inserts_since_sweep >= std::max<std::size_t>(16, shard.live_after_sweep / 8);
   if (due || full) {
-    std::erase_if(shard.map, [now](const auto& kv) { return kv.second.expires_at <= now; });
+    boost::unordered::erase_if(shard.map,
+                               [now](const auto& kv) { return kv.second.expires_at <= now; });
     shard.inserts_since_sweep = 0;
     shard.live_after_sweep = shard.map.size();
   }
@@ -79,32 +81,36 @@ void MemoryState::store(Shard& shard, const std::string& key, const limit::Param
 
 Outcome MemoryState::acquire(std::span<const Item> items) {
   // Lock every shard involved, in index order, so two requests sharing keys cannot deadlock.
-  std::vector<std::size_t> order;
-  order.reserve(items.size());
-  for (const auto& item : items)
-    order.push_back(static_cast<std::size_t>(&shard_of(item.key) - shards_.data()));
+  boost::container::small_vector<std::size_t, 4> shard_ix;
+  for (const auto& item : items) shard_ix.push_back(shard_index(item.key));
+  boost::container::small_vector<std::size_t, 4> order(shard_ix.begin(), shard_ix.end());
   std::sort(order.begin(), order.end());
   order.erase(std::unique(order.begin(), order.end()), order.end());
-  std::vector<std::unique_lock<std::mutex>> locks;
-  locks.reserve(order.size());
+  boost::container::small_vector<std::unique_lock<std::mutex>, 4> locks;
   for (auto i : order) locks.emplace_back(shards_[i].mutex);
 
   const auto now = clock_.now();
   Outcome out;
   out.admitted = true;
   out.now = now;
-  std::vector<limit::Evaluation> evals;
-  evals.reserve(items.size());
-  for (const auto& item : items) {
-    evals.push_back(
-        limit::evaluate(item.params, current(shard_of(item.key), item.key, now), now, item.cost));
+  out.decisions.reserve(items.size());
+  // One lookup per key: its entry (or end) is kept for the write below.
+  using Iterator = decltype(Shard::map)::iterator;
+  boost::container::small_vector<Iterator, 4> found;
+  boost::container::small_vector<bool, 4> present;  // found[i] is an entry (not end())
+  boost::container::small_vector<limit::Evaluation, 4> evals;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto& shard = shards_[shard_ix[i]];
+    auto it = shard.map.find(items[i].key);
+    found.push_back(it);
+    present.push_back(it != shard.map.end());
+    limit::State state;
+    if (it != shard.map.end() && it->second.expires_at > now) state = it->second.state;
+    evals.push_back(limit::evaluate(items[i].params, state, now, items[i].cost));
     out.decisions.push_back(evals.back().decision);
-    if (item.enforce && !evals.back().decision.admitted) out.admitted = false;
+    if (items[i].enforce && !evals.back().decision.admitted) out.admitted = false;
   }
   if (!out.admitted) return out;  // refused: nothing is charged anywhere
-  for (std::size_t i = 0; i < items.size(); ++i)
-    if (evals[i].decision.admitted)
-      store(shard_of(items[i].key), items[i].key, items[i].params, std::move(evals[i].next), now);
   // An admission that took the last unit also says when the same request would pass again,
   // so the gate can refuse until then without asking (acquire.lua does the same).
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -112,11 +118,25 @@ Outcome MemoryState::acquire(std::span<const Item> items) {
     if (!d.admitted || d.remaining != 0 ||
         items[i].params.algorithm == config::Algorithm::concurrency)
       continue;
-    auto& shard = shard_of(items[i].key);
-    auto again =
-        limit::evaluate(items[i].params, current(shard, items[i].key, now), now, items[i].cost);
+    auto again = limit::evaluate(items[i].params, evals[i].next, now, items[i].cost);
     if (!again.decision.admitted) d.retry_after = again.decision.retry_after;
   }
+  // Existing entries first: writing through an iterator or erasing one invalidates no
+  // other, while an insertion may rehash the shard, so new keys go last.
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (!evals[i].decision.admitted || !present[i]) continue;
+    auto ttl = limit::time_to_neutral(items[i].params, evals[i].next, now);
+    if (ttl > 0) {
+      found[i]->second = Entry{std::move(evals[i].next), now + ttl};
+      continue;
+    }
+    for (std::size_t j = i + 1; j < items.size(); ++j)  // the same key twice: erased once
+      if (present[j] && found[j] == found[i]) present[j] = false;
+    shards_[shard_ix[i]].map.erase(found[i]);
+  }
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (evals[i].decision.admitted && !present[i])
+      store(shards_[shard_ix[i]], items[i].key, items[i].params, std::move(evals[i].next), now);
   return out;
 }
 

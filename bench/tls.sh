@@ -1,0 +1,585 @@
+#!/usr/bin/env bash
+# floodgate's TLS termination against nginx's, same certificate, same origin, one run.
+#
+#   bench/tls.sh [--dir DIR] [--out FILE.md] [--nginx-only]
+#     --dir DIR      results directory (default /tmp/floodgate-tls-bench/<timestamp>):
+#                    results.tsv (one line per wrk run), summary.tsv, table.txt, meta.txt,
+#                    wrk/*.txt (raw wrk output), nginx.conf and the three processes' logs
+#     --out FILE     also write a markdown snippet (table + run details) for docs/benchmarks.md
+#     --nginx-only   measure nginx alone (same as FG_SKIP=1): no ratios
+#
+# Environment: DURATION (10 s per wrk run), ROUNDS (3), CONNS (64), WRK_THREADS (2),
+#   THREADS (2: floodgate's server.threads and nginx's worker_processes), WARMUP (2 s),
+#   URL_PATH (/: the origin's 2-byte "ok"), SCENARIOS ("http-ka tls-ka tls-full tls-resume"),
+#   FG_SKIP=1, FLOODGATE_BIN (build/floodgate), ORIGIN_BIN (build/floodgate-test-origin),
+#   NGINX_BIN (nginx), NGINX_REUSEPORT (0; 1 adds `reuseport`, floodgate's SO_REUSEPORT model),
+#   VERIFY (1: check what wrk's handshakes are, on nginx, before measuring),
+#   BUSY_PATTERN ('cc1plus|ninja|integration_tests|unit_tests|micro_bench': wait while such a
+#   process runs, a build or the tests; '' to not check),
+#   BUSY_WAIT (900: seconds of waiting for that in the whole run, then measure anyway and mark
+#   the rows taken next to it noisy).
+#
+# Scenarios, each `wrk -t$WRK_THREADS -c$CONNS -d${DURATION}s --latency`, nginx and floodgate
+# alternating (who goes first alternates by round), ROUNDS rounds:
+#   http-ka     plain HTTP, keep-alive (the baseline: what TLS adds is the difference)
+#   tls-ka      TLS, keep-alive: one handshake per connection, then only record encryption
+#   tls-full    TLS, `Connection: close`: a new TCP connection and a FULL handshake per
+#               request (wrk would resume the previous connection's session; a preloaded
+#               SSL_connect wrapper, compiled here with cc, makes it start each one afresh)
+#   tls-resume  TLS, `Connection: close`, wrk as it is: a new connection per request that
+#               resumes the session (TLS 1.3 PSK with a fresh key exchange, no certificate
+#               signature) if the server issued a ticket
+# In the Connection: close rows req/s = handshakes/s; wrk's latency there starts once the
+# handshake is done (it times request to response), so p99 is not the handshake's latency.
+# Ratios are floodgate / nginx, divided within each round, then the median over rounds.
+# "CPU us/req" is the proxy's own user+system time per request (nginx: master + workers).
+#
+# nginx: worker_processes $THREADS; listen ssl (TLSv1.2 TLSv1.3, the certificate, ciphers and
+# curves at nginx's defaults); ssl_session_cache none + ssl_session_tickets on (nginx's
+# defaults: no server-side session store, resumption by tickets only); keepalive_requests
+# 1000000 (the default 1000 would close wrk's keep-alive connections mid-run); upstream
+# keepalive 64, proxy_http_version 1.1, Connection "". floodgate: bench/configs/tls.yaml.
+#
+# Stand-alone: nothing here uses ../shared. Keep the machine otherwise idle.
+set -euo pipefail
+caller=$PWD
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+out_dir='' md_out=''
+fg_skip=${FG_SKIP:-0}
+while (($#)); do
+  case $1 in
+    --dir) out_dir=${2:?--dir needs a directory}; shift 2 ;;
+    --out) md_out=${2:?--out needs a file}; shift 2 ;;
+    --nginx-only) fg_skip=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "tls.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ $fg_skip == 0 || $fg_skip == 1 ]] || fg_skip=1
+# --dir and --out are relative to where the script was called from
+[[ -z $out_dir || $out_dir == /* ]] || out_dir=$caller/$out_dir
+[[ -z $md_out || $md_out == /* ]] || md_out=$caller/$md_out
+
+duration=${DURATION:-10}
+rounds=${ROUNDS:-3}
+conns=${CONNS:-64}
+wrk_threads=${WRK_THREADS:-2}
+threads=${THREADS:-2}
+warmup=${WARMUP:-2}
+url_path=${URL_PATH:-/}
+scenarios=${SCENARIOS:-"http-ka tls-ka tls-full tls-resume"}
+fg_bin=${FLOODGATE_BIN:-build/floodgate}
+origin_bin=${ORIGIN_BIN:-build/floodgate-test-origin}
+nginx_bin=${NGINX_BIN:-nginx}
+verify=${VERIFY:-1}
+busy_pattern=${BUSY_PATTERN-cc1plus|ninja|integration_tests|unit_tests|micro_bench}
+busy_wait=${BUSY_WAIT:-900}
+out_dir=${out_dir:-/tmp/floodgate-tls-bench/$(date +%Y%m%d-%H%M%S)}
+
+die() { echo "tls.sh: $*" >&2; exit 2; }
+note() { echo "tls.sh: $*" >&2; }
+read -ra scen_list <<<"$scenarios"
+for s in "${scen_list[@]}"; do
+  case $s in http-ka|tls-ka|tls-full|tls-resume) ;; *) die "unknown scenario $s" ;; esac
+done
+has_scenario() { [[ " ${scen_list[*]} " == *" $1 "* ]]; }
+for tool in wrk openssl curl python3 timeout "$nginx_bin"; do
+  command -v "$tool" >/dev/null || die "needs $tool"
+done
+[[ $(ldd "$(command -v wrk)" 2>/dev/null) == *libssl* ]] || die "this wrk has no TLS (not linked with libssl)"
+[[ -x $origin_bin ]] || die "no origin at $origin_bin: cmake --build build --target floodgate-test-origin"
+if [[ $fg_skip == 0 && ! -x $fg_bin ]]; then
+  die "no floodgate at $fg_bin (build it, or FG_SKIP=1 / --nginx-only to measure nginx alone)"
+fi
+
+mkdir -p "$out_dir/wrk"
+out_dir=$(cd "$out_dir" && pwd)
+tmp=$(mktemp -d /tmp/floodgate-tls.XXXXXX)
+pids=()
+wrk_pid='' sampler_pid=''
+cleanup() {
+  local p
+  if [[ -n $wrk_pid ]]; then kill -TERM "$wrk_pid" 2>/dev/null || true; fi
+  if [[ -n $sampler_pid ]]; then kill -TERM "$sampler_pid" 2>/dev/null || true; fi
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for _ in $(seq 50); do
+    local alive=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    ((alive)) || break
+    sleep 0.1
+  done
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Waits while a build or the tests run (numbers taken next to them are noise). 0 = idle.
+# BUSY_WAIT is one budget for the whole run: once spent, nothing waits any more.
+busy_left=$busy_wait
+wait_idle() {
+  [[ -n $busy_pattern ]] || return 0
+  pgrep -f "$busy_pattern" >/dev/null || return 0
+  ((busy_left > 0)) || return 1
+  note "a build or test run is going on (pgrep -f '$busy_pattern'); waiting (at most ${busy_left}s more)"
+  while pgrep -f "$busy_pattern" >/dev/null; do
+    if ((busy_left <= 0)); then
+      note "still busy; measuring anyway (such rows are marked noisy)"
+      return 1
+    fi
+    sleep 5; busy_left=$((busy_left - 5))
+  done
+  return 0
+}
+# Notes, once a second, whether one runs while wrk does: start_sampler / stop_sampler.
+start_sampler() {
+  rm -f "$tmp/busy"
+  [[ -n $busy_pattern ]] || return 0
+  (while :; do pgrep -f "$busy_pattern" >/dev/null && : >"$tmp/busy"; sleep 1; done) &
+  sampler_pid=$!
+}
+stop_sampler() {  # 0 = one was seen
+  if [[ -n $sampler_pid ]]; then kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; fi
+  sampler_pid=
+  [[ -e $tmp/busy ]]
+}
+wait_idle || true
+
+# --- certificate: EC P-256, self-signed, for localhost and 127.0.0.1 ------------------------
+cert=$tmp/cert.pem key=$tmp/key.pem
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+  -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+  -keyout "$key" -out "$cert" 2>"$tmp/openssl.log" || { cat "$tmp/openssl.log" >&2; die "openssl req failed"; }
+
+# --- full-handshake wrapper for wrk -------------------------------------------------------
+# wrk keeps one SSL object per connection slot and, after a close, SSL_clear() keeps its
+# session, so its next SSL_connect resumes. Dropping the session before a handshake starts
+# makes every connection a full handshake; nothing else in wrk changes.
+full_hs_lib=
+if has_scenario tls-full; then
+  cat >"$tmp/full_handshake.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stddef.h>
+typedef struct ssl_st SSL;
+typedef struct ssl_session_st SSL_SESSION;
+int SSL_set_session(SSL *s, SSL_SESSION *session);
+int SSL_in_before(const SSL *s);
+/* wrk calls SSL_connect again after WANT_READ/WANT_WRITE: only a handshake that has not
+   started yet loses its session. */
+int SSL_connect(SSL *s) {
+  static int (*real)(SSL *);
+  if (!real) real = (int (*)(SSL *))dlsym(RTLD_NEXT, "SSL_connect");
+  if (SSL_in_before(s)) SSL_set_session(s, NULL);
+  return real(s);
+}
+C
+  if command -v cc >/dev/null &&
+     cc -O2 -shared -fPIC -o "$tmp/full_handshake.so" "$tmp/full_handshake.c" -ldl 2>"$tmp/cc.log"; then
+    full_hs_lib=$tmp/full_handshake.so
+  else
+    note "cannot build the full-handshake wrapper (needs cc); skipping tls-full"
+    kept=()
+    for s in "${scen_list[@]}"; do [[ $s == tls-full ]] || kept+=("$s"); done
+    scen_list=("${kept[@]}")
+  fi
+fi
+
+# --- origin: the shared backend ------------------------------------------------------------
+"$origin_bin" --port 0 >"$tmp/origin.port" 2>"$out_dir/origin.log" & origin_pid=$!; pids+=("$origin_pid")
+for _ in $(seq 50); do [[ -s $tmp/origin.port ]] && break; sleep 0.1; done
+origin_port=$(head -n1 "$tmp/origin.port")
+[[ $origin_port =~ ^[0-9]+$ ]] || die "the origin did not print its port (see $out_dir/origin.log)"
+
+# --- floodgate ----------------------------------------------------------------------------
+declare -A tls_port plain_port proc_pid
+servers=()
+if [[ $fg_skip == 0 ]]; then
+  export FG_TLS_PORT FG_PORT FG_ADMIN_PORT FG_ORIGIN_PORT=$origin_port FG_TLS_CERT=$cert FG_TLS_KEY=$key
+  export FG_THREADS=$threads
+  FG_TLS_PORT=$(free_port) FG_PORT=$(free_port) FG_ADMIN_PORT=$(free_port)
+  "$fg_bin" --config bench/configs/tls.yaml >"$out_dir/floodgate.log" 2>&1 & fg_pid=$!; pids+=("$fg_pid")
+  ready=0
+  for _ in $(seq 100); do
+    kill -0 "$fg_pid" 2>/dev/null || break
+    curl -fso /dev/null "http://127.0.0.1:$FG_ADMIN_PORT/readyz" && { ready=1; break; }
+    sleep 0.1
+  done
+  if ((!ready)); then
+    if grep -q "TLS termination is not available" "$out_dir/floodgate.log"; then
+      echo "tls.sh: $fg_bin has no TLS termination yet; it says:" >&2
+      sed 's/^/    /' "$out_dir/floodgate.log" >&2
+      echo "tls.sh: build floodgate with TLS termination, or run FG_SKIP=1 bench/tls.sh (nginx alone)" >&2
+      exit 3
+    fi
+    echo "tls.sh: floodgate did not become ready; its log ($out_dir/floodgate.log):" >&2
+    tail -n 20 "$out_dir/floodgate.log" | sed 's/^/    /' >&2
+    exit 1
+  fi
+  tls_port[floodgate]=$FG_TLS_PORT plain_port[floodgate]=$FG_PORT proc_pid[floodgate]=$fg_pid
+  servers+=(floodgate)
+fi
+
+# --- nginx ----------------------------------------------------------------------------------
+ng=$tmp/nginx
+mkdir -p "$ng"
+ng_tls=$(free_port) ng_plain=$(free_port) ng_verify=$(free_port)
+reuseport=
+[[ ${NGINX_REUSEPORT:-0} == 1 ]] && reuseport=" reuseport"
+# server_block PORT_TLS PORT_PLAIN|"" ACCESS_LOG
+server_block() {
+  local plain=
+  [[ -n $2 ]] && plain="listen 127.0.0.1:$2 backlog=4096$reuseport;"
+  cat <<BLOCK
+  server {
+    listen 127.0.0.1:$1 ssl backlog=4096$reuseport;
+    $plain
+    access_log $3;
+    ssl_certificate     $cert;
+    ssl_certificate_key $key;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_session_cache none;
+    ssl_session_tickets on;
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+BLOCK
+}
+{
+  cat <<CONF
+# bench/tls.sh: nginx terminating TLS in front of the test origin (written by the script)
+worker_processes $threads;
+pid $ng/nginx.pid;
+error_log $out_dir/nginx-error.log warn;
+daemon off;
+events { worker_connections 4096; }
+http {
+  client_body_temp_path $ng; proxy_temp_path $ng; fastcgi_temp_path $ng;
+  uwsgi_temp_path $ng; scgi_temp_path $ng;
+  log_format verify '\$connection \$connection_requests \$ssl_session_reused \$ssl_protocol \$ssl_cipher \$ssl_curve';
+  keepalive_timeout 65s;
+  keepalive_requests 1000000;
+  upstream origin {
+    server 127.0.0.1:$origin_port;
+    keepalive 64;
+    keepalive_requests 1000000;
+  }
+CONF
+  server_block "$ng_tls" "$ng_plain" off
+  # Used only by the check before measuring (VERIFY): the same, with an access log.
+  server_block "$ng_verify" "" "$ng/verify.log verify"
+  echo "}"
+} >"$ng/nginx.conf"
+cp "$ng/nginx.conf" "$out_dir/nginx.conf"
+"$nginx_bin" -p "$ng" -e "$out_dir/nginx-error.log" -c "$ng/nginx.conf" & ng_pid=$!; pids+=("$ng_pid")
+ready=0
+for _ in $(seq 50); do
+  kill -0 "$ng_pid" 2>/dev/null || break
+  curl -fso /dev/null "http://127.0.0.1:$ng_plain$url_path" && { ready=1; break; }
+  sleep 0.1
+done
+((ready)) || { tail -n 20 "$out_dir/nginx-error.log" >&2; die "nginx did not start (see $out_dir/nginx-error.log)"; }
+tls_port[nginx]=$ng_tls plain_port[nginx]=$ng_plain proc_pid[nginx]=$ng_pid
+servers=(nginx "${servers[@]}")
+
+# --- checks: the certificate is served, Connection: close is honoured, TLS parameters -------
+meta_file=$out_dir/meta.txt
+: >"$meta_file"
+meta() { printf '%s\t%s\n' "$1" "$2" >>"$meta_file"; }
+declare -A tls_params resumes_of
+request=$'GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'
+for s in "${servers[@]}"; do
+  port=${tls_port[$s]}
+  # --cacert: the server must present our certificate, valid for 127.0.0.1
+  body=$(curl -fsS --max-time 5 --cacert "$cert" "https://127.0.0.1:$port$url_path") ||
+    die "$s: https://127.0.0.1:$port$url_path failed (certificate or proxying)"
+  [[ $url_path != / || $body == ok ]] || die "$s: unexpected body through TLS: $body"
+  curl -fsS --max-time 5 -o /dev/null "http://127.0.0.1:${plain_port[$s]}$url_path" || die "$s: plain HTTP failed"
+  # wrk reconnects after a response only when that response says Connection: close
+  curl -fsS --max-time 5 -o /dev/null -D "$tmp/headers" --cacert "$cert" -H 'Connection: close' \
+    "https://127.0.0.1:$port$url_path" || die "$s: a request with Connection: close failed"
+  grep -qi '^connection: *close' "$tmp/headers" ||
+    die "$s does not answer 'Connection: close' to Connection: close; the handshake rows would be wrong"
+  first=$(printf '%s' "$request" | timeout 10 openssl s_client -connect "127.0.0.1:$port" \
+            -sess_out "$tmp/sess-$s.pem" -ign_eof 2>&1 || true)
+  second=$(printf '%s' "$request" | timeout 10 openssl s_client -connect "127.0.0.1:$port" \
+             -sess_in "$tmp/sess-$s.pem" -ign_eof 2>&1 || true)
+  proto=$(sed -n 's/^New, \([^,]*\), Cipher is \(.*\)/\1 \2/p' <<<"$first" | head -n1)
+  group=$(sed -n 's/^Server Temp Key: \([^,]*\).*/\1/p' <<<"$first" | head -n1)
+  sig=$(sed -n 's/^Peer signature type: //p' <<<"$first" | head -n1)
+  if grep -q '^Reused,' <<<"$second"; then resumed=yes; else resumed=no; fi
+  tls_params[$s]="${proto:-?} ${group:-?} ${sig:-?}"
+  resumes_of[$s]=$resumed
+  meta "tls_$s" "${tls_params[$s]}"
+  meta "resumes_$s" "$resumed"
+  note "$s: ${proto:-?}, key exchange ${group:-?}, signature ${sig:-?}; resumes a session: $resumed"
+done
+if [[ $fg_skip == 0 ]]; then
+  [[ ${tls_params[nginx]} == "${tls_params[floodgate]}" ]] ||
+    note "WARNING: nginx and floodgate negotiate different TLS parameters (see $meta_file)"
+  [[ ${resumes_of[nginx]} == "${resumes_of[floodgate]}" ]] ||
+    note "WARNING: only one of them resumes sessions: tls-resume compares unlike handshakes"
+fi
+
+# What wrk does with Connection: close, seen from nginx's access log on the verify server:
+# one request per connection, and how many handshakes resumed.
+if [[ $verify == 1 ]]; then
+  for mode in tls-full tls-resume; do
+    has_scenario "$mode" || continue
+    : >"$ng/verify.log"   # nginx appends (O_APPEND): truncating is enough
+    pre=()
+    [[ $mode == tls-full ]] && pre=(env "LD_PRELOAD=$full_hs_lib")
+    timeout -k 5 30 "${pre[@]}" wrk -t"$wrk_threads" -c"$conns" -d2s -H 'Connection: close' \
+      "https://127.0.0.1:$ng_verify$url_path" >"$out_dir/wrk/verify-$mode.txt" &
+    wrk_pid=$!
+    wait "$wrk_pid" || die "wrk failed (see $out_dir/wrk/verify-$mode.txt)"
+    wrk_pid=
+    sleep 0.5
+    line=$(awk '{ n++; conn[$1] = 1; if ($2 != 1) multi++; if ($3 == "r") reused++ }
+                END { c = 0; for (k in conn) c++;
+                      printf "%d requests on %d connections, %d on a reused connection, %.1f %% resumed handshakes",
+                             n, c, multi, n ? 100 * reused / n : 0 }' "$ng/verify.log")
+    meta "verify_$mode" "$line"
+    note "wrk $mode against nginx: $line"
+  done
+fi
+
+# --- measurement -----------------------------------------------------------------------------
+proc_ticks() {  # user+system clock ticks of a process and its children (nginx: the workers)
+  local p list
+  list=("$1")
+  while read -r p; do list+=("$p"); done < <(pgrep -P "$1" || true)
+  for p in "${list[@]}"; do cat "/proc/$p/stat" 2>/dev/null || true; done |
+    awk '{ sub(/^.*\) /, ""); t += $12 + $13 } END { print t + 0 }'
+}
+to_ms() { awk -v v="$1" 'BEGIN { n = v + 0; u = v; sub(/^[0-9.]+/, "", u);
+  if (u == "us") n /= 1000; else if (u == "s") n *= 1000; else if (u == "m") n *= 60000;
+  printf "%.3f", n }'; }
+hz=$(getconf CLK_TCK)
+
+# run_wrk SERVER SCENARIO SECONDS OUTFILE
+run_wrk() {
+  local s=$1 sc=$2 secs=$3 file=$4 url pre=() hdr=()
+  case $sc in
+    http-ka) url=http://127.0.0.1:${plain_port[$s]}$url_path ;;
+    tls-ka) url=https://127.0.0.1:${tls_port[$s]}$url_path ;;
+    tls-full) url=https://127.0.0.1:${tls_port[$s]}$url_path; hdr=(-H 'Connection: close')
+              pre=(env "LD_PRELOAD=$full_hs_lib") ;;
+    tls-resume) url=https://127.0.0.1:${tls_port[$s]}$url_path; hdr=(-H 'Connection: close') ;;
+  esac
+  # in the background, so that a signal to this script is handled at once (cleanup stops it)
+  timeout -k 5 $((secs + 30)) "${pre[@]}" wrk -t"$wrk_threads" -c"$conns" -d"${secs}s" --latency \
+    "${hdr[@]}" "$url" >"$file" 2>&1 &
+  wrk_pid=$!
+  wait "$wrk_pid" || note "wrk exited with $? ($s $sc, see $file)"
+  wrk_pid=
+}
+
+results=$out_dir/results.tsv
+printf 'round\tserver\tscenario\treq_s\tp50_ms\tp99_ms\trequests\tsocket_errors\tnon2xx\tproxy_us_req\torigin_cpu_pct\tnoisy\n' >"$results"
+measure() {  # ROUND SERVER SCENARIO
+  local r=$1 s=$2 sc=$3 file noisy=0 p0 p1 o0 o1 t0 t1
+  wait_idle || noisy=1
+  file=$out_dir/wrk/r$r-$s-$sc.txt
+  start_sampler
+  p0=$(proc_ticks "${proc_pid[$s]}") o0=$(proc_ticks "$origin_pid") t0=$(date +%s.%N)
+  run_wrk "$s" "$sc" "$duration" "$file"
+  p1=$(proc_ticks "${proc_pid[$s]}") o1=$(proc_ticks "$origin_pid") t1=$(date +%s.%N)
+  if stop_sampler; then noisy=1; fi
+  local rps p50 p99 reqs errs non2xx
+  rps=$(awk '/^Requests\/sec:/ { print $2 }' "$file")
+  reqs=$(awk '/ requests in / { print $1 }' "$file")
+  p50=$(awk '$1 == "50%" { print $2 }' "$file")
+  p99=$(awk '$1 == "99%" { print $2 }' "$file")
+  errs=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10 }' "$file")
+  non2xx=$(awk '/Non-2xx or 3xx responses:/ { print $5 }' "$file")
+  [[ -n $rps && -n $p99 ]] || { note "no result from wrk for $s $sc (see $file)"; rps=0 reqs=0 p50=0 p99=0; }
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$s" "$sc" "$rps" \
+    "$(to_ms "$p50")" "$(to_ms "$p99")" "$reqs" "${errs:-0}" "${non2xx:-0}" \
+    "$(awk -v t=$((p1 - p0)) -v n="$reqs" -v hz="$hz" 'BEGIN { printf "%.1f", n ? t / hz * 1e6 / n : 0 }')" \
+    "$(awk -v t=$((o1 - o0)) -v a="$t0" -v b="$t1" -v hz="$hz" 'BEGIN { printf "%.0f", 100 * t / hz / (b - a) }')" \
+    "$noisy" >>"$results"
+  local flag=
+  ((noisy)) && flag='  (noisy: a build or tests ran)'
+  printf '  round %s  %-9s %-10s %10s req/s  p99 %8s ms  errors %s%s\n' "$r" "$s" "$sc" "$rps" \
+    "$(to_ms "$p99")" "${errs:-0}" "$flag"
+}
+
+meta date "$(date -Iseconds)"
+meta host "$(uname -sr), $(nproc) cpus"
+meta versions "$("$nginx_bin" -v 2>&1 | sed 's/^nginx version: //'), $(wrk -v 2>&1 | head -n1 | awk '{print $2}'), $(openssl version | awk '{print $1 " " $2}')"
+if [[ $fg_skip == 0 ]]; then
+  meta floodgate "$("$fg_bin" --version 2>&1 | head -n1) ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ', uncommitted changes'))"
+fi
+meta wrk "-t$wrk_threads -c$conns -d${duration}s --latency, $url_path, warm-up ${warmup}s, rounds $rounds"
+meta threads "$threads (floodgate server.threads, nginx worker_processes)"
+meta nginx "worker_processes $threads; listen ssl$reuseport; ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache none; ssl_session_tickets on; ciphers and curves default; keepalive_requests 1000000; upstream keepalive 64"
+meta scenarios "${scen_list[*]}"
+
+echo "results: $out_dir"
+wait_idle || true
+for s in "${servers[@]}"; do  # warm-up: the upstream pools, the allocators, the page cache
+  for sc in "${scen_list[@]}"; do
+    run_wrk "$s" "$sc" "$warmup" "$tmp/warmup.txt"
+  done
+done
+for ((r = 1; r <= rounds; r++)); do
+  order=("${servers[@]}")
+  ((${#servers[@]} == 2 && r % 2 == 0)) && order=("${servers[1]}" "${servers[0]}")
+  for sc in "${scen_list[@]}"; do
+    for s in "${order[@]}"; do
+      measure "$r" "$s" "$sc"
+      sleep 1
+    done
+  done
+done
+
+for f in nginx-error.log floodgate.log origin.log; do
+  [[ -f $out_dir/$f ]] && meta "log_$f" "$(wc -l <"$out_dir/$f") lines"
+done
+
+# --- summary -----------------------------------------------------------------------------------
+python3 - "$out_dir" "$md_out" <<'PY'
+import csv, os, statistics, sys
+
+out, md = sys.argv[1], sys.argv[2]
+rows = list(csv.DictReader(open(os.path.join(out, "results.tsv")), delimiter="\t"))
+meta = dict(l.rstrip("\n").split("\t", 1) for l in open(os.path.join(out, "meta.txt")) if "\t" in l)
+WHAT = {
+    "http-ka": "plain HTTP, keep-alive",
+    "tls-ka": "TLS, keep-alive",
+    "tls-full": "TLS, new connection + full handshake per request",
+    "tls-resume": "TLS, new connection + resumed handshake per request",
+}
+scen = [s for s in meta["scenarios"].split() if any(r["scenario"] == s for r in rows)]
+servers = [s for s in ("nginx", "floodgate") if any(r["server"] == s for r in rows)]
+
+def med(s, sc, f):
+    v = [float(r[f]) for r in rows if r["server"] == s and r["scenario"] == sc]
+    return statistics.median(v) if v else None
+
+def ratios(sc, f):
+    by = {}
+    for r in rows:
+        if r["scenario"] == sc:
+            by.setdefault(r["round"], {})[r["server"]] = float(r[f])
+    v = [d["floodgate"] / d["nginx"] for d in by.values()
+         if "floodgate" in d and "nginx" in d and d["nginx"] > 0]
+    return (statistics.median(v), min(v), max(v)) if v else None
+
+def n(x, d=0):
+    return "-" if x is None else (f"{x:,.0f}" if d == 0 else f"{x:.{d}f}")
+
+def rt(x):
+    return "-" if x is None else f"{x[0]:.3f} ({x[1]:.2f}-{x[2]:.2f})"
+
+summary, table = [], []
+for sc in scen:
+    rec = {"scenario": sc}
+    for s in servers:
+        for f in ("req_s", "p50_ms", "p99_ms", "proxy_us_req", "origin_cpu_pct"):
+            rec[f"{s}_{f}"] = med(s, sc, f)
+    rec["ratio_req_s"] = ratios(sc, "req_s")
+    rec["ratio_p99"] = ratios(sc, "p99_ms")
+    rec["ratio_us_req"] = ratios(sc, "proxy_us_req")
+    summary.append(rec)
+
+with open(os.path.join(out, "summary.tsv"), "w") as f:
+    cols = ["scenario"] + [f"{s}_{x}" for s in servers
+                           for x in ("req_s", "p50_ms", "p99_ms", "proxy_us_req", "origin_cpu_pct")]
+    cols += ["ratio_req_s", "ratio_req_s_min", "ratio_req_s_max", "ratio_p99", "ratio_us_req"]
+    f.write("\t".join(cols) + "\n")
+    for rec in summary:
+        vals = [rec["scenario"]] + [n(rec[c], 3).replace(",", "") for c in cols[1:-5]]
+        rr = rec["ratio_req_s"]
+        vals += [n(rr and rr[0], 3), n(rr and rr[1], 3), n(rr and rr[2], 3),
+                 n(rec["ratio_p99"] and rec["ratio_p99"][0], 3),
+                 n(rec["ratio_us_req"] and rec["ratio_us_req"][0], 3)]
+        f.write("\t".join(vals) + "\n")
+
+hdr = ["scenario"]
+for s in servers:
+    hdr += [f"{s} req/s", f"{s} p99 ms", f"{s} us/req"]
+if len(servers) == 2:
+    hdr += ["req/s fg/nginx (range)", "p99 fg/nginx", "us/req fg/nginx"]
+lines = []
+for rec in summary:
+    line = [rec["scenario"]]
+    for s in servers:
+        line += [n(rec[f"{s}_req_s"]), n(rec[f"{s}_p99_ms"], 2), n(rec[f"{s}_proxy_us_req"], 1)]
+    if len(servers) == 2:
+        line += [rt(rec["ratio_req_s"]), n(rec["ratio_p99"] and rec["ratio_p99"][0], 3),
+                 n(rec["ratio_us_req"] and rec["ratio_us_req"][0], 3)]
+    lines.append(line)
+w = [max(len(str(x)) for x in col) for col in zip(hdr, *lines)]
+fmtl = lambda l: "  ".join(str(x).ljust(w[0]) if i == 0 else str(x).rjust(w[i]) for i, x in enumerate(l))
+text = [f"TLS termination, floodgate vs nginx: wrk {meta['wrk']}; medians over rounds",
+        "ratios: floodgate / nginx divided within each round, median (min-max over rounds)", "",
+        fmtl(hdr)] + [fmtl(l) for l in lines] + [""]
+for rec in summary:
+    text.append(f"  {rec['scenario']:<10} {WHAT[rec['scenario']]}")
+text.append("")
+per = {}
+for s in servers:
+    a, b = med(s, "tls-ka", "proxy_us_req"), med(s, "http-ka", "proxy_us_req")
+    if a is not None and b is not None:
+        per[s] = a - b
+        text.append(f"  TLS on a keep-alive connection costs {s} {a - b:+.1f} us of CPU per request")
+for k in sorted(meta):
+    if k.startswith(("tls_", "resumes_", "verify_", "log_")):
+        text.append(f"  {k}: {meta[k]}")
+noisy = sum(int(r["noisy"]) for r in rows)
+errs = sum(int(r["socket_errors"]) + int(r["non2xx"]) for r in rows)
+if noisy:
+    text.append(f"  WARNING: {noisy} run(s) overlapped a build or tests (column noisy in results.tsv)")
+if errs:
+    text.append(f"  WARNING: {errs} socket errors / non-2xx responses in total (see results.tsv)")
+text = "\n".join(text) + "\n"
+open(os.path.join(out, "table.txt"), "w").write(text)
+print()
+print(text, end="")
+
+if md:
+    m = []
+    hd = ["scenario", "what"]
+    for s in servers:
+        hd += [f"{s} req/s", f"{s} p99 ms", f"{s} CPU us/req"]
+    if len(servers) == 2:
+        hd += ["floodgate / nginx req/s", "per-round range", "p99 ratio", "CPU ratio"]
+    m.append("| " + " | ".join(hd) + " |")
+    m.append("|---|---|" + "---:|" * (len(hd) - 2))
+    for rec in summary:
+        c = [rec["scenario"], WHAT[rec["scenario"]]]
+        for s in servers:
+            c += [n(rec[f"{s}_req_s"]), n(rec[f"{s}_p99_ms"], 2), n(rec[f"{s}_proxy_us_req"], 1)]
+        if len(servers) == 2:
+            rr = rec["ratio_req_s"]
+            c += [n(rr and rr[0], 3), "-" if not rr else f"{rr[1]:.3f}-{rr[2]:.3f}",
+                  n(rec["ratio_p99"] and rec["ratio_p99"][0], 3),
+                  n(rec["ratio_us_req"] and rec["ratio_us_req"][0], 3)]
+        m.append("| " + " | ".join(c) + " |")
+    m.append("")
+    m.append("```")
+    for k in ("date", "host", "versions", "floodgate", "wrk", "threads", "nginx"):
+        if k in meta:
+            m.append(f"{k}: {meta[k]}")
+    for k in sorted(meta):
+        if k.startswith(("tls_", "resumes_", "verify_", "log_")):
+            m.append(f"{k}: {meta[k]}")
+    if noisy:
+        m.append(f"noisy runs (a build or tests overlapped): {noisy}")
+    if errs:
+        m.append(f"socket errors + non-2xx: {errs}")
+    m.append("```")
+    open(md, "w").write("\n".join(m) + "\n")
+    print(f"markdown: {md}")
+PY
