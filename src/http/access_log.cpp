@@ -41,15 +41,34 @@ void append_pair(std::string& out, bool& first, std::string_view name, std::stri
   out += '"';
 }
 
+// What the request was routed by: an absolute-form target ("GET http://h/p") names host and
+// path itself, overriding Host, as it did for routing (a refused request is logged with its
+// target as received; a forwarded one has been rewritten to origin-form by now).
+struct RequestLine {
+  std::string_view host;
+  std::string_view path;
+  std::string_view query;
+};
+
+RequestLine request_line_of(const bhttp::request_header<>& req) {
+  std::string_view raw = req.target();
+  if (auto t = parse_target(raw)) {
+    std::string_view host =
+        t->authority.empty() ? std::string_view(req[bhttp::field::host]) : t->authority;
+    return {host, t->path, t->query};
+  }
+  auto q = raw.find('?');
+  return {req[bhttp::field::host], raw.substr(0, q),
+          q == std::string_view::npos ? std::string_view() : raw.substr(q + 1)};
+}
+
 // The replay inputs of log.replay_fields that this request has (an absent header, parameter
 // or claim is left out, as a missing key part).
-void append_replay_fields(std::string& out, const AccessEntry& e, keys::KeyHasher& hasher) {
+void append_replay_fields(std::string& out, const AccessEntry& e, const RequestLine& line,
+                          keys::KeyHasher& hasher) {
   const auto& fields = e.request;
   FieldHeaders headers(fields);
   LazyClaims claims(fields, e.config, e.arrived / limit::kMicrosPerSecond);
-  auto target = std::string_view(e.request.target());
-  auto q = target.find('?');
-  std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
   out += ",\"fields\":{";
   bool first = true;
   for (const auto& f : e.config.log.replay_fields) {
@@ -61,16 +80,14 @@ void append_replay_fields(std::string& out, const AccessEntry& e, keys::KeyHashe
                     .to_string();
         break;
       }
-      case config::ReplayField::Kind::host: {
-        std::string_view host = fields[bhttp::field::host];
-        value = std::string(host_without_port(host));
+      case config::ReplayField::Kind::host:
+        value = std::string(host_without_port(line.host));
         break;
-      }
       case config::ReplayField::Kind::header:
         if (auto v = headers.header(f.name)) value = std::string(*v);
         break;
       case config::ReplayField::Kind::query:
-        if (auto v = keys::query_param(query, f.name)) value = std::string(*v);
+        if (auto v = keys::query_param(line.query, f.name)) value = std::string(*v);
         break;
       case config::ReplayField::Kind::jwt:
         value = claims.claim(f.name);
@@ -94,8 +111,8 @@ void append_replay_fields(std::string& out, const AccessEntry& e, keys::KeyHashe
 
 std::string access_line(const AccessEntry& e, keys::KeyHasher& hasher) {
   auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  auto path = std::string_view(e.request.target());
-  path = path.substr(0, path.find('?'));
+  const auto request_line = request_line_of(e.request);
+  const auto path = request_line.path;
   std::string line;
   line.reserve(320);
   line += "{\"type\":\"access\",\"ts\":\"";
@@ -124,7 +141,7 @@ std::string access_line(const AccessEntry& e, keys::KeyHasher& hasher) {
   std::snprintf(timing, sizeof timing, ",\"duration_ms\":%.3f,\"upstream_ms\":%.3f", ms(e.took),
                 ms(e.upstream_took));
   line += timing;
-  if (!e.config.log.replay_fields.empty()) append_replay_fields(line, e, hasher);
+  if (!e.config.log.replay_fields.empty()) append_replay_fields(line, e, request_line, hasher);
   line += '}';
   return line;
 }

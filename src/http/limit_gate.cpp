@@ -170,7 +170,8 @@ boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::
   co_return out;
 }
 
-void settle_from_response(const Admission& a, const bhttp::fields& response) {
+void settle_from_response(const Admission& a, const bhttp::fields& response,
+                          limit::DenyCache& deny) {
   for (const auto& s : a.settles) {
     auto it = response.find(s.header);
     if (it == response.end()) continue;
@@ -178,7 +179,11 @@ void settle_from_response(const Admission& a, const bhttp::fields& response) {
     std::int64_t actual = 0;
     auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), actual);
     if (ec != std::errc{} || p != v.data() + v.size() || actual < 0) continue;  // changes nothing
-    if (actual != s.charged && a.store) a.store->adjust(s.item, actual - s.charged);
+    if (actual == s.charged || !a.store) continue;
+    a.store->adjust(s.item, actual - s.charged);
+    // A refund may make room the deny cache does not know about (it may hold "refused until
+    // refill" from this very admission, which took the last unit).
+    if (actual < s.charged) deny.forget(s.item.key);
   }
 }
 

@@ -54,7 +54,9 @@ keys::KeyHasher& hasher_for(WorkerContext& w, const config::Config& c);
 boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::Config& config,
                                                 const config::Route& route, const GateInput& in);
 
-// Applies the admission to an upstream response: settles true costs from its headers.
-void settle_from_response(const Admission& a, const boost::beast::http::fields& response);
+// Applies the admission to an upstream response: settles true costs from its headers (and
+// forgets cached refusals a refund made untrue).
+void settle_from_response(const Admission& a, const boost::beast::http::fields& response,
+                          limit::DenyCache& deny);
 
 }  // namespace floodgate::http

@@ -482,7 +482,7 @@ class Session {
     const bool upstream_keep_alive = rp.keep_alive();
     const auto content_length = rp.content_length();
     const bool has_body = !rp.is_done();
-    settle_from_response(admission, res);
+    settle_from_response(admission, res, w_.deny);
     if (config.log.access_log && !config.log.replay_fields.empty())
       for (const auto& settle : admission.settles)
         if (auto it = res.find(settle.header); it != res.end())

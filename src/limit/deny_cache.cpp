@@ -1,5 +1,7 @@
 #include "floodgate/limit/deny_cache.hpp"
 
+#include <boost/container/small_vector.hpp>
+
 #include <bit>
 #include <functional>
 
@@ -17,6 +19,11 @@ std::uint64_t DenyCache::fingerprint(const store::Item& item) {
 
 std::optional<DenyCache::Hit> DenyCache::check(const std::vector<store::Item>& items, Micros now) {
   if (map_.empty()) return std::nullopt;
+  // A request is refused here only for a refusal still in force (or a probe in flight);
+  // otherwise it goes to the store, and only then is it the probe for the expired entries
+  // it carries. Marking a probe on a request that another entry then refuses would leave a
+  // probe that is never sent, and refuse what the store would admit.
+  boost::container::small_vector<Map::iterator, 4> expired;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (!items[i].enforce) continue;
     auto it = map_.find(items[i].key);
@@ -26,20 +33,24 @@ std::optional<DenyCache::Hit> DenyCache::check(const std::vector<store::Item>& i
       map_.erase(it);
       continue;
     }
-    if (e.until <= now) {
-      if (e.probe_until <= now) {  // this request is the probe
-        e.probe_until = now + kProbeWindow;
-        continue;
-      }
-      // A probe is in flight: refuse a little early rather than stampede the store.
+    if (e.until <= now && e.probe_until <= now) {
+      expired.push_back(it);
+      continue;
     }
+    // Refused until `until`; or past it with a probe in flight: refuse a little early
+    // rather than stampede the store.
     Hit hit{i, e.decision};
     hit.decision.retry_after = std::max<Micros>(1, e.until - now);
-    hit.decision.reset_after = std::max<Micros>(0, it->second.reset_at - now);
+    hit.decision.reset_after = std::max<Micros>(0, e.reset_at - now);
     ++hits_;
     return hit;
   }
+  for (auto it : expired) it->second.probe_until = now + kProbeWindow;  // this request probes
   return std::nullopt;
+}
+
+void DenyCache::forget(const std::string& key) {
+  if (!map_.empty()) map_.erase(key);
 }
 
 void DenyCache::remember(const store::Item& item, const Decision& d, Micros now) {

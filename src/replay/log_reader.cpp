@@ -66,6 +66,11 @@ class LogReader::File {
         owner_.read_errors_.push_back(name_ + ": " + gzerror(gz_, &code));
         eof_ = true;
       } else if (n == 0) {
+        // A cut-off gzip reads as a plain end of file; only gzerror tells them apart.
+        int code = Z_OK;
+        const char* why = gzerror(gz_, &code);
+        if (code != Z_OK && code != Z_STREAM_END)
+          owner_.read_errors_.push_back(name_ + ": " + (why && *why ? why : "read error"));
         eof_ = true;
       }
       begin_ = 0;

@@ -6,6 +6,7 @@
 #endif
 #include <cstring>
 
+#include "floodgate/http/router.hpp"
 #include "floodgate/limit/utc_time.hpp"
 #include "log_record.hpp"
 
@@ -337,8 +338,8 @@ ParseResult parse_nginx_combined(std::string_view s, LogRecord& out) {
   auto target = request.substr(sp1 + 1, sp2 == std::string_view::npos ? sp2 : sp2 - sp1 - 1);
   if (auto scheme = target.find("://"); scheme != std::string_view::npos && target[0] != '/') {
     auto slash = target.find('/', scheme + 3);
-    out.host =
-        target.substr(scheme + 3, slash == std::string_view::npos ? slash : slash - scheme - 3);
+    out.host = http::host_without_port(
+        target.substr(scheme + 3, slash == std::string_view::npos ? slash : slash - scheme - 3));
     target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
   }
   if (target.empty() || target[0] != '/') return {LineKind::skipped, "not an origin-form target"};

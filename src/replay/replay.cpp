@@ -106,6 +106,10 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     bump(s.requests_by_minute, minute);
     if (r->live_refused) ++s.live_refused;
     if (r->has_fields) ++s.with_fields;
+    // nginx lines carry the whole query: every query: input is there.
+    if (!r->query.empty() &&
+        std::find(inputs_seen.begin(), inputs_seen.end(), "query:*") == inputs_seen.end())
+      inputs_seen.emplace_back("query:*");
     for (const auto& f : r->fields)
       if (std::find(inputs_seen.begin(), inputs_seen.end(), f.first) == inputs_seen.end())
         inputs_seen.emplace_back(f.first);

@@ -213,7 +213,10 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
 void Replayer::finish(std::uint64_t lines_with_fields,
                       const std::vector<std::string>& inputs_seen) {
   auto seen = [&](const std::string& input) {
-    return std::find(inputs_seen.begin(), inputs_seen.end(), input) != inputs_seen.end();
+    auto has = [&](const std::string& x) {
+      return std::find(inputs_seen.begin(), inputs_seen.end(), x) != inputs_seen.end();
+    };
+    return has(input) || (input.rfind("query:", 0) == 0 && has("query:*"));
   };
   std::vector<std::string> needed;
   for (const auto& route : config_->routes)

@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/base_sink.h>
 
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "app/stores.hpp"
 #include "tls_client.hpp"
@@ -133,7 +136,45 @@ config::ConfigPtr load_or_fail(const std::string& yaml) {
   return r.config;
 }
 
-Proxy::Proxy(const std::string& yaml, const limit::Clock* clock) {
+class LogCapture::Sink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  std::vector<std::string> lines() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return lines_;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    lines_.emplace_back(msg.payload.data(), msg.payload.size());
+  }
+  void flush_() override {}
+
+ private:
+  std::vector<std::string> lines_;
+};
+
+LogCapture::LogCapture()
+    : sink_(std::make_shared<Sink>()),
+      logger_(std::make_shared<spdlog::logger>("captured", sink_)) {
+  logger_->set_level(spdlog::level::info);
+}
+
+std::vector<std::string> LogCapture::lines() const {
+  return sink_->lines();
+}
+
+bool LogCapture::wait_for(std::size_t n, std::chrono::milliseconds timeout) const {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (sink_->lines().size() < n) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+Proxy::Proxy(const std::string& yaml, const limit::Clock* clock,
+             std::shared_ptr<spdlog::logger> access_log)
+    : access_log_(std::move(access_log)) {
   if (!clock) clock = &system_clock_;
   source_ = std::make_unique<config::ConfigSource>(load_or_fail(yaml));
   memory_ = std::make_unique<store::MemoryState>(*clock, source_->get()->store.max_keys);
@@ -143,7 +184,7 @@ Proxy::Proxy(const std::string& yaml, const limit::Clock* clock) {
   server_ = std::make_unique<http::Server>(
       *source_, log,
       http::ServerDeps{*clock, app::configured_store_factory(*source_->get(), *memory_, log),
-                       app::memory_store_factory(*memory_), metrics_});
+                       app::memory_store_factory(*memory_), metrics_, access_log_.get()});
   server_->start();
   port_ = server_->ports().at(0);
 }

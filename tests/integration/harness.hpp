@@ -67,11 +67,28 @@ class Origin {
   bool tls_ = false;
 };
 
+// An spdlog logger that keeps every message in memory, for the access log's JSON lines.
+class LogCapture {
+ public:
+  LogCapture();
+  const std::shared_ptr<spdlog::logger>& logger() const { return logger_; }
+  std::vector<std::string> lines() const;
+  // The session writes a request's line after its response: waits until `n` lines are in.
+  bool wait_for(std::size_t n, std::chrono::milliseconds timeout) const;
+
+ private:
+  class Sink;
+  std::shared_ptr<Sink> sink_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
 // An in-process floodgate serving `yaml` on the embedded store, reading `clock` (the
-// system clock unless a test passes its own).
+// system clock unless a test passes its own). The access log (when the config turns it on)
+// goes to `access_log`, or is dropped.
 class Proxy {
  public:
-  explicit Proxy(const std::string& yaml, const limit::Clock* clock = nullptr);
+  explicit Proxy(const std::string& yaml, const limit::Clock* clock = nullptr,
+                 std::shared_ptr<spdlog::logger> access_log = nullptr);
   ~Proxy();
   std::uint16_t port() const { return port_; }
   config::ConfigSource& source() { return *source_; }
@@ -82,6 +99,7 @@ class Proxy {
   limit::SystemClock system_clock_;
   admin::Metrics metrics_{"test", "itest"};
   std::unique_ptr<config::ConfigSource> source_;
+  std::shared_ptr<spdlog::logger> access_log_;
   std::unique_ptr<store::MemoryState> memory_;
   std::unique_ptr<http::Server> server_;
   std::uint16_t port_ = 0;

@@ -35,6 +35,9 @@ class DenyCache {
                 Micros now);
   static constexpr Micros kProbeWindow = 100'000;
   std::uint64_t hits() const { return hits_; }
+  // A refusal that is no longer true (a settlement refunded what the request was refused
+  // for): the next request goes to the store.
+  void forget(const std::string& key);
   std::size_t size() const { return map_.size(); }
 
  private:
@@ -48,7 +51,8 @@ class DenyCache {
   static std::uint64_t fingerprint(const store::Item& item);
 
   std::size_t max_entries_ = 100'000;
-  std::unordered_map<std::string, Entry> map_;
+  using Map = std::unordered_map<std::string, Entry>;
+  Map map_;
   std::uint64_t hits_ = 0;
 };
 
