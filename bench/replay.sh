@@ -29,6 +29,9 @@ echo "generating logs in $out ..." >&2
 "$gen" --requests "$requests" --format nginx >"$out/day.nginx.log"
 "$gen" --requests "$small" --format json >"$out/small.json.log"
 gzip -1 -c "$out/small.json.log" >"$out/small.json.log.gz"
+# Memory follows the live keys, not the log: the same day's rate for one day and for two.
+"$gen" --requests $((requests / 2)) --days 1 --format json >"$out/one-day.json.log"
+"$gen" --requests "$requests" --days 2 --format json >"$out/two-days.json.log"
 
 # One replay: prints a row "name requests wall_s req_per_s per_cpu_s live_keys max_rss_mib".
 run() {
@@ -51,6 +54,8 @@ PY
   run nginx-with-baseline --config "$candidate" --baseline "$baseline" "$out/day.nginx.log"
   run json-small --config "$candidate" "$out/small.json.log"
   run json-small-gzip --config "$candidate" "$out/small.json.log.gz"
+  run one-day --config "$candidate" "$out/one-day.json.log"
+  run two-days-same-rate --config "$candidate" "$out/two-days.json.log"
 } | tee "$out/table.txt"
 "$bin" replay --quiet --config "$candidate" --baseline "$baseline" --html "$out/report.html" \
   "$out/day.json.log" >"$out/report.txt"

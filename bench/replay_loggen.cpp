@@ -1,7 +1,9 @@
 // Writes a synthetic day of access log to stdout for bench/replay.sh: floodgate JSON lines
 // (with replay fields: ip, host, header:x-api-key) or nginx `combined`.
 //
-//   replay_loggen [--requests N] [--format json|nginx] [--seed S] [--start 2026-11-29]
+//   replay_loggen [--requests N] [--days D] [--format json|nginx] [--seed S] [--start 2026-11-29]
+//
+// --requests is the total; with --days each day gets an equal share of it.
 //
 // The day: a diurnal request rate (a quiet night, a midday peak), callers drawn from a
 // Zipf-like distribution over 100,000 addresses and 5,000 API keys, plus three characters a
@@ -86,42 +88,15 @@ class Writer {
   std::string buf_;
 };
 
-}  // namespace
+// The background's rate over the day: 0.2 at 04:00, 1.8 at 14:00 (mean 1).
+double weight(Micros t) {
+  double hours = static_cast<double>(t % kDay) / 3600e6;
+  return 1.0 - 0.8 * std::cos((hours - 2.0) / 24.0 * 2.0 * M_PI);
+}
 
-int main(int argc, char** argv) {
-  std::uint64_t total = 1'000'000;
-  bool json = true;
-  std::uint64_t seed = 7;
-  std::string start = "2026-11-29";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i], v = argv[i + 1];
-    if (a == "--requests")
-      total = std::strtoull(v.c_str(), nullptr, 10);
-    else if (a == "--format")
-      json = v != "nginx";
-    else if (a == "--seed")
-      seed = std::strtoull(v.c_str(), nullptr, 10);
-    else if (a == "--start")
-      start = v;
-    else {
-      std::fprintf(stderr,
-                   "usage: replay_loggen [--requests N] [--format json|nginx] [--seed S]\n");
-      return 2;
-    }
-  }
-  Micros day0 = 0;
-  if (!floodgate::limit::parse_utc(start + "T00:00:00Z", day0)) {
-    std::fprintf(stderr, "replay_loggen: --start wants YYYY-MM-DD\n");
-    return 2;
-  }
-  std::mt19937_64 rng(seed);
-  Writer out(json);
-  // The background's rate over the day: 0.2 at 04:00, 1.8 at 14:00 (mean 1).
-  auto weight = [](Micros t) {
-    double hours = static_cast<double>(t % kDay) / 3600e6;
-    return 1.0 - 0.8 * std::cos((hours - 2.0) / 24.0 * 2.0 * M_PI);
-  };
-  // The three characters, as fixed-rate streams merged into the background by time.
+// One day from `day0`: `total` requests, the background and the three characters merged by
+// time.
+void generate_day(Micros day0, std::uint64_t total, std::mt19937_64& rng, Writer& out) {
   struct Stream {
     Micros next, end, step;
     std::string ip, method, path, key;
@@ -177,5 +152,43 @@ int main(int argc, char** argv) {
     out.write(r);
     ++written;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::uint64_t total = 1'000'000;
+  std::uint64_t days = 1;
+  bool json = true;
+  std::uint64_t seed = 7;
+  std::string start = "2026-11-29";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i], v = argv[i + 1];
+    if (a == "--requests")
+      total = std::strtoull(v.c_str(), nullptr, 10);
+    else if (a == "--days")
+      days = std::max<std::uint64_t>(1, std::strtoull(v.c_str(), nullptr, 10));
+    else if (a == "--format")
+      json = v != "nginx";
+    else if (a == "--seed")
+      seed = std::strtoull(v.c_str(), nullptr, 10);
+    else if (a == "--start")
+      start = v;
+    else {
+      std::fprintf(stderr,
+                   "usage: replay_loggen [--requests N] [--days D] [--format json|nginx] "
+                   "[--seed S] [--start YYYY-MM-DD]\n");
+      return 2;
+    }
+  }
+  Micros day0 = 0;
+  if (!floodgate::limit::parse_utc(start + "T00:00:00Z", day0)) {
+    std::fprintf(stderr, "replay_loggen: --start wants YYYY-MM-DD\n");
+    return 2;
+  }
+  std::mt19937_64 rng(seed);
+  Writer out(json);
+  for (std::uint64_t d = 0; d < days; ++d)
+    generate_day(day0 + static_cast<Micros>(d) * kDay, total / days, rng, out);
   return 0;
 }

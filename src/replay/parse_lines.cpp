@@ -269,10 +269,15 @@ ParseResult parse_access_json(std::string_view line, LogRecord& out, std::string
       } else if (key == "status" || key == "duration_ms") {
         double n = 0;
         if (!j.number(n)) return bad("malformed JSON");
-        if (key == "status")
+        // Out-of-range numbers are a bad line, not a conversion with undefined behaviour
+        // (found by fuzz_log_line). A day is longer than any request holds a lease.
+        if (key == "status") {
+          if (!(n >= 0 && n < 1000)) return bad("status out of range");
           out.status = static_cast<int>(n);
-        else
+        } else {
+          if (!(n >= 0 && n <= 86'400'000.0)) return bad("duration_ms out of range");
           out.duration_us = static_cast<std::int64_t>(n * 1000.0);
+        }
       } else if (key == "fields") {
         out.has_fields = true;
         bool ok = j.string_map([&](std::string_view k, std::string_view value) {
