@@ -17,7 +17,9 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
 
-bool digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
+}  // namespace
+
+bool fixed_digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
   if (pos + n > s.size()) return false;
   int v = 0;
   for (std::size_t i = pos; i < pos + n; ++i) {
@@ -27,8 +29,6 @@ bool digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
   out = v;
   return true;
 }
-
-}  // namespace
 
 Micros micros_of(int year, int month, int day, int hour, int minute, int second) {
   return (days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 +
@@ -50,10 +50,10 @@ std::string format_utc(Micros t) {
 
 bool parse_utc(std::string_view s, Micros& out) {
   int y, mo, d, h, mi, sec;
-  if (s.size() < 20 || !digits(s, 0, 4, y) || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' ||
-      !digits(s, 8, 2, d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
-      !digits(s, 11, 2, h) || s[13] != ':' || !digits(s, 14, 2, mi) || s[16] != ':' ||
-      !digits(s, 17, 2, sec) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
+  if (s.size() < 20 || !fixed_digits(s, 0, 4, y) || s[4] != '-' || !fixed_digits(s, 5, 2, mo) ||
+      s[7] != '-' || !fixed_digits(s, 8, 2, d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+      !fixed_digits(s, 11, 2, h) || s[13] != ':' || !fixed_digits(s, 14, 2, mi) || s[16] != ':' ||
+      !fixed_digits(s, 17, 2, sec) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
       sec > 60)
     return false;
   std::size_t i = 19;
@@ -72,7 +72,8 @@ bool parse_utc(std::string_view s, Micros& out) {
     ++i;
   } else if (i + 6 == s.size() && (s[i] == '+' || s[i] == '-') && s[i + 3] == ':') {
     int oh, om;
-    if (!digits(s, i + 1, 2, oh) || !digits(s, i + 4, 2, om) || oh > 23 || om > 59) return false;
+    if (!fixed_digits(s, i + 1, 2, oh) || !fixed_digits(s, i + 4, 2, om) || oh > 23 || om > 59)
+      return false;
     offset = (oh * 3600 + om * 60) * kMicrosPerSecond * (s[i] == '+' ? 1 : -1);
     i += 6;
   } else {

@@ -13,17 +13,6 @@
 namespace floodgate::replay {
 namespace {
 
-bool digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
-  if (pos + n > s.size()) return false;
-  int v = 0;
-  for (std::size_t i = pos; i < pos + n; ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    v = v * 10 + (s[i] - '0');
-  }
-  out = v;
-  return true;
-}
-
 bool valid_date(int mo, int d, int h, int mi, int sec) {
   return mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h <= 23 && mi <= 59 && sec <= 60;
 }
@@ -319,10 +308,11 @@ ParseResult parse_nginx_combined(std::string_view s, LogRecord& out) {
   auto t = s.substr(open + 1, close - open - 1);
   static constexpr std::string_view months = "JanFebMarAprMayJunJulAugSepOctNovDec";
   int d, y, h, mi, sec, oh, om;
-  if (t.size() != 26 || !digits(t, 0, 2, d) || t[2] != '/' || t[6] != '/' || !digits(t, 7, 4, y) ||
-      t[11] != ':' || !digits(t, 12, 2, h) || t[14] != ':' || !digits(t, 15, 2, mi) ||
-      t[17] != ':' || !digits(t, 18, 2, sec) || t[20] != ' ' || (t[21] != '+' && t[21] != '-') ||
-      !digits(t, 22, 2, oh) || !digits(t, 24, 2, om))
+  if (t.size() != 26 || !limit::fixed_digits(t, 0, 2, d) || t[2] != '/' || t[6] != '/' ||
+      !limit::fixed_digits(t, 7, 4, y) || t[11] != ':' || !limit::fixed_digits(t, 12, 2, h) ||
+      t[14] != ':' || !limit::fixed_digits(t, 15, 2, mi) || t[17] != ':' ||
+      !limit::fixed_digits(t, 18, 2, sec) || t[20] != ' ' || (t[21] != '+' && t[21] != '-') ||
+      !limit::fixed_digits(t, 22, 2, oh) || !limit::fixed_digits(t, 24, 2, om))
     return bad("unreadable [time]");
   auto m = months.find(t.substr(3, 3));
   if (m == std::string_view::npos || m % 3 != 0) return bad("unreadable [time]");
@@ -355,7 +345,7 @@ ParseResult parse_nginx_combined(std::string_view s, LogRecord& out) {
   std::size_t i = 0;
   while (i < rest.size() && rest[i] == ' ') ++i;
   int status = 0;
-  if (!digits(rest, i, 3, status)) return bad("no status");
+  if (!limit::fixed_digits(rest, i, 3, status)) return bad("no status");
   out.status = status;
   // The two quoted fields that follow, when present.
   auto r1 = rest.find('"', i + 3);

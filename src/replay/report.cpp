@@ -160,16 +160,21 @@ void text_config(const Summary& s, const Replayer& rp, std::size_t top, std::ost
               << (e.error ? "  (approximate)" : "") << "\n";
   }
   bool header = false;
+  // A terminal shows the five nearest per limit; --json and --html have all `top`.
+  const std::size_t nearest = std::min<std::size_t>(top, 5);
   for (const auto& route : r.limits)
-    for (const auto& l : route)
+    for (const auto& l : route) {
+      std::size_t shown = 0;
       for (const auto& [key, used] : l.closest.top()) {
         if (l.refused_keys.count_of(key) > 0) continue;  // refused: listed above
+        if (shown++ == nearest) break;
         if (!header) out << "  closest to their limit without being refused:\n";
         header = true;
         char buf[16];
         std::snprintf(buf, sizeof buf, "%.0f%%", used * 100.0);
         out << "    " << pad(name_of(l), 30) << lpad(buf, 10) << "  " << key << "\n";
       }
+    }
   for (const auto& m : r.missing_inputs)
     out << "  warning: the limits read " << m << ": such requests were decided as missing it\n";
 }
@@ -217,9 +222,9 @@ void write_text(const Summary& s, std::size_t top, std::ostream& out) {
                           static_cast<double>(cr.requests)
                     : 0.0;
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%+.2f", points);
-    out << ": the candidate refuses " << buf << "% of all requests "
-        << (cr.refused > br.refused ? "more" : "less");
+    std::snprintf(buf, sizeof buf, "%.2f", std::fabs(points));
+    out << ": the candidate refuses " << buf << " percentage points "
+        << (cr.refused > br.refused ? "more" : "less") << " of all requests";
   }
   out << "\n  refused only by the candidate: " << thousands(s.diff.newly_refused)
       << "; only by the baseline: " << thousands(s.diff.newly_admitted) << "\n";

@@ -15,6 +15,9 @@ std::string format_utc(Micros t);
 // kept; Z or +hh:mm / -hh:mm) -> Unix microseconds. False if it is not one.
 bool parse_utc(std::string_view text, Micros& out);
 
+// The `n` decimal digits at `pos` of `s` as a number; false if any is not a digit or missing.
+bool fixed_digits(std::string_view s, std::size_t pos, std::size_t n, int& out);
+
 // Unix microseconds of a civil UTC date and time (no range checks).
 Micros micros_of(int year, int month, int day, int hour, int minute, int second);
 
