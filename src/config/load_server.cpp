@@ -78,15 +78,6 @@ std::optional<Listener> listener(YamlReader& r, const YAML::Node& n, const std::
   return l;
 }
 
-// The most recent OpenSSL error as text (and the queue emptied), or `fallback`.
-std::string openssl_reason(const char* fallback) {
-  unsigned long code = 0, last = 0;
-  while ((code = ERR_get_error()) != 0) last = code;
-  if (last == 0) return fallback;
-  const char* reason = ERR_reason_error_string(last);
-  return reason ? reason : fallback;
-}
-
 // A PEM public key ("BEGIN PUBLIC KEY") or certificate, RSA (>= 2048 bits) or EC P-256.
 std::variant<std::shared_ptr<evp_pkey_st>, std::string> read_public_key(const std::string& file) {
   constexpr std::size_t max_bytes = 1 << 20;
@@ -122,10 +113,10 @@ std::variant<std::shared_ptr<evp_pkey_st>, std::string> read_public_key(const st
   EVP_PKEY* raw = nullptr;
   if (pem.find("-----BEGIN CERTIFICATE-----") != std::string::npos) {
     raw = from_cert();
-    if (!raw) why = "invalid certificate (" + openssl_reason("unreadable") + ")";
+    if (!raw) why = "invalid certificate (" + tls::openssl_error_text("unreadable") + ")";
   } else if (pem.find("-----BEGIN PUBLIC KEY-----") != std::string::npos) {
     raw = from_pem();
-    if (!raw) why = "invalid public key (" + openssl_reason("unreadable") + ")";
+    if (!raw) why = "invalid public key (" + tls::openssl_error_text("unreadable") + ")";
   } else if (pem.find("PRIVATE KEY-----") != std::string::npos) {
     why = "this is a private key; give the public key (openssl pkey -in KEY -pubout)";
   } else if (pem.find("-----BEGIN RSA PUBLIC KEY-----") != std::string::npos) {

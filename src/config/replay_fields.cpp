@@ -59,27 +59,34 @@ class FieldSet {
   std::vector<ReplayField> fields_;
 };
 
-// ip, host, and every header, query parameter and claim a limit keys on, picks its tier by
-// or reads its cost from.
+// ip, host, every input a limit keys on or picks its tier by, and the cost headers.
 void add_what_limits_use(const Config& c, FieldSet& out) {
   out.add({ReplayField::Kind::ip, "", false});
   out.add({ReplayField::Kind::host, "", false});
+  for (const auto& f : limit_inputs(c)) out.add(f);
   for (const auto& route : c.routes)
-    for (const auto& l : route.limits) {
-      for (const auto& k : l.key)
-        if (auto f = replay_field_of(k)) out.add(*f);
-      if (l.overrides)
-        if (auto f = replay_field_of(l.overrides->by)) out.add(*f);
+    for (const auto& l : route.limits)
       if (!l.cost.from_header.empty()) {
         std::string name = l.cost.from_header;
         std::transform(name.begin(), name.end(), name.begin(),
                        [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
         out.add({ReplayField::Kind::header, name, false});
       }
-    }
 }
 
 }  // namespace
+
+std::vector<ReplayField> limit_inputs(const Config& c) {
+  FieldSet out;
+  for (const auto& route : c.routes)
+    for (const auto& l : route.limits) {
+      for (const auto& k : l.key)
+        if (auto f = replay_field_of(k)) out.add(*f);
+      if (l.overrides)
+        if (auto f = replay_field_of(l.overrides->by)) out.add(*f);
+    }
+  return out.take();
+}
 
 void resolve_replay_fields(YamlReader& r, const YAML::Node& root, Config& c) {
   const YAML::Node log = root["log"];

@@ -219,17 +219,9 @@ void Replayer::finish(std::uint64_t lines_with_fields,
     return has(input) || (input.rfind("query:", 0) == 0 && has("query:*"));
   };
   std::vector<std::string> needed;
-  for (const auto& route : config_->routes)
-    for (const auto& l : route.limits) {
-      for (const auto& k : l.key)
-        if (k.kind == config::KeyPart::Kind::header || k.kind == config::KeyPart::Kind::query ||
-            k.kind == config::KeyPart::Kind::jwt)
-          needed.push_back(k.kind == config::KeyPart::Kind::header
-                               ? "header:" + k.name
-                               : (k.kind == config::KeyPart::Kind::query ? "query:" : "jwt:") +
-                                     k.name);
-      if (l.overrides) needed.push_back("jwt:" + l.overrides->by.name);
-    }
+  for (const auto& f : config::limit_inputs(*config_))
+    if (f.kind != config::ReplayField::Kind::ip && f.kind != config::ReplayField::Kind::host)
+      needed.push_back(f.text());
   std::sort(needed.begin(), needed.end());
   needed.erase(std::unique(needed.begin(), needed.end()), needed.end());
   for (const auto& n : needed)

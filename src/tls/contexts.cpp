@@ -23,14 +23,6 @@ constexpr const char* kTls12Ciphers =
 // ALPN wire format: length-prefixed protocol names.
 constexpr unsigned char kAlpnHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
-std::string last_openssl_error(const char* fallback) {
-  unsigned long code = 0, last = 0;
-  while ((code = ERR_get_error()) != 0) last = code;
-  if (last == 0) return fallback;
-  const char* reason = ERR_reason_error_string(last);
-  return reason ? reason : fallback;
-}
-
 // fopen's reason for a file that cannot be read, or "" when it can.
 std::string unreadable(const std::string& file) {
   std::FILE* f = std::fopen(file.c_str(), "rb");
@@ -104,6 +96,14 @@ bool name_matches(std::string_view pattern, std::string_view name) {
 
 }  // namespace
 
+std::string openssl_error_text(const char* fallback) {
+  unsigned long code = 0, last = 0;
+  while ((code = ERR_get_error()) != 0) last = code;
+  if (last == 0) return fallback;
+  const char* reason = ERR_reason_error_string(last);
+  return reason ? reason : fallback;
+}
+
 std::variant<Certificate, CertificateError> load_certificate(const std::string& cert_file,
                                                              const std::string& key_file,
                                                              const std::string& min_version) {
@@ -114,7 +114,7 @@ std::variant<Certificate, CertificateError> load_certificate(const std::string& 
     return CertificateError{File::key, "cannot read key " + key_file + ": " + why};
   ERR_clear_error();
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), &SSL_CTX_free);
-  if (!ctx) return CertificateError{File::cert, last_openssl_error("out of memory")};
+  if (!ctx) return CertificateError{File::cert, openssl_error_text("out of memory")};
   SSL_CTX_set_min_proto_version(ctx.get(), min_version == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION);
   SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
   SSL_CTX_set_cipher_list(ctx.get(), kTls12Ciphers);
@@ -126,9 +126,9 @@ std::variant<Certificate, CertificateError> load_certificate(const std::string& 
       "private key " + key_file + " does not match the certificate in " + cert_file;
   if (SSL_CTX_use_certificate_chain_file(ctx.get(), cert_file.c_str()) != 1)
     return CertificateError{File::cert, "no usable PEM certificate in " + cert_file + " (" +
-                                            last_openssl_error("unreadable") + ")"};
+                                            openssl_error_text("unreadable") + ")"};
   if (SSL_CTX_use_PrivateKey_file(ctx.get(), key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-    auto why = last_openssl_error("unreadable");
+    auto why = openssl_error_text("unreadable");
     if (why == "key values mismatch") return CertificateError{File::key, mismatch};
     return CertificateError{File::key,
                             "no usable PEM private key in " + key_file + " (" + why + ")"};
@@ -184,7 +184,7 @@ std::variant<std::shared_ptr<ssl_ctx_st>, std::string> make_client_context(
     const std::string& ca_file) {
   ERR_clear_error();
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_client_method()), &SSL_CTX_free);
-  if (!ctx) return last_openssl_error("out of memory");
+  if (!ctx) return openssl_error_text("out of memory");
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
   SSL_CTX_set_cipher_list(ctx.get(), kTls12Ciphers);
@@ -192,11 +192,11 @@ std::variant<std::shared_ptr<ssl_ctx_st>, std::string> make_client_context(
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
   if (ca_file.empty()) {
     if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1)
-      return "cannot load the system CA certificates (" + last_openssl_error("unknown") + ")";
+      return "cannot load the system CA certificates (" + openssl_error_text("unknown") + ")";
   } else {
     if (auto why = unreadable(ca_file); !why.empty()) return "cannot read " + ca_file + ": " + why;
     if (SSL_CTX_load_verify_locations(ctx.get(), ca_file.c_str(), nullptr) != 1)
-      return "no CA certificate in " + ca_file + " (" + last_openssl_error("unreadable") + ")";
+      return "no CA certificate in " + ca_file + " (" + openssl_error_text("unreadable") + ")";
   }
   return ctx;
 }

@@ -75,8 +75,8 @@ enum class LogFormat { text, json };
 // config's keys may need beyond the method and path every line carries.
 struct ReplayField {
   enum class Kind { ip, host, header, query, jwt } kind = Kind::ip;
-  std::string name;     // header (lower case) / query parameter / claim
-  bool hashed = false;  // recorded as a keyed hash: comparable, not readable
+  std::string name;          // header (lower case) / query parameter / claim
+  bool hashed = false;       // recorded as a keyed hash: comparable, not readable
   std::string text() const;  // "ip", "header:x-api-key", ...: the log's field name
 };
 
@@ -215,6 +215,11 @@ struct Config {
 };
 
 using ConfigPtr = std::shared_ptr<const Config>;
+
+// The request inputs a config's limits read through their keys and tier selectors, once each,
+// in config order (ip, host, header:, query:, jwt:; route, method and path are left out):
+// what `log.replay_fields: auto` records and what a replay reports as missing from a log.
+std::vector<ReplayField> limit_inputs(const Config& c);
 
 const char* to_string(Algorithm a);
 const char* to_string(StoreBackend b);

@@ -15,6 +15,9 @@ struct ssl_st;
 
 namespace floodgate::tls {
 
+// The most recent OpenSSL error's reason (the error queue emptied), or `fallback`.
+std::string openssl_error_text(const char* fallback);
+
 // What went wrong with one certificate entry, and which of its two files is to blame.
 struct CertificateError {
   enum class File { cert, key } file;
