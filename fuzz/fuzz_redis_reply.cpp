@@ -1,5 +1,5 @@
-// Bytes from a Redis server through hiredis's reply reader and then floodgate's decoding of
-// each reply: the acquire script's outcome for 1 to 3 items, NOSCRIPT, and MOVED/ASK
+// Bytes from a Redis server through hiredis's reply reader (bounded as the connections bound it)
+// and then floodgate's decoding of each reply: the acquire script's outcome for 1 to 3 items, NOSCRIPT, and MOVED/ASK
 // redirects. Checks what the stores rely on when they use a decoded reply.
 
 #include <hiredis/hiredis.h>
@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "store/redis/reply_limits.hpp"
 #include "store/redis/script_calls.hpp"
 
 namespace {
@@ -16,21 +17,6 @@ namespace redis = floodgate::store::redis;
 
 // Redis Cluster's slot count: cluster_store indexes its slot table with a redirect's slot.
 constexpr int kSlots = redis::kClusterSlots;
-
-// hiredis 0.14 allocates an array's element table from the count the server announces,
-// before any element arrives; libFuzzer would report "*2000000000" as an out-of-memory in
-// hiredis. Our scripts' replies have a few dozen elements: larger counts are skipped.
-constexpr long kMaxAnnounced = 1024;
-
-bool announces_huge_array(std::string_view in) {
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '*' || (i > 0 && in[i - 1] != '\n')) continue;
-    long n = 0;
-    for (std::size_t j = i + 1; j < in.size() && in[j] >= '0' && in[j] <= '9'; ++j)
-      if ((n = n * 10 + (in[j] - '0')) > kMaxAnnounced) return true;
-  }
-  return false;
-}
 
 void check(const redisReply* r) {
   for (std::size_t items = 1; items <= 3; ++items)
@@ -59,9 +45,11 @@ bool drain(redisReader* reader) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
-  if (announces_huge_array(in)) return 0;
   redisReader* reader = redisReaderCreate();
   if (!reader) return 0;
+  // As the connections do: an array announcing more elements than any reply of ours is refused
+  // before hiredis allocates its table.
+  redis::limit_reply_sizes(reader);
   // In two pieces, as replies arrive from a socket: a reply may be split across reads. The
   // input's length says where to split, so the bytes themselves stay free.
   std::size_t split = size / 2 + size % 7;

@@ -3,7 +3,9 @@
 // frozen and back.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include "redis_server.hpp"
@@ -247,6 +249,92 @@ TEST_F(Policies, KeysExpireWhenTheirStateIsNeutral) {
   // One token of 3 at 1/h: neutral again in one hour.
   EXPECT_GT(ttl, 3'500'000);
   EXPECT_LE(ttl, 3'600'000);
+}
+
+// A "Redis" that answers every read with the header of an array of a billion elements: the
+// fault a broken or hostile server can cause and a real one cannot. hiredis would allocate the
+// 8 GB element table before any element arrives; floodgate's readers refuse the announcement,
+// drop the connection and follow the route's policy.
+class HugeArrayServer {
+ public:
+  HugeArrayServer() : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~HugeArrayServer() {
+    io_.stop();
+    thread_.join();
+  }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  using tcp = boost::asio::ip::tcp;
+  struct Peer {
+    tcp::socket socket;
+    std::array<char, 4096> buffer{};
+  };
+  void accept() {
+    acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+      if (ec) return;
+      serve(std::make_shared<Peer>(Peer{std::move(socket)}));
+      accept();
+    });
+  }
+  static void serve(std::shared_ptr<Peer> peer) {
+    peer->socket.async_read_some(boost::asio::buffer(peer->buffer),
+                                 [peer](boost::system::error_code ec, std::size_t) {
+                                   if (ec) return;
+                                   static constexpr std::string_view huge = "*1000000000\r\n";
+                                   boost::system::error_code ignored;
+                                   boost::asio::write(peer->socket, boost::asio::buffer(huge),
+                                                      ignored);
+                                   serve(peer);
+                                 });
+  }
+  boost::asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::thread thread_;
+};
+
+// The most this process has ever mapped, from the kernel's own account.
+std::uint64_t peak_virtual_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmPeak:", 0) == 0) return std::stoull(line.substr(7));
+  return 0;
+}
+
+TEST(RedisFaults, AHugeAnnouncedReplyIsAStoreErrorNotAnAllocation) {
+  HugeArrayServer server;
+  Origin origin;
+  auto before = peak_virtual_kib();
+  ASSERT_GT(before, 0u);
+  Proxy proxy(redis_config(0, origin.port(), server.port(), R"(
+  - name: open
+    match: { path_prefix: /open }
+    upstream: origin
+    on_store_error: fail_open
+    limits: [{ name: l, algorithm: token_bucket, capacity: 3, refill_rate: 1/h, key: [route] }]
+  - name: closed
+    match: { path_prefix: /closed }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: l, algorithm: token_bucket, capacity: 3, refill_rate: 1/h, key: [route] }]
+)"));
+  // Past the 3-unit limits: nothing is decided by the store, everything by the policy.
+  for (int i = 0; i < 5; ++i) {
+    auto open = get(proxy.port(), "/open/x");
+    ASSERT_TRUE(open);
+    EXPECT_EQ(open->result_int(), 200);
+    auto closed = get(proxy.port(), "/closed/x");
+    ASSERT_TRUE(closed);
+    EXPECT_EQ(closed->result_int(), 503);
+  }
+  auto grown_mib = (peak_virtual_kib() - before) / 1024;
+  std::cout << "[ faults ] huge announced replies: peak virtual memory grew " << grown_mib
+            << " MiB\n";
+  EXPECT_LT(grown_mib, 1024u);
 }
 
 }  // namespace

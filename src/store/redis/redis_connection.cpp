@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "reply_limits.hpp"
+
 namespace floodgate::store::redis {
 
 namespace asio = boost::asio;
@@ -64,6 +66,7 @@ void Connection::connect() {
   // The descriptor first: setting the connect callback already asks for write readiness.
   boost::system::error_code ec;
   fd_.assign(ac_->c.fd, ec);
+  limit_reply_sizes(ac_->c.reader);
   ac_->data = this;
   ac_->ev.data = this;
   ac_->ev.addRead = &Connection::hook_add_read;

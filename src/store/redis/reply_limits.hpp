@@ -1,0 +1,21 @@
+#pragma once
+// A bound on what a Redis reply may make us allocate before its bytes arrive.
+//
+// hiredis 0.14 allocates an array's element table from the count the server announces
+// ("*1000000000\r\n" is 13 bytes and asks for 8 GB). Our replies are small: a script's outcome
+// has a few dozen elements and CLUSTER SLOTS at most one range per slot. A reader limited here
+// refuses a larger announcement as an error instead, so a broken or hostile server costs a
+// reconnect, not the process.
+
+struct redisReader;
+
+namespace floodgate::store::redis {
+
+// Above the largest reply we read: CLUSTER SLOTS with every one of the 16384 slots its own range.
+inline constexpr int kMaxReplyElements = 16384;
+
+// Makes `reader` refuse arrays announcing more than kMaxReplyElements elements (the reader then
+// reports an error, as for any protocol fault). Everything else is hiredis's own handling.
+void limit_reply_sizes(redisReader* reader);
+
+}  // namespace floodgate::store::redis
