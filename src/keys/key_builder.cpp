@@ -11,6 +11,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "floodgate/keys/word_hash.hpp"
+
 namespace floodgate::keys {
 
 struct KeyHasher::Impl {
@@ -21,33 +23,6 @@ struct KeyHasher::Impl {
     EVP_MAC_free(mac);
   }
 };
-
-namespace {
-
-std::uint64_t mix64(std::uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
-}
-
-// 64 bits of a multiply-and-mix hash over 8-byte words; two seeds give the 128 bits.
-std::uint64_t offline_hash(std::string_view s, std::uint64_t seed) {
-  std::uint64_t h = seed ^ (s.size() * 0x9E3779B97F4A7C15ULL);
-  std::size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    std::uint64_t k;
-    std::memcpy(&k, s.data() + i, 8);
-    h = mix64(h ^ k) * 0x9E3779B97F4A7C15ULL;
-  }
-  std::uint64_t tail = 0;
-  std::memcpy(&tail, s.data() + i, s.size() - i);
-  return mix64(h ^ tail ^ (static_cast<std::uint64_t>(s.size() - i) << 56));
-}
-
-}  // namespace
 
 KeyHasher::KeyHasher(std::string_view secret, Kind kind)
     : impl_(std::make_unique<Impl>()), secret_(secret), kind_(kind) {
@@ -74,8 +49,7 @@ std::string KeyHasher::hex(std::string_view material) {
 void KeyHasher::append_hex(std::string& out, std::string_view material) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   if (kind_ == Kind::offline) {
-    std::uint64_t a = offline_hash(material, 0x243F6A8885A308D3ULL);
-    std::uint64_t b = offline_hash(material, 0x13198A2E03707344ULL);
+    auto [a, b] = word_hash128(material);
     std::memcpy(digest, &a, 8);
     std::memcpy(digest + 8, &b, 8);
   } else {
@@ -87,10 +61,12 @@ void KeyHasher::append_hex(std::string& out, std::string_view material) {
     EVP_MAC_final(impl_->ctx, digest, &len, sizeof digest);
   }
   static constexpr char digits[] = "0123456789abcdef";
+  char text[32];
   for (std::size_t i = 0; i < 16; ++i) {
-    out += digits[digest[i] >> 4];
-    out += digits[digest[i] & 15];
+    text[2 * i] = digits[digest[i] >> 4];
+    text[2 * i + 1] = digits[digest[i] & 15];
   }
+  out.append(text, sizeof text);
 }
 
 std::optional<std::string_view> query_param(std::string_view query, std::string_view name) {
@@ -139,6 +115,14 @@ std::optional<std::string> part_value(const config::KeyPart& part, const Request
 
 BuiltKey build_key(std::string_view prefix, const config::Route& route, const config::Limit& limit,
                    const RequestFacts& request, KeyHasher& hasher) {
+  BuiltKey out;
+  out.missing = build_key_into(out.key, prefix, route, limit, request, hasher);
+  return out;
+}
+
+bool build_key_into(std::string& key, std::string_view prefix, const config::Route& route,
+                    const config::Limit& limit, const RequestFacts& request, KeyHasher& hasher) {
+  key.clear();
   // Built on the stack: this runs for every limit of every request.
   boost::container::small_vector<char, 256> material;
   auto append = [&material](std::string_view text) {
@@ -149,18 +133,16 @@ BuiltKey build_key(std::string_view prefix, const config::Route& route, const co
     auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
     material.insert(material.end(), digits, end);
   };
+  auto head = [&] {
+    key.append(prefix).append(":").append(route.name).append(":").append(limit.name);
+  };
   for (const auto& part : limit.key) {
     auto value = part_value(part, request);
     if (!value) {
-      if (limit.on_missing_key != config::OnMissingKey::shared) return BuiltKey{"", true};
-      std::string key;
-      key.append(prefix)
-          .append(":")
-          .append(route.name)
-          .append(":")
-          .append(limit.name)
-          .append(":{shared}");
-      return BuiltKey{std::move(key), true};
+      if (limit.on_missing_key != config::OnMissingKey::shared) return true;
+      head();
+      key.append(":{shared}");
+      return true;
     }
     // kind, length, value: "ip" + "9:127.0.0.1" can never equal another split of the bytes.
     append_number(static_cast<std::size_t>(part.kind));
@@ -172,12 +154,12 @@ BuiltKey build_key(std::string_view prefix, const config::Route& route, const co
     material.push_back(':');
     append(*value);
   }
-  std::string key;
   key.reserve(prefix.size() + route.name.size() + limit.name.size() + 40);
-  key.append(prefix).append(":").append(route.name).append(":").append(limit.name).append(":{");
+  head();
+  key.append(":{");
   hasher.append_hex(key, std::string_view(material.data(), material.size()));
   key += '}';
-  return BuiltKey{std::move(key), false};
+  return false;
 }
 
 }  // namespace floodgate::keys

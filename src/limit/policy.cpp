@@ -41,32 +41,43 @@ const config::LimitParams& tier_of(const config::Limit& l, const keys::RequestFa
 Plan plan(const config::Config& config, const config::Route& route,
           const keys::RequestFacts& request, keys::KeyHasher& hasher) {
   Plan out;
-  out.limits.reserve(route.limits.size());
-  out.items.reserve(route.limits.size());
+  plan_into(out, config, route, request, hasher);
+  return out;
+}
+
+void plan_into(Plan& out, const config::Config& config, const config::Route& route,
+               const keys::RequestFacts& request, keys::KeyHasher& hasher) {
+  out.limits.clear();
+  out.reject_status = 0;
+  out.rejected_by = nullptr;
+  // Items are overwritten in place, so their strings keep their capacity between plans.
+  std::size_t n = 0;
+  auto finish = [&] { out.items.resize(n); };
   for (const auto& l : route.limits) {
-    auto key = keys::build_key(config.store.key_prefix, route, l, request, hasher);
-    if (key.key.empty()) {
+    if (out.items.size() <= n) out.items.emplace_back();
+    store::Item& item = out.items[n];
+    keys::build_key_into(item.key, config.store.key_prefix, route, l, request, hasher);
+    if (item.key.empty()) {
       if (l.on_missing_key == config::OnMissingKey::skip) continue;
       out.reject_status = 401;
       out.rejected_by = &l;
-      return out;
+      return finish();
     }
     bool bad = false;
     auto cost = cost_of(l, request, bad);
     if (bad) {
       out.reject_status = 400;
       out.rejected_by = &l;
-      return out;
+      return finish();
     }
-    store::Item item;
-    item.key = std::move(key.key);
     item.params = Params::from(l, tier_of(l, request));
     item.cost = l.algorithm == config::Algorithm::concurrency ? 1 : *cost;
     item.enforce = l.mode == config::LimitMode::enforce;
+    item.lease.clear();
     out.limits.push_back(&l);
-    out.items.push_back(std::move(item));
+    ++n;
   }
-  return out;
+  finish();
 }
 
 Params divided(const Params& p, int divisor) {

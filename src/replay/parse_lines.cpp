@@ -129,7 +129,10 @@ class Json {
   bool number(double& out) {
     ws();
     const char* start = p_;
-    while (p_ < end_ && (std::strchr("+-.eE", *p_) || (*p_ >= '0' && *p_ <= '9'))) ++p_;
+    auto numeric = [](char c) {
+      return (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
+    };
+    while (p_ < end_ && numeric(*p_)) ++p_;
     auto [q, ec] = std::from_chars(start, p_, out);
     return ec == std::errc{} && q == p_;
   }

@@ -135,7 +135,8 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
   RecordInputs inputs(r);
   keys::RequestFacts facts{route->name, r.method,     r.host,  r.path,
                            query,       client_of(r), &inputs, &inputs};
-  auto plan = limit::plan(*config_, *route, facts, hasher_);
+  limit::plan_into(plan_, *config_, *route, facts, hasher_);
+  auto& plan = plan_;
   auto& limits = report_.limits[route_index];
   auto limit_index = [&](const config::Limit* l) {
     return static_cast<std::size_t>(l - route->limits.data());
@@ -154,7 +155,8 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
       for (auto& i : plan.items) i.lease = lease;
       break;
     }
-  auto outcome = state_.acquire(plan.items);
+  state_.acquire(plan.items, outcome_);
+  const auto& outcome = outcome_;
   auto v = limit::verdict(plan, outcome);
   bool shadow_refused = false;
   for (std::size_t i = 0; i < plan.items.size(); ++i) {

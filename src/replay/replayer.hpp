@@ -12,6 +12,7 @@
 #include "floodgate/config/config.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/clock.hpp"
+#include "floodgate/limit/policy.hpp"
 #include "floodgate/store/memory_store.hpp"
 #include "log_record.hpp"
 #include "top_keys.hpp"
@@ -81,6 +82,8 @@ class Replayer {
   std::uint64_t seq_ = 0;
   ConfigReport report_;
   std::string query_;  // scratch: a query string rebuilt from logged query: fields
+  limit::Plan plan_;   // scratch, reused by every decision: no allocation per request
+  store::Outcome outcome_;
 };
 
 // Adds `n` at `minute` of a per-minute series, growing it as needed (bounded by the caller).

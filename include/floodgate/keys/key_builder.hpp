@@ -72,9 +72,12 @@ struct BuiltKey {
   bool missing = false;  // some part is absent: the limit's on_missing_key decides
 };
 
-// "<prefix>:<route>:<limit>:{<hash>}". With `shared_when_missing`, a request missing a part
+// "<prefix>:<route>:<limit>:{<hash>}". With `on_missing_key: shared`, a request missing a part
 // gets the one shared bucket "<prefix>:<route>:<limit>:{shared}".
 BuiltKey build_key(std::string_view prefix, const config::Route& route, const config::Limit& limit,
                    const RequestFacts& request, KeyHasher& hasher);
+// The same into `key`, whose capacity is reused (a replay builds millions); returns `missing`.
+bool build_key_into(std::string& key, std::string_view prefix, const config::Route& route,
+                    const config::Limit& limit, const RequestFacts& request, KeyHasher& hasher);
 
 }  // namespace floodgate::keys

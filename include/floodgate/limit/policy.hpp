@@ -26,6 +26,9 @@ struct Plan {
 // skipped by on_missing_key: skip do not appear.
 Plan plan(const config::Config& config, const config::Route& route,
           const keys::RequestFacts& request, keys::KeyHasher& hasher);
+// The same into `out`, reusing its storage (a replay plans millions of requests).
+void plan_into(Plan& out, const config::Config& config, const config::Route& route,
+               const keys::RequestFacts& request, keys::KeyHasher& hasher);
 
 // `divisor` > 1 gives each instance ceil(limit / divisor), for the `local` fallback.
 Params divided(const Params& p, int divisor);

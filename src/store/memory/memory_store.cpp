@@ -79,7 +79,21 @@ void MemoryState::store(Shard& shard, const std::string& key, const limit::Param
   }
 }
 
+void MemoryState::insert(Shard& shard, const std::string& key, const limit::Params& p,
+                         limit::State next, limit::Micros now) {
+  auto ttl = limit::time_to_neutral(p, next, now);
+  if (ttl <= 0) return;
+  make_room(shard, now);
+  shard.map.emplace(key, Entry{std::move(next), now + ttl});
+}
+
 Outcome MemoryState::acquire(std::span<const Item> items) {
+  Outcome out;
+  acquire(items, out);
+  return out;
+}
+
+void MemoryState::acquire(std::span<const Item> items, Outcome& out) {
   // Lock every shard involved, in index order, so two requests sharing keys cannot deadlock.
   boost::container::small_vector<std::size_t, 4> shard_ix;
   for (const auto& item : items) shard_ix.push_back(shard_index(item.key));
@@ -90,9 +104,9 @@ Outcome MemoryState::acquire(std::span<const Item> items) {
   for (auto i : order) locks.emplace_back(shards_[i].mutex);
 
   const auto now = clock_.now();
-  Outcome out;
   out.admitted = true;
   out.now = now;
+  out.decisions.clear();
   out.decisions.reserve(items.size());
   // One lookup per key: its entry (or end) is kept for the write below.
   using Iterator = decltype(Shard::map)::iterator;
@@ -110,7 +124,7 @@ Outcome MemoryState::acquire(std::span<const Item> items) {
     out.decisions.push_back(evals.back().decision);
     if (items[i].enforce && !evals.back().decision.admitted) out.admitted = false;
   }
-  if (!out.admitted) return out;  // refused: nothing is charged anywhere
+  if (!out.admitted) return;  // refused: nothing is charged anywhere
   // An admission that took the last unit also says when the same request would pass again,
   // so the gate can refuse until then without asking (acquire.lua does the same).
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -134,10 +148,17 @@ Outcome MemoryState::acquire(std::span<const Item> items) {
       if (present[j] && found[j] == found[i]) present[j] = false;
     shards_[shard_ix[i]].map.erase(found[i]);
   }
+  // (The same new key twice: the first insert is found and overwritten by the second.)
   for (std::size_t i = 0; i < items.size(); ++i)
-    if (evals[i].decision.admitted && !present[i])
-      store(shards_[shard_ix[i]], items[i].key, items[i].params, std::move(evals[i].next), now);
-  return out;
+    if (evals[i].decision.admitted && !present[i]) {
+      bool repeated = false;
+      for (std::size_t j = 0; j < i; ++j) repeated |= !present[j] && items[j].key == items[i].key;
+      auto& shard = shards_[shard_ix[i]];
+      if (repeated)
+        store(shard, items[i].key, items[i].params, std::move(evals[i].next), now);
+      else
+        insert(shard, items[i].key, items[i].params, std::move(evals[i].next), now);
+    }
 }
 
 void MemoryState::adjust(const Item& item, std::int64_t delta) {
