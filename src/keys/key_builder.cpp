@@ -49,7 +49,7 @@ std::string KeyHasher::hex(std::string_view material) {
 void KeyHasher::append_hex(std::string& out, std::string_view material) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   if (kind_ == Kind::offline) {
-    auto [a, b] = word_hash128(material);
+    auto [a, b] = word_hash128(material, 0x243F6A8885A308D3ULL, 0x13198A2E03707344ULL);
     std::memcpy(digest, &a, 8);
     std::memcpy(digest + 8, &b, 8);
   } else {

@@ -1,5 +1,5 @@
 #pragma once
-// A fast non-cryptographic 64-bit hash: 8-byte words, multiply and mix, a murmur3-style
+// A fast non-cryptographic 128-bit hash: 8-byte words, multiply and mix, a murmur3-style
 // finaliser (every input bit reaches every output bit). Only for text an attacker cannot aim
 // at a collision: store keys (their caller part is already a keyed HMAC) and the offline
 // replay's caller hashes.
@@ -20,23 +20,12 @@ inline std::uint64_t mix64(std::uint64_t h) {
   return h;
 }
 
-inline std::uint64_t word_hash(std::string_view s, std::uint64_t seed) {
-  std::uint64_t h = seed ^ (s.size() * 0x9E3779B97F4A7C15ULL);
-  std::size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    std::uint64_t k;
-    std::memcpy(&k, s.data() + i, 8);
-    h = mix64(h ^ k) * 0x9E3779B97F4A7C15ULL;
-  }
-  std::uint64_t tail = 0;
-  std::memcpy(&tail, s.data() + i, s.size() - i);
-  return mix64(h ^ tail ^ (static_cast<std::uint64_t>(s.size() - i) << 56));
-}
-
-// 128 bits in one pass: two lanes with their own seeds (a key needs only be distinct).
-inline std::pair<std::uint64_t, std::uint64_t> word_hash128(std::string_view s) {
+// 128 bits in one pass: two lanes with their own seeds.
+inline std::pair<std::uint64_t, std::uint64_t> word_hash128(std::string_view s,
+                                                            std::uint64_t seed_a,
+                                                            std::uint64_t seed_b) {
   const std::uint64_t length = s.size() * 0x9E3779B97F4A7C15ULL;
-  std::uint64_t a = 0x243F6A8885A308D3ULL ^ length, b = 0x13198A2E03707344ULL ^ length;
+  std::uint64_t a = seed_a ^ length, b = seed_b ^ length;
   std::size_t i = 0;
   for (; i + 8 <= s.size(); i += 8) {
     std::uint64_t k;

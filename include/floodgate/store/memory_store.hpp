@@ -50,28 +50,37 @@ class MemoryState {
     limit::State state;
     limit::Micros expires_at = 0;  // neutral from then on: may be forgotten
   };
-  // Keys are short and their caller part is already a keyed hash: a word-at-a-time hash is
-  // enough, and boost::hash's four-bytes-at-a-time combine was a tenth of a replay's time.
-  struct KeyHash {
-    using is_avalanching = void;  // word_hash ends in a full mix: no second mix by the table
-    std::size_t operator()(const std::string& key) const noexcept {
-      return static_cast<std::size_t>(keys::word_hash(key, 0x452821E638D01377ULL));
-    }
+  // A key is kept as 128 bits of a hash of its text, not as the text: an entry is one cache
+  // line with no string to follow on the heap (the compare was a tenth of a replay's time),
+  // and half the memory per key. Two keys would have to meet on 128 bits to share a state;
+  // their caller parts are keyed HMACs, so nobody can aim at that, and by chance it takes
+  // ~2^64 keys.
+  struct Digest {
+    std::uint64_t a = 0, b = 0;
+    bool operator==(const Digest&) const = default;
+  };
+  static Digest digest_of(const std::string& key) {
+    auto [a, b] = keys::word_hash128(key, 0x452821E638D01377ULL, 0xBE5466CF34E90C6CULL);
+    return {a, b};
+  }
+  struct DigestHash {
+    using is_avalanching = void;  // already a full mix: no second mix by the table
+    std::size_t operator()(const Digest& d) const noexcept { return static_cast<std::size_t>(d.a); }
   };
   struct Shard {
     mutable std::mutex mutex;
     // Open addressing: one probe sequence in a flat array instead of a bucket list per key.
-    boost::unordered_flat_map<std::string, Entry, KeyHash> map;
+    boost::unordered_flat_map<Digest, Entry, DigestHash> map;
     std::size_t inserts_since_sweep = 0;
     std::size_t live_after_sweep = 0;  // what the last sweep left
   };
 
   Shard& shard_of(const std::string& key) { return shards_[shard_index(key)]; }
-  limit::State current(Shard& shard, const std::string& key, limit::Micros now);
-  void store(Shard& shard, const std::string& key, const limit::Params& p, limit::State next,
+  limit::State current(Shard& shard, const Digest& key, limit::Micros now);
+  void store(Shard& shard, const Digest& key, const limit::Params& p, limit::State next,
              limit::Micros now);
   // `key` is known to be absent from `shard`.
-  void insert(Shard& shard, const std::string& key, const limit::Params& p, limit::State next,
+  void insert(Shard& shard, const Digest& key, const limit::Params& p, limit::State next,
               limit::Micros now);
   void make_room(Shard& shard, limit::Micros now);
 

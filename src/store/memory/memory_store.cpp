@@ -32,7 +32,7 @@ std::size_t MemoryState::size() const {
   return n;
 }
 
-limit::State MemoryState::current(Shard& shard, const std::string& key, limit::Micros now) {
+limit::State MemoryState::current(Shard& shard, const Digest& key, limit::Micros now) {
   auto it = shard.map.find(key);
   if (it == shard.map.end() || it->second.expires_at <= now) return std::monostate{};
   return it->second.state;
@@ -63,7 +63,7 @@ void MemoryState::make_room(Shard& shard, limit::Micros now) {
   }
 }
 
-void MemoryState::store(Shard& shard, const std::string& key, const limit::Params& p,
+void MemoryState::store(Shard& shard, const Digest& key, const limit::Params& p,
                         limit::State next, limit::Micros now) {
   auto ttl = limit::time_to_neutral(p, next, now);
   auto it = shard.map.find(key);
@@ -79,7 +79,7 @@ void MemoryState::store(Shard& shard, const std::string& key, const limit::Param
   }
 }
 
-void MemoryState::insert(Shard& shard, const std::string& key, const limit::Params& p,
+void MemoryState::insert(Shard& shard, const Digest& key, const limit::Params& p,
                          limit::State next, limit::Micros now) {
   auto ttl = limit::time_to_neutral(p, next, now);
   if (ttl <= 0) return;
@@ -96,7 +96,11 @@ Outcome MemoryState::acquire(std::span<const Item> items) {
 void MemoryState::acquire(std::span<const Item> items, Outcome& out) {
   // Lock every shard involved, in index order, so two requests sharing keys cannot deadlock.
   boost::container::small_vector<std::size_t, 4> shard_ix;
-  for (const auto& item : items) shard_ix.push_back(shard_index(item.key));
+  boost::container::small_vector<Digest, 4> digests;
+  for (const auto& item : items) {
+    shard_ix.push_back(shard_index(item.key));
+    digests.push_back(digest_of(item.key));
+  }
   boost::container::small_vector<std::size_t, 4> order(shard_ix.begin(), shard_ix.end());
   std::sort(order.begin(), order.end());
   order.erase(std::unique(order.begin(), order.end()), order.end());
@@ -115,7 +119,7 @@ void MemoryState::acquire(std::span<const Item> items, Outcome& out) {
   boost::container::small_vector<limit::Evaluation, 4> evals;
   for (std::size_t i = 0; i < items.size(); ++i) {
     auto& shard = shards_[shard_ix[i]];
-    auto it = shard.map.find(items[i].key);
+    auto it = shard.map.find(digests[i]);
     found.push_back(it);
     present.push_back(it != shard.map.end());
     limit::State state;
@@ -152,29 +156,30 @@ void MemoryState::acquire(std::span<const Item> items, Outcome& out) {
   for (std::size_t i = 0; i < items.size(); ++i)
     if (evals[i].decision.admitted && !present[i]) {
       bool repeated = false;
-      for (std::size_t j = 0; j < i; ++j) repeated |= !present[j] && items[j].key == items[i].key;
+      for (std::size_t j = 0; j < i; ++j) repeated |= !present[j] && digests[j] == digests[i];
       auto& shard = shards_[shard_ix[i]];
       if (repeated)
-        store(shard, items[i].key, items[i].params, std::move(evals[i].next), now);
+        store(shard, digests[i], items[i].params, std::move(evals[i].next), now);
       else
-        insert(shard, items[i].key, items[i].params, std::move(evals[i].next), now);
+        insert(shard, digests[i], items[i].params, std::move(evals[i].next), now);
     }
 }
 
 void MemoryState::adjust(const Item& item, std::int64_t delta) {
   auto& shard = shard_of(item.key);
+  const auto key = digest_of(item.key);
   std::lock_guard lock(shard.mutex);
   auto now = clock_.now();
-  store(shard, item.key, item.params,
-        limit::adjust(item.params, current(shard, item.key, now), now, delta), now);
+  store(shard, key, item.params, limit::adjust(item.params, current(shard, key, now), now, delta),
+        now);
 }
 
 void MemoryState::release(const Item& item) {
   auto& shard = shard_of(item.key);
+  const auto key = digest_of(item.key);
   std::lock_guard lock(shard.mutex);
   auto now = clock_.now();
-  store(shard, item.key, item.params, limit::release(item.params, current(shard, item.key, now)),
-        now);
+  store(shard, key, item.params, limit::release(item.params, current(shard, key, now)), now);
 }
 
 void MemoryStore::async_acquire(std::vector<Item> items, Handler handler) {
