@@ -11,7 +11,7 @@
 namespace floodgate::replay {
 
 namespace {
-constexpr std::size_t kReadSize = 1 << 20;
+constexpr std::size_t kReadSize = 1 << 17;
 constexpr std::size_t kMaxLine = 1 << 20;  // longer lines are counted bad, not kept
 }  // namespace
 
@@ -171,7 +171,7 @@ bool LogReader::open(const std::vector<std::string>& paths, std::string& error) 
       error = "cannot read " + path;
       return false;
     }
-    gzbuffer(gz, 1 << 18);
+    gzbuffer(gz, 1 << 16);
     files_.push_back(std::make_unique<File>(*this, stdin_input ? "stdin" : path, gz, size));
   }
   return true;
