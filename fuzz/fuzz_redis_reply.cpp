@@ -1,6 +1,6 @@
 // Bytes from a Redis server through hiredis's reply reader (bounded as the connections bound it)
-// and then floodgate's decoding of each reply: the acquire script's outcome for 1 to 3 items, NOSCRIPT, and MOVED/ASK
-// redirects. Checks what the stores rely on when they use a decoded reply.
+// and then floodgate's decoding of each reply: the acquire script's outcome for 1 to 3 items,
+// NOSCRIPT, and MOVED/ASK redirects. Checks what the stores rely on when they use a decoded reply.
 
 #include <hiredis/hiredis.h>
 

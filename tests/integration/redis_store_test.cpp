@@ -281,15 +281,14 @@ class HugeArrayServer {
     });
   }
   static void serve(std::shared_ptr<Peer> peer) {
-    peer->socket.async_read_some(boost::asio::buffer(peer->buffer),
-                                 [peer](boost::system::error_code ec, std::size_t) {
-                                   if (ec) return;
-                                   static constexpr std::string_view huge = "*1000000000\r\n";
-                                   boost::system::error_code ignored;
-                                   boost::asio::write(peer->socket, boost::asio::buffer(huge),
-                                                      ignored);
-                                   serve(peer);
-                                 });
+    peer->socket.async_read_some(
+        boost::asio::buffer(peer->buffer), [peer](boost::system::error_code ec, std::size_t) {
+          if (ec) return;
+          static constexpr std::string_view huge = "*1000000000\r\n";
+          boost::system::error_code ignored;
+          boost::asio::write(peer->socket, boost::asio::buffer(huge), ignored);
+          serve(peer);
+        });
   }
   boost::asio::io_context io_;
   tcp::acceptor acceptor_;

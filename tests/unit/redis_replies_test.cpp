@@ -58,8 +58,8 @@ TEST(RedisReplies, ClusterSlotsGiveEachRangeItsMaster) {
 // element table before a single element arrived. Here after a bulk string whose two closing
 // bytes hiredis skips unread, which is how the input passed the harness's old lexical filter.
 TEST(RedisReplies, AnArrayLargerThanAnyReplyOfOursStopsTheReader) {
-  for (const std::string resp : {"*1000000000\r\n", "$1\r\nxAB*1000000000\r\n:1\r\n",
-                                 "*1\r\n*16385\r\n"}) {
+  for (const std::string resp :
+       {"*1000000000\r\n", "$1\r\nxAB*1000000000\r\n:1\r\n", "*1\r\n*16385\r\n"}) {
     auto reader = limited_reader();
     redisReaderFeed(reader.get(), resp.data(), resp.size());
     void* out = nullptr;

@@ -63,8 +63,8 @@ void MemoryState::make_room(Shard& shard, limit::Micros now) {
   }
 }
 
-void MemoryState::store(Shard& shard, const Digest& key, const limit::Params& p,
-                        limit::State next, limit::Micros now) {
+void MemoryState::store(Shard& shard, const Digest& key, const limit::Params& p, limit::State next,
+                        limit::Micros now) {
   auto ttl = limit::time_to_neutral(p, next, now);
   auto it = shard.map.find(key);
   if (ttl <= 0) {
@@ -79,8 +79,8 @@ void MemoryState::store(Shard& shard, const Digest& key, const limit::Params& p,
   }
 }
 
-void MemoryState::insert(Shard& shard, const Digest& key, const limit::Params& p,
-                         limit::State next, limit::Micros now) {
+void MemoryState::insert(Shard& shard, const Digest& key, const limit::Params& p, limit::State next,
+                         limit::Micros now) {
   auto ttl = limit::time_to_neutral(p, next, now);
   if (ttl <= 0) return;
   make_room(shard, now);
