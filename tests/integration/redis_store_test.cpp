@@ -124,12 +124,8 @@ TEST(RedisClock, InstancesWithSkewedClocksShareOneWindow) {
   EXPECT_LE(reset, now_s + 3600);  // the end of Redis's current hour, not a year off
 }
 
-struct Policies : ::testing::Test {
-  RedisServer redis;
-  Origin origin;
-  std::unique_ptr<Proxy> proxy;
-  void SetUp() override {
-    proxy = std::make_unique<Proxy>(redis_config(0, origin.port(), redis.port(), R"(
+// A fail_open and a fail_closed route, 3 requests each an hour.
+const std::string kOpenAndClosedRoutes = R"(
   - name: open
     match: { path_prefix: /open }
     upstream: origin
@@ -140,7 +136,15 @@ struct Policies : ::testing::Test {
     upstream: origin
     on_store_error: fail_closed
     limits: [{ name: l, algorithm: token_bucket, capacity: 3, refill_rate: 1/h, key: [route] }]
-  - name: probe
+)";
+
+struct Policies : ::testing::Test {
+  RedisServer redis;
+  Origin origin;
+  std::unique_ptr<Proxy> proxy;
+  void SetUp() override {
+    proxy = std::make_unique<Proxy>(
+        redis_config(0, origin.port(), redis.port(), kOpenAndClosedRoutes + R"(  - name: probe
     match: { path_prefix: /probe }
     upstream: origin
     on_store_error: fail_closed
@@ -309,18 +313,7 @@ TEST(RedisFaults, AHugeAnnouncedReplyIsAStoreErrorNotAnAllocation) {
   Origin origin;
   auto before = peak_virtual_kib();
   ASSERT_GT(before, 0u);
-  Proxy proxy(redis_config(0, origin.port(), server.port(), R"(
-  - name: open
-    match: { path_prefix: /open }
-    upstream: origin
-    on_store_error: fail_open
-    limits: [{ name: l, algorithm: token_bucket, capacity: 3, refill_rate: 1/h, key: [route] }]
-  - name: closed
-    match: { path_prefix: /closed }
-    upstream: origin
-    on_store_error: fail_closed
-    limits: [{ name: l, algorithm: token_bucket, capacity: 3, refill_rate: 1/h, key: [route] }]
-)"));
+  Proxy proxy(redis_config(0, origin.port(), server.port(), kOpenAndClosedRoutes));
   // Past the 3-unit limits: nothing is decided by the store, everything by the policy.
   for (int i = 0; i < 5; ++i) {
     auto open = get(proxy.port(), "/open/x");
