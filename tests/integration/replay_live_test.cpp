@@ -33,25 +33,32 @@ struct Step {
   std::string headers = "";  // more request headers, each ending in CRLF
 };
 
+// One worker in front of `origin`, logging what the replay needs; `forwarded_for`: the caller
+// is taken from X-Forwarded-For (the steps' addresses). `routes` is the YAML under routes:.
+std::string proxy_config(const Origin& origin, const std::string& routes, bool forwarded_for,
+                         const std::string& log = "{ access_log: true, replay_fields: auto }") {
+  return std::string("server:\n  listen: [127.0.0.1:0]\n  threads: 1\n") +
+         (forwarded_for
+              ? "  client_ip: { header: X-Forwarded-For, trusted_proxies: [127.0.0.1/32] }\n"
+              : "") +
+         "log: " + log + "\nstore: { key_secret: live-test-secret }\n" +
+         "upstreams:\n  origin: { url: \"http://127.0.0.1:" + std::to_string(origin.port()) +
+         "\" }\nroutes:\n" + routes;
+}
+
 // web: sliding_window 5 per 10 s per client; api: fixed_window 4 per 10 s per API key, and a
 // token bucket of 3 refilling 1/s per client (both must admit).
 std::string live_config(const Origin& origin, const std::string& log) {
-  return "server:\n  listen: [127.0.0.1:0]\n  threads: 1\n"
-         "  client_ip: { header: X-Forwarded-For, trusted_proxies: [127.0.0.1/32] }\n"
-         "log: " +
-         log +
-         "\nstore: { key_secret: live-test-secret }\n"
-         "upstreams:\n  origin: { url: \"http://127.0.0.1:" +
-         std::to_string(origin.port()) +
-         "\" }\n"
-         "routes:\n"
-         "  - name: api\n    match: { path_prefix: /api/ }\n    upstream: origin\n    limits:\n"
-         "      - { name: per-key, algorithm: fixed_window, limit: 4, window: 10s, key: "
-         "[\"header:X-Api-Key\"] }\n"
-         "      - { name: per-ip, algorithm: token_bucket, capacity: 3, refill_rate: 1/s, key: "
-         "[ip] }\n"
-         "  - name: web\n    match: { path_prefix: / }\n    upstream: origin\n    limits:\n"
-         "      - { name: per-ip, algorithm: sliding_window, limit: 5, window: 10s, key: [ip] }\n";
+  return proxy_config(
+      origin,
+      "  - name: api\n    match: { path_prefix: /api/ }\n    upstream: origin\n    limits:\n"
+      "      - { name: per-key, algorithm: fixed_window, limit: 4, window: 10s, key: "
+      "[\"header:X-Api-Key\"] }\n"
+      "      - { name: per-ip, algorithm: token_bucket, capacity: 3, refill_rate: 1/s, key: "
+      "[ip] }\n"
+      "  - name: web\n    match: { path_prefix: / }\n    upstream: origin\n    limits:\n"
+      "      - { name: per-ip, algorithm: sliding_window, limit: 5, window: 10s, key: [ip] }\n",
+      true, log);
 }
 
 const std::string A = "198.51.100.1", B = "198.51.100.2", C = "198.51.100.3";
@@ -222,18 +229,14 @@ void check_replay_matches_live(const std::string& log_settings, bool hashed_ip) 
 // refused as if that probe were still in flight.
 TEST(ReplayLive, DenyCacheRefusesNothingTheStoreWouldAdmit) {
   Origin origin;
-  const std::string yaml =
-      "server:\n  listen: [127.0.0.1:0]\n  threads: 1\n"
-      "  client_ip: { header: X-Forwarded-For, trusted_proxies: [127.0.0.1/32] }\n"
-      "log: { access_log: true, replay_fields: auto }\nstore: { key_secret: s }\n"
-      "upstreams:\n  origin: { url: \"http://127.0.0.1:" +
-      std::to_string(origin.port()) +
-      "\" }\nroutes:\n  - name: api\n    match: { path_prefix: /api/ }\n"
-      "    upstream: origin\n    limits:\n"
+  const std::string yaml = proxy_config(
+      origin,
+      "  - name: api\n    match: { path_prefix: /api/ }\n    upstream: origin\n    limits:\n"
       "      - { name: per-ip, algorithm: token_bucket, capacity: 2, refill_rate: 1/s, key: [ip] "
       "}\n"
       "      - { name: per-key, algorithm: fixed_window, limit: 1, window: 10s, key: "
-      "[\"header:X-Api-Key\"] }\n";
+      "[\"header:X-Api-Key\"] }\n",
+      true);
   const std::vector<Step> steps = {
       {0, C, "k1", "api", 200},     // bucket 2 -> 1; k1 used up until +10 s
       {100, C, "k2", "api", 200},   // bucket 1.1 -> 0.1 (remembered until +1 s); k2 used up
@@ -258,16 +261,15 @@ TEST(ReplayLive, DenyCacheRefusesNothingTheStoreWouldAdmit) {
 // A token budget charged up front (X-Estimated-Tokens) and settled with the origin's
 // X-Tokens-Used (the test origin's /respond?H=V answers with header H: V).
 std::string settle_config(const Origin& origin) {
-  return "server:\n  listen: [127.0.0.1:0]\n  threads: 1\n"
-         "log: { access_log: true, replay_fields: auto }\nstore: { key_secret: s }\n"
-         "upstreams:\n  origin: { url: \"http://127.0.0.1:" +
-         std::to_string(origin.port()) +
-         "\" }\nroutes:\n  - name: llm\n    match: { path_prefix: / }\n"
-         "    upstream: origin\n    limits:\n"
-         "      - name: tokens\n        algorithm: token_bucket\n        capacity: 100\n"
-         "        refill_rate: 10/s\n        key: [\"header:X-Tenant\"]\n"
-         "        cost: { from: \"header:X-Estimated-Tokens\", default: 10, max: 100 }\n"
-         "        settle: response_header:X-Tokens-Used\n";
+  return proxy_config(
+      origin,
+      "  - name: llm\n    match: { path_prefix: / }\n"
+      "    upstream: origin\n    limits:\n"
+      "      - name: tokens\n        algorithm: token_bucket\n        capacity: 100\n"
+      "        refill_rate: 10/s\n        key: [\"header:X-Tenant\"]\n"
+      "        cost: { from: \"header:X-Estimated-Tokens\", default: 10, max: 100 }\n"
+      "        settle: response_header:X-Tokens-Used\n",
+      false);
 }
 
 // A step of the token budget: `estimate` charged, `used` reported by the origin (-1: no
@@ -346,15 +348,11 @@ TEST(ReplayLive, DenyCacheForgetsARefusalThatASettlementRefunded) {
 // logged duration_ms after the logged ts.
 TEST(ReplayLive, ConcurrencyLeasesAreHeldForTheLoggedDuration) {
   Origin origin;
-  const std::string yaml =
-      "server:\n  listen: [127.0.0.1:0]\n  threads: 1\n"
-      "  client_ip: { header: X-Forwarded-For, trusted_proxies: [127.0.0.1/32] }\n"
-      "log: { access_log: true, replay_fields: auto }\nstore: { key_secret: s }\n"
-      "upstreams:\n  origin: { url: \"http://127.0.0.1:" +
-      std::to_string(origin.port()) +
-      "\" }\nroutes:\n  - name: slow\n    match: { path_prefix: / }\n"
-      "    upstream: origin\n    limits:\n"
-      "      - { name: in-flight, algorithm: concurrency, limit: 1, key: [ip] }\n";
+  const std::string yaml = proxy_config(
+      origin,
+      "  - name: slow\n    match: { path_prefix: / }\n    upstream: origin\n    limits:\n"
+      "      - { name: in-flight, algorithm: concurrency, limit: 1, key: [ip] }\n",
+      true);
   limit::FakeClock clock(kBase);
   LogCapture access;
   std::vector<int> statuses;
@@ -396,14 +394,12 @@ TEST(ReplayLive, ConcurrencyLeasesAreHeldForTheLoggedDuration) {
 // same, refused requests (never rewritten for the upstream) included.
 TEST(ReplayLive, AbsoluteFormTargetsReplayLikeTheLiveProxy) {
   Origin origin;
-  const std::string yaml =
-      "server:\n  listen: [127.0.0.1:0]\n  threads: 1\n"
-      "log: { access_log: true, replay_fields: auto }\nstore: { key_secret: s }\n"
-      "upstreams:\n  origin: { url: \"http://127.0.0.1:" +
-      std::to_string(origin.port()) +
-      "\" }\nroutes:\n  - name: a\n    match: { path_prefix: /abs/, host: a.example }\n"
+  const std::string yaml = proxy_config(
+      origin,
+      "  - name: a\n    match: { path_prefix: /abs/, host: a.example }\n"
       "    upstream: origin\n    limits:\n"
-      "      - { name: per-host, algorithm: fixed_window, limit: 1, window: 10s, key: [host] }\n";
+      "      - { name: per-host, algorithm: fixed_window, limit: 1, window: 10s, key: [host] }\n",
+      false);
   auto absolute = [](int ms, int expected) {
     return Step{ms, "127.0.0.1", "", "a", expected, "http://a.example/abs/x?q=1", ""};
   };

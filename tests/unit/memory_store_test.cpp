@@ -65,7 +65,7 @@ Outcome acquire(MemoryState& s, std::vector<Item> items) {
   return s.acquire(items);
 }
 
-// Keys that the store puts into one given shard (its own hash: std::hash % 64).
+// Keys that the store puts into one given shard (MemoryState::shard_index).
 std::vector<std::string> keys_in_shard(std::size_t shard, std::size_t n, const std::string& tag) {
   std::vector<std::string> out;
   for (std::size_t i = 0; out.size() < n; ++i) {

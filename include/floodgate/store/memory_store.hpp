@@ -9,7 +9,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <cstring>
 #include <mutex>
 #include <span>
 #include <string>
@@ -23,16 +22,9 @@ namespace floodgate::store {
 
 class MemoryState {
  public:
-  static constexpr std::size_t kShards = 64;  // shard_index's 6 bits
-  // Keys end with a hashed caller ("...:{3fa2...}"): a multiplicative hash of their last 8
-  // bytes spreads them over the shards as well as hashing the whole key, for one multiply.
-  static std::size_t shard_index(const std::string& key) {
-    const std::size_t n = key.size();
-    if (n < 8) return std::hash<std::string>{}(key) % kShards;
-    std::uint64_t tail;
-    std::memcpy(&tail, key.data() + n - 8, 8);
-    return static_cast<std::size_t>((tail * 0x9E3779B97F4A7C15ULL) >> 58);  // top 6 bits: 64
-  }
+  static constexpr std::size_t kShards = 64;  // shard_for's 6 bits
+  // The shard `key` lives in: from the same hash as its entry, so a key is hashed once.
+  static std::size_t shard_index(const std::string& key) { return shard_for(digest_of(key)); }
 
   MemoryState(const limit::Clock& clock, std::size_t max_keys);
 
@@ -63,6 +55,8 @@ class MemoryState {
     auto [a, b] = keys::word_hash128(key, 0x452821E638D01377ULL, 0xBE5466CF34E90C6CULL);
     return {a, b};
   }
+  // The top bits of the half the maps do not use.
+  static std::size_t shard_for(const Digest& d) { return static_cast<std::size_t>(d.b >> 58); }
   struct DigestHash {
     using is_avalanching = void;  // already a full mix: no second mix by the table
     std::size_t operator()(const Digest& d) const noexcept { return static_cast<std::size_t>(d.a); }
@@ -75,7 +69,6 @@ class MemoryState {
     std::size_t live_after_sweep = 0;  // what the last sweep left
   };
 
-  Shard& shard_of(const std::string& key) { return shards_[shard_index(key)]; }
   limit::State current(Shard& shard, const Digest& key, limit::Micros now);
   void store(Shard& shard, const Digest& key, const limit::Params& p, limit::State next,
              limit::Micros now);

@@ -65,18 +65,13 @@ void MemoryState::make_room(Shard& shard, limit::Micros now) {
 
 void MemoryState::store(Shard& shard, const Digest& key, const limit::Params& p, limit::State next,
                         limit::Micros now) {
-  auto ttl = limit::time_to_neutral(p, next, now);
   auto it = shard.map.find(key);
-  if (ttl <= 0) {
-    if (it != shard.map.end()) shard.map.erase(it);
-    return;
-  }
-  if (it == shard.map.end()) {
-    make_room(shard, now);
-    shard.map.emplace(key, Entry{std::move(next), now + ttl});
-  } else {
+  if (it == shard.map.end()) return insert(shard, key, p, std::move(next), now);
+  auto ttl = limit::time_to_neutral(p, next, now);
+  if (ttl <= 0)
+    shard.map.erase(it);
+  else
     it->second = Entry{std::move(next), now + ttl};
-  }
 }
 
 void MemoryState::insert(Shard& shard, const Digest& key, const limit::Params& p, limit::State next,
@@ -98,8 +93,8 @@ void MemoryState::acquire(std::span<const Item> items, Outcome& out) {
   boost::container::small_vector<std::size_t, 4> shard_ix;
   boost::container::small_vector<Digest, 4> digests;
   for (const auto& item : items) {
-    shard_ix.push_back(shard_index(item.key));
     digests.push_back(digest_of(item.key));
+    shard_ix.push_back(shard_for(digests.back()));
   }
   boost::container::small_vector<std::size_t, 4> order(shard_ix.begin(), shard_ix.end());
   std::sort(order.begin(), order.end());
@@ -166,8 +161,8 @@ void MemoryState::acquire(std::span<const Item> items, Outcome& out) {
 }
 
 void MemoryState::adjust(const Item& item, std::int64_t delta) {
-  auto& shard = shard_of(item.key);
   const auto key = digest_of(item.key);
+  auto& shard = shards_[shard_for(key)];
   std::lock_guard lock(shard.mutex);
   auto now = clock_.now();
   store(shard, key, item.params, limit::adjust(item.params, current(shard, key, now), now, delta),
@@ -175,8 +170,8 @@ void MemoryState::adjust(const Item& item, std::int64_t delta) {
 }
 
 void MemoryState::release(const Item& item) {
-  auto& shard = shard_of(item.key);
   const auto key = digest_of(item.key);
+  auto& shard = shards_[shard_for(key)];
   std::lock_guard lock(shard.mutex);
   auto now = clock_.now();
   store(shard, key, item.params, limit::release(item.params, current(shard, key, now)), now);
