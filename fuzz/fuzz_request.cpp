@@ -1,7 +1,8 @@
 // Client bytes through everything the session does before an upstream sees them: Beast's
-// request parser with the session's limits, the framing checks, target parsing, routing, the
-// route's limits turned into store keys (headers, query, verified JWT claims, the client
-// address behind trusted proxies), the head rewritten for the upstream, and the body read
+// request parser with the session's limits, the framing checks, target parsing and path
+// normalization, routing, the route's limits turned into store keys (headers, query, verified
+// JWT claims, the client address behind trusted proxies), the head rewritten for the upstream
+// (with the normalized path), and the body read
 // through a small buffer as the relay reads it. Pipelined requests are served in turn, as
 // one keep-alive connection would serve them.
 
@@ -18,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "floodgate/http/path_normalize.hpp"
 #include "floodgate/http/router.hpp"
 #include "floodgate/keys/client_ip.hpp"
 #include "floodgate/keys/jwt.hpp"
@@ -121,19 +123,20 @@ bool serve(Fixture& fx, Parser& parser) {
   if (!target) return false;
   std::string_view host =
       target->authority.empty() ? std::string_view(req[bhttp::field::host]) : target->authority;
+  std::string normal_target;
+  auto normal = http::normalize_target(*target, normal_target);
+  if (!normal) return parser.is_done();
   const auto* route = http::match_route(config, req.method_string(), host, target->path);
-  if (!route) return parser.is_done();
+  if (http::refuses_encoded_separators(normal, route) || !route) return parser.is_done();
+  const std::string normal_host = http::normalize_host(host);
   http::FieldHeaders headers(req);
   http::LazyClaims claims(req, config, fuzz::kNowSeconds);
   const auto& ip = config.server.client_ip;
-  keys::RequestFacts facts{route->name,
-                           req.method_string(),
-                           http::host_without_port(host),
-                           target->path,
-                           target->query,
-                           keys::client_ip(fx.peer, http::joined_values(req, ip.header, ","), ip),
-                           &headers,
-                           &claims};
+  keys::RequestFacts facts{
+      route->name,   req.method_string(),
+      normal_host,   target->path,
+      target->query, keys::client_ip(fx.peer, http::joined_values(req, ip.header, ","), ip),
+      &headers,      &claims};
   auto plan = limit::plan(config, *route, facts, fx.hasher);
   if (plan.reject_status != 0) return parser.is_done();
   // The 429 each limit would give, with the parameters of the caller's tier.
@@ -153,7 +156,7 @@ bool serve(Fixture& fx, Parser& parser) {
   auto content_length = parser.content_length();
   bool chunked = parser.chunked();
   if (!target->authority.empty()) req.set(bhttp::field::host, target->authority);
-  if (target->origin_form.size() != req.target().size())
+  if (target->origin_form != std::string_view(req.target()))
     req.target(std::string(target->origin_form));
   http::strip_hop_by_hop(req);
   req.erase(bhttp::field::expect);

@@ -26,6 +26,10 @@ local CONCURRENCY_LEASE_US = 3600 * US
 local function ceil_us(x) return math.ceil(x - 1e-6) end
 local function floor_to(t, w) return t - (t % w) end
 local function fmt(x) return string.format('%.17g', x) end
+-- A sliding_log entry's member, "<lease>:<now>:<cost>" with integer digits: a cross-slot refund
+-- (script_calls.cpp, log_member) spells the same member to ZREM it. Lua's own number-to-string
+-- would write now (16 digits) in exponent form with 14 significant digits.
+local function log_member(t, cost) return string.format('%s:%d:%d', lease, t, cost) end
 
 -- Each evaluator returns: admitted, remaining, reset_after, retry_after, commit(function)
 local eval = {}
@@ -124,7 +128,7 @@ eval[3] = function(key, limit, rate, window, cost) -- sliding log (sorted set: s
     if cost > 0 then reset = window elseif newest then reset = newest + window - now end
     return 1, limit - count - cost, reset, 0, function()
       if cost > 0 then
-        redis.call('ZADD', key, now, lease .. ':' .. now .. ':' .. cost)
+        redis.call('ZADD', key, now, log_member(now, cost))
         redis.call('PEXPIRE', key, math.ceil(window / 1000))
       end
     end

@@ -63,7 +63,8 @@ std::string redacted_config_json(const config::Config& c) {
                                 {"threads", c.server.threads},
                                 {"pop", c.server.pop},
                                 {"max_header_bytes", c.server.max_header_bytes},
-                                {"max_body_bytes", c.server.max_body_bytes}};
+                                {"max_body_bytes", c.server.max_body_bytes},
+                                {"max_connections", c.server.max_connections}};
   json::array upstreams;
   for (const auto& u : c.upstreams)
     upstreams.push_back(json::object{
@@ -95,6 +96,7 @@ std::string redacted_config_json(const config::Config& c) {
                                                          {"host", r.match.host}}},
                                   {"upstream", r.upstream},
                                   {"on_store_error", config::to_string(r.on_store_error)},
+                                  {"allow_encoded_slashes", r.allow_encoded_slashes},
                                   {"limits", std::move(limits)}});
   }
   root["routes"] = std::move(routes);

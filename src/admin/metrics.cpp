@@ -157,7 +157,8 @@ std::string Metrics::render() const {
   }
   help(out, "floodgate_memory_store_evictions_total", "counter",
        "Keys evicted from the embedded store at its cap.");
-  line(out, "floodgate_memory_store_evictions_total", "", memory_evictions.load());
+  line(out, "floodgate_memory_store_evictions_total", "",
+       memory_evictions ? memory_evictions() : 0);
 
   help(out, "floodgate_upstream_responses_total", "counter", "Upstream responses by status class.");
   for (const auto& [name, u] : upstreams_)
@@ -184,9 +185,19 @@ std::string Metrics::render() const {
   help(out, "floodgate_active_websockets", "gauge", "Open WebSocket tunnels.");
   line(out, "floodgate_active_websockets", "",
        static_cast<std::uint64_t>(std::max<std::int64_t>(0, active_tunnels.load())));
+  help(out, "floodgate_accept_pauses_total", "counter",
+       "Times accepting paused: at server.max_connections (new connections wait in the "
+       "listen queue), or out of descriptors or memory.");
+  line(out, "floodgate_accept_pauses_total", "reason=\"max_connections\"",
+       accept_pauses[static_cast<std::size_t>(AcceptPause::max_connections)].load());
+  line(out, "floodgate_accept_pauses_total", "reason=\"resources\"",
+       accept_pauses[static_cast<std::size_t>(AcceptPause::resources)].load());
   help(out, "floodgate_tls_handshake_failures_total", "counter",
        "Downstream TLS handshakes that failed (protocol, version, timeout or closed).");
   line(out, "floodgate_tls_handshake_failures_total", "", tls_handshake_failures.load());
+  help(out, "floodgate_unexpected_exceptions_total", "counter",
+       "Exceptions caught at a worker's boundary (a bug: the log has each one).");
+  line(out, "floodgate_unexpected_exceptions_total", "", unexpected_exceptions.load());
   help(out, "floodgate_config_reloads_total", "counter", "Config reloads by result.");
   line(out, "floodgate_config_reloads_total", "result=\"ok\"", reloads_ok.load());
   line(out, "floodgate_config_reloads_total", "result=\"rejected\"", reloads_failed.load());

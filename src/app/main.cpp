@@ -89,6 +89,7 @@ int run(const std::string& path) {
   store::MemoryState memory(clock, r.config->store.max_keys);
   admin::Metrics metrics(version(), r.config->server.pop);
   metrics.backend = config::to_string(r.config->store.backend);
+  metrics.memory_evictions = [&memory] { return memory.evictions(); };
   admin::AdminState admin_state;
   auto access_log = app::make_access_logger();
   // Store connection settings are read at start; changing them needs a restart.

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <set>
 
+#include "floodgate/http/path_normalize.hpp"
 #include "sections.hpp"
 
 namespace floodgate::config {
@@ -217,7 +218,8 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
 
 std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string& path) {
   Section s(r, n, path);
-  if (!r.map(n, path, {"name", "match", "upstream", "on_store_error", "limits"}))
+  if (!r.map(n, path,
+             {"name", "match", "upstream", "on_store_error", "allow_encoded_slashes", "limits"}))
     return std::nullopt;
   Route rt;
   if (s.require("name")) {
@@ -230,6 +232,7 @@ std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string
                          {{"fail_open", OnStoreError::fail_open},
                           {"fail_closed", OnStoreError::fail_closed},
                           {"local", OnStoreError::local}});
+  s.boolean("allow_encoded_slashes", rt.allow_encoded_slashes);
   if (s.require("match")) {
     Section m(r, s["match"], s.at("match"));
     if (r.map(m.node(), m.path(), {"path_prefix", "path", "methods", "host"})) {
@@ -238,14 +241,28 @@ std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string
         if (!m.has(key)) return;
         auto v = r.string(m[key], m.at(key));
         if (!v) return;
-        if (v->empty() || v->front() != '/')
+        if (v->empty() || v->front() != '/') {
           r.error(m[key], m.at(key), "must start with \"/\"");
+          return;
+        }
+        // Requests are matched by their normalized path, so a path written otherwise
+        // ("/api//x", "/api/./x", "%7e") would silently never match.
+        auto normal = http::normalize_path(*v, {.allow_encoded_separators = true});
+        if (!normal)
+          r.error(m[key], m.at(key), "has a '%' that is not followed by two hex digits");
+        else if (normal.path != *v)
+          r.error(m[key], m.at(key),
+                  "is matched against normalized request paths, so it never matches as "
+                  "written; write \"" +
+                      normal.path + "\"");
         else
           out = *v;
       };
       read_path("path_prefix", rt.match.path_prefix);
       read_path("path", rt.match.path);
       m.string("host", rt.match.host);
+      // As requests' hosts are compared: lower case, "shop.example." as "shop.example".
+      if (rt.match.host.size() > 1 && rt.match.host.back() == '.') rt.match.host.pop_back();
       for (auto& ch : rt.match.host)
         ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
       if (m.has("path_prefix") && m.has("path"))

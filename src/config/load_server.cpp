@@ -154,6 +154,16 @@ std::variant<std::shared_ptr<evp_pkey_st>, std::string> read_public_key(const st
   return std::string("unsupported key type ") + (type ? type : "?") + " (expected RSA or EC P-256)";
 }
 
+// `url` with any "user:password@" before its host shown as "***@": a url that fails to parse
+// is echoed in the error, and a password must not be.
+std::string without_userinfo(std::string url) {
+  auto scheme_end = url.find("://");
+  auto start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+  auto at = url.rfind('@', url.find_first_of("/?#", start));
+  if (at != std::string::npos && at >= start) url.replace(start, at - start, "***");
+  return url;
+}
+
 }  // namespace
 
 bool valid_name(std::string_view name) {
@@ -166,7 +176,7 @@ void read_server(const Section& s, ServerSettings& out) {
   auto& r = s.reader();
   if (!r.map(s.node(), s.path(),
              {"listen", "threads", "pop", "client_ip", "timeouts", "max_header_bytes",
-              "max_body_bytes"}))
+              "max_body_bytes", "max_connections"}))
     return;
   if (s.require("listen")) {
     const auto& n = s["listen"];
@@ -205,6 +215,7 @@ void read_server(const Section& s, ServerSettings& out) {
       (out.max_header_bytes < 1024 || out.max_header_bytes > (1u << 24)))
     r.error(s["max_header_bytes"], s.at("max_header_bytes"), "must be between 1KiB and 16MiB");
   s.size("max_body_bytes", out.max_body_bytes);
+  s.integer("max_connections", out.max_connections, 0, 10'000'000);
 }
 
 void read_admin(const Section& s, AdminSettings& out) {
@@ -255,12 +266,19 @@ void read_upstreams(const Section& s, std::vector<Upstream>& out) {
     if (us.require("url")) {
       us.string("url", u.url);
       auto parsed = boost::urls::parse_uri(u.url);
-      const std::string why =
-          "expected http://HOST[:PORT] or https://HOST[:PORT], got \"" + u.url + "\"";
+      const std::string why = "expected http://HOST[:PORT] or https://HOST[:PORT], got \"" +
+                              without_userinfo(u.url) + "\"";
       if (!parsed || !parsed->has_authority() || parsed->host().empty()) {
         r.error(us["url"], us.at("url"), why);
       } else if (parsed->scheme() != "http" && parsed->scheme() != "https") {
         r.error(us["url"], us.at("url"), why);
+      } else if (parsed->has_userinfo()) {
+        // As with nginx's proxy_pass: they would never be sent, only shown (in /config,
+        // --check-config and every upstream log line). Not echoed here either.
+        r.error(us["url"], us.at("url"),
+                "credentials in an upstream url are not supported (they would be shown, never "
+                "sent): remove the \"USER:PASSWORD@\" part; an origin that needs credentials "
+                "gets the clients' Authorization header, which is forwarded unchanged");
       } else if (!parsed->encoded_path().empty() && parsed->encoded_path() != "/") {
         r.error(us["url"], us.at("url"),
                 "a path in an upstream url is not supported (requests keep their own path)");

@@ -41,7 +41,9 @@ std::string summarize(const Config& c) {
     o << " " << l.address.to_string() << (l.tls ? " (tls)" : "");
   o << "\n  threads: "
     << (c.server.threads == 0 ? "one per core" : std::to_string(c.server.threads))
-    << ", pop: " << c.server.pop << "\n";
+    << ", pop: " << c.server.pop << ", max_connections: "
+    << (c.server.max_connections == 0 ? "no limit" : std::to_string(c.server.max_connections))
+    << "\n";
   if (c.admin.listen) o << "  admin: " << c.admin.listen->to_string() << "\n";
   o << "  store: " << to_string(c.store.backend);
   if (c.store.backend == StoreBackend::redis) o << " at " << c.store.redis.address.to_string();
@@ -62,7 +64,8 @@ std::string summarize(const Config& c) {
       o << r.match.path << " (exact)";
     else
       o << (r.match.path_prefix.empty() ? "/" : r.match.path_prefix) << "*";
-    o << " -> " << r.upstream << ", on_store_error " << to_string(r.on_store_error) << "\n";
+    o << " -> " << r.upstream << ", on_store_error " << to_string(r.on_store_error)
+      << (r.allow_encoded_slashes ? ", allow_encoded_slashes" : "") << "\n";
     for (const auto& l : r.limits) o << "      " << describe(l) << "\n";
   }
   return o.str();

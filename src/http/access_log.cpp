@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "floodgate/http/router.hpp"
+#include "floodgate/http/path_normalize.hpp"
 #include "floodgate/keys/client_ip.hpp"
 #include "floodgate/limit/utc_time.hpp"
 #include "forwarding.hpp"
@@ -42,19 +42,22 @@ void append_pair(std::string& out, bool& first, std::string_view name, std::stri
 }
 
 // What the request was routed by: an absolute-form target ("GET http://h/p") names host and
-// path itself, overriding Host, as it did for routing (a refused request is logged with its
-// target as received; a forwarded one has been rewritten to origin-form by now).
+// path itself, overriding Host, as it did for routing, and the path is the normalized one
+// routing and keys saw (a refused request still has its target as received; a forwarded one
+// has been rewritten to the normalized origin-form by now), so that a replay of the line
+// routes and keys it as it was. `storage` owns the normalized text.
 struct RequestLine {
   std::string_view host;
   std::string_view path;
   std::string_view query;
 };
 
-RequestLine request_line_of(const bhttp::request_header<>& req) {
+RequestLine request_line_of(const bhttp::request_header<>& req, std::string& storage) {
   std::string_view raw = req.target();
   if (auto t = parse_target(raw)) {
     std::string_view host =
         t->authority.empty() ? std::string_view(req[bhttp::field::host]) : t->authority;
+    normalize_target(*t, storage);  // a path refused for a bad escape is logged as received
     return {host, t->path, t->query};
   }
   auto q = raw.find('?');
@@ -81,7 +84,7 @@ void append_replay_fields(std::string& out, const AccessEntry& e, const RequestL
         break;
       }
       case config::ReplayField::Kind::host:
-        value = std::string(host_without_port(line.host));
+        value = std::string(host_name(line.host));  // keys lower-case it
         break;
       case config::ReplayField::Kind::header:
         if (auto v = headers.header(f.name)) value = std::string(*v);
@@ -111,7 +114,8 @@ void append_replay_fields(std::string& out, const AccessEntry& e, const RequestL
 
 std::string access_line(const AccessEntry& e, keys::KeyHasher& hasher) {
   auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  const auto request_line = request_line_of(e.request);
+  std::string normalized;
+  const auto request_line = request_line_of(e.request, normalized);
   const auto path = request_line.path;
   std::string line;
   line.reserve(320);

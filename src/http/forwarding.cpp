@@ -41,6 +41,19 @@ bool has_token(const bhttp::fields& fields, bhttp::field name, std::string_view 
                    [&](std::string_view t) { return boost::beast::iequals(t, wanted); });
 }
 
+// Names a Connection list may not take away (RFC 9110 section 7.6.1 lets a sender list any
+// field, so "Connection: Host" would otherwise drop Host from the upstream request): the
+// message's routing and framing, and the forwarding fields an origin reads to know who
+// called (a client naming X-Forwarded-For would erase the chain a trusted proxy in front of
+// us built, leaving only that proxy's address). Framing is re-established by the caller.
+bool is_protected(std::string_view name) {
+  static constexpr std::string_view kProtected[] = {
+      "host", "content-length", "transfer-encoding", "x-forwarded-for", "x-forwarded-proto",
+      "via",  "forwarded",      "x-real-ip"};
+  return std::any_of(std::begin(kProtected), std::end(kProtected),
+                     [&](std::string_view p) { return boost::beast::iequals(p, name); });
+}
+
 }  // namespace
 
 void strip_hop_by_hop(bhttp::fields& fields) {
@@ -48,7 +61,7 @@ void strip_hop_by_hop(bhttp::fields& fields) {
   // makes X-Foo hop-by-hop too.
   std::vector<std::string> named;
   any_token(fields, bhttp::field::connection, [&](std::string_view t) {
-    named.emplace_back(t);
+    if (!is_protected(t)) named.emplace_back(t);
     return false;
   });
   // One pass over the fields (a lookup per hop-by-hop name would walk the index ten times).
@@ -179,6 +192,26 @@ std::optional<Target> parse_target(std::string_view target) {
   t.path = target.substr(0, q);
   if (q != std::string_view::npos) t.query = target.substr(q + 1);
   return t;
+}
+
+NormalizedPath normalize_target(Target& t, std::string& storage) {
+  auto normal = normalize_path(t.path, {.allow_encoded_separators = true});
+  if (!normal) return normal;
+  // The query (with its '?', even an empty one) stays byte for byte what the client sent:
+  // its meaning is the origin's, and query: keys read it raw.
+  const auto path_size = normal.path.size();
+  std::string text = std::move(normal.path);
+  text += t.origin_form.substr(t.path.size());  // "" or "?" and the query
+  storage = std::move(text);
+  normal.path.clear();
+  t.origin_form = storage;
+  t.path = t.origin_form.substr(0, path_size);
+  if (path_size < t.origin_form.size()) t.query = t.origin_form.substr(path_size + 1);
+  return normal;
+}
+
+bool refuses_encoded_separators(const NormalizedPath& p, const config::Route* route) {
+  return p.encoded_separator && !(route && route->allow_encoded_slashes);
 }
 
 }  // namespace floodgate::http

@@ -9,12 +9,17 @@
 #include <string>
 #include <string_view>
 
+#include "floodgate/config/config.hpp"
+#include "floodgate/http/path_normalize.hpp"
+
 namespace floodgate::http {
 
 // Drops the hop-by-hop headers of RFC 9110 section 7.6.1 (Connection, Keep-Alive,
 // Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-Authenticate,
 // Proxy-Authorization), every header named in Connection, and Content-Length: the caller
-// re-establishes framing itself, so that exactly one framing header ever leaves.
+// re-establishes framing itself, so that exactly one framing header ever leaves. Connection
+// cannot name Host, the framing fields or the forwarding ones (X-Forwarded-For,
+// X-Forwarded-Proto, Via, Forwarded, X-Real-IP): those names in it are ignored.
 void strip_hop_by_hop(boost::beast::http::fields& fields);
 
 // Every value of a possibly repeated list header, joined as one list (RFC 9110 section 5.3).
@@ -54,5 +59,16 @@ struct Target {
 // nullopt for targets a proxy must refuse: empty, relative, authority-form, or with bytes
 // that are not allowed in a target.
 std::optional<Target> parse_target(std::string_view target);
+
+// Puts `t` in the form it is routed, keyed, logged and forwarded in, so that the origin serves
+// exactly what was limited: `path` normalized (normalize_path, with encoded separators kept for
+// the route to allow or refuse), `origin_form` that path and then the query exactly as
+// received. `storage` owns the new text. Returns the normalizer's verdict (its `path` moved
+// into `storage`); on an error `t` is unchanged.
+NormalizedPath normalize_target(Target& t, std::string& storage);
+
+// A path keeping %2F, %5C or %00 goes only to a route that allows them (allow_encoded_slashes);
+// `route` null: no route matched.
+bool refuses_encoded_separators(const NormalizedPath& p, const config::Route* route);
 
 }  // namespace floodgate::http

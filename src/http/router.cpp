@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "floodgate/http/path_normalize.hpp"
+
 namespace floodgate::http {
 namespace {
 
@@ -14,7 +16,7 @@ bool iequals(std::string_view a, std::string_view b) {
 
 bool matches(const config::RouteMatch& m, std::string_view method, std::string_view host,
              std::string_view path) {
-  if (!m.host.empty() && !iequals(m.host, host_without_port(host))) return false;
+  if (!m.host.empty() && !iequals(m.host, host_name(host))) return false;
   if (!m.methods.empty() &&
       std::find(m.methods.begin(), m.methods.end(), method) == m.methods.end())
     return false;

@@ -18,8 +18,8 @@
 #include <system_error>
 #include <thread>
 
+#include "connection_budget.hpp"
 #include "floodgate/store/limit_store.hpp"
-#include "floodgate/store/redis_store.hpp"
 #include "floodgate/tls/contexts.hpp"
 #include "session.hpp"
 #include "worker_context.hpp"
@@ -32,16 +32,24 @@ using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT
 
 namespace {
 
-// Logs what escaped a coroutine instead of losing it silently; nothing on the request path
-// is meant to throw, so anything arriving here is a bug worth seeing.
-auto log_exceptions(spdlog::logger& log, const char* what) {
-  return [&log, what](std::exception_ptr e) {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      log.error("{}: unexpected exception: {}", what, ex.what());
-    }
+// Logs and counts what escaped a coroutine or a handler instead of losing it (or the worker)
+// silently; nothing on the request path is meant to throw, so anything here is a bug worth
+// seeing. Exceptions raised inside C callbacks (hiredis) arrive here too, rethrown by a handler.
+void report_exception(spdlog::logger& log, admin::Metrics& metrics, const char* what,
+                      std::exception_ptr e) {
+  metrics.unexpected_exceptions.fetch_add(1, std::memory_order_relaxed);
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    log.error("{}: unexpected exception: {}", what, ex.what());
+  } catch (...) {
+    log.error("{}: unexpected exception (not a std::exception)", what);
+  }
+}
+
+auto log_exceptions(WorkerContext& ctx, const char* what) {
+  return [&ctx, what](std::exception_ptr e) {
+    if (e) report_exception(ctx.log, ctx.metrics, what, e);
   };
 }
 
@@ -55,19 +63,17 @@ tcp::endpoint to_endpoint(const config::Endpoint& ep) {
 class Worker {
  public:
   Worker(config::ConfigSource& config, spdlog::logger& log, const ServerDeps& deps,
-         std::string lease_prefix)
+         std::string lease_prefix, ConnectionBudget& connections)
       : ctx_{config, log, deps.clock,  UpstreamPool(ioc_.get_executor()), {}, {},
-             {},     {},  deps.metrics} {
+             {},     {},  deps.metrics},
+        connections_(connections) {
     ctx_.store = deps.make_store(ioc_);
     ctx_.local = deps.make_local(ioc_);
     ctx_.lease_prefix = std::move(lease_prefix);
     ctx_.access_log = deps.access_log ? deps.access_log : &log;
   }
 
-  ~Worker() {
-    join();
-    *ctx_.alive = false;
-  }
+  ~Worker() { join(); }
 
   // Opens an SO_REUSEPORT acceptor for server.listen[index]; every worker binds the same
   // port and the kernel spreads connections across them. Returns the bound port.
@@ -90,8 +96,8 @@ class Worker {
 
   void start() {
     for (auto& entry : acceptors_)
-      asio::co_spawn(ioc_, accept_loop(entry), log_exceptions(ctx_.log, "acceptor"));
-    thread_ = std::thread([this] { ioc_.run(); });
+      asio::co_spawn(ioc_, accept_loop(entry), log_exceptions(ctx_, "acceptor"));
+    thread_ = std::thread([this] { run(); });
   }
 
   // Called from another thread: the work happens on the worker's own loop.
@@ -102,7 +108,10 @@ class Worker {
         entry.acceptor.close(ignored);
       }
       ctx_.draining = true;
-      asio::co_spawn(ioc_, stop_when_idle(deadline), log_exceptions(ctx_.log, "drain"));
+      // Keep-alive connections waiting for a request close now (they have nothing to lose);
+      // stop_when_idle takes care of the rest.
+      ctx_.sessions.end_idle_waits();
+      asio::co_spawn(ioc_, stop_when_idle(deadline), log_exceptions(ctx_, "drain"));
     });
   }
 
@@ -110,13 +119,23 @@ class Worker {
     if (thread_.joinable()) thread_.join();
   }
 
-  // Read from the admin thread: the Redis store's health flags are atomics.
-  bool store_healthy() const {
-    auto* h = dynamic_cast<const store::RedisHealth*>(ctx_.store.get());
-    return !h || h->healthy();
-  }
+  // Read from the admin thread: stores answer health from atomics.
+  bool store_healthy() const { return ctx_.store->healthy(); }
 
  private:
+  // A handler that throws must not end the worker (std::terminate, every connection lost):
+  // report it and go on; io_context::run may be called again after an exception.
+  void run() {
+    for (;;) {
+      try {
+        ioc_.run();
+        return;
+      } catch (...) {
+        report_exception(ctx_.log, ctx_.metrics, "worker", std::current_exception());
+      }
+    }
+  }
+
   struct Acceptor {
     Acceptor(asio::io_context& ioc, std::size_t index, const config::Listener& l)
         : acceptor(ioc), index(index), address(l.address.to_string()), tls(l.tls.has_value()) {
@@ -143,32 +162,119 @@ class Worker {
     return a.started_with;
   }
 
+  // At server.max_connections a paused accept loop looks again soon: a session may end in any
+  // worker, and a short poll is simpler than waking every worker's loop. Out of descriptors
+  // it waits longer, since only connections ending free them.
+  static constexpr std::chrono::milliseconds kFullPoll{20};
+  static constexpr std::chrono::milliseconds kResourcePause{100};
+  static constexpr std::chrono::milliseconds kErrorPause{10};
+
+  std::int64_t max_connections() const { return ctx_.config.get()->server.max_connections; }
+
+  // False when a drain closed the acceptor meanwhile.
+  asio::awaitable<bool> pause(asio::steady_timer& timer, std::chrono::milliseconds d,
+                              const tcp::acceptor& acc) {
+    timer.expires_after(d);
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    co_return acc.is_open();
+  }
+
   asio::awaitable<void> accept_loop(Acceptor& entry) {
     auto& acc = entry.acceptor;
+    asio::steady_timer timer(ioc_);
+    bool full = false;
     for (;;) {
+      // At the cap new connections wait in the kernel's listen queue, neither refused nor
+      // accepted and dropped, until a session ends.
+      if (connections_.full(max_connections())) {
+        if (!std::exchange(full, true)) note_full();
+        if (!co_await pause(timer, kFullPoll, acc)) co_return;
+        continue;
+      }
+      full = false;
       auto [ec, socket] = co_await acc.async_accept(asio::as_tuple(asio::use_awaitable));
       if (ec == asio::error::operation_aborted || !acc.is_open()) co_return;
       if (ec) {
-        // Out of descriptors or similar: back off briefly instead of spinning.
-        ctx_.log.warn("accept failed: {}", ec.message());
-        asio::steady_timer pause(ioc_, std::chrono::milliseconds(50));
-        co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+        if (!co_await pause(timer, accept_failed(ec), acc)) co_return;
         continue;
       }
+      // Another worker may have taken the last slot since the check: this connection then
+      // waits, accepted but unread, for the next free one.
+      auto slot = connections_.try_take(max_connections());
+      while (!slot) {
+        if (!co_await pause(timer, kFullPoll, acc)) co_return;
+        slot = connections_.try_take(max_connections());
+      }
       socket.set_option(tcp::no_delay(true), ec);
+      // The slot lives in the completion handler, which lives exactly as long as the session.
       asio::co_spawn(ioc_, run_session(std::move(socket), tls_for(entry), ctx_),
-                     log_exceptions(ctx_.log, "session"));
+                     [report = log_exceptions(ctx_, "session"),
+                      slot = std::move(slot)](std::exception_ptr e) { report(e); });
     }
   }
 
+  void note_full() {
+    ctx_.metrics.count(admin::Metrics::AcceptPause::max_connections);
+    if (auto quiet = full_log_.allow(); quiet >= 0)
+      ctx_.log.warn(
+          "server.max_connections ({}) reached: new connections wait until one closes ({} "
+          "similar lines suppressed)",
+          max_connections(), quiet);
+  }
+
+  // Out of descriptors (EMFILE, ENFILE) or kernel memory, the connection stays queued and
+  // the listening socket readable: accepting again at once would spin (and log) for nothing.
+  // Any other error belongs to one connection.
+  std::chrono::milliseconds accept_failed(const boost::system::error_code& ec) {
+    namespace errc = boost::system::errc;
+    const bool resources = ec == errc::too_many_files_open ||
+                           ec == errc::too_many_files_open_in_system ||
+                           ec == errc::no_buffer_space || ec == errc::not_enough_memory;
+    if (resources) ctx_.metrics.count(admin::Metrics::AcceptPause::resources);
+    if (auto quiet = accept_log_.allow(); quiet >= 0)
+      ctx_.log.warn("accept failed: {}{} ({} similar lines suppressed)", ec.message(),
+                    resources ? ": accepting again in 100ms" : "", quiet);
+    return resources ? kResourcePause : kErrorPause;
+  }
+
+  // The rest of a drain (its start closed the acceptors and the idle connections). Requests
+  // in flight, tunnels included, may finish until `deadline`; then every session still open
+  // is closed. The loop stops only once the last session's coroutine has ended: each uses
+  // ctx_ to its last line, and ctx_ is destroyed before the io_context, which would destroy
+  // frames still queued in it only then.
   asio::awaitable<void> stop_when_idle(std::chrono::steady_clock::time_point deadline) {
+    using namespace std::chrono_literals;
+    using clock = std::chrono::steady_clock;
     asio::steady_timer tick(ioc_);
-    while (ctx_.in_flight > 0 && std::chrono::steady_clock::now() < deadline) {
-      tick.expires_after(std::chrono::milliseconds(20));
-      co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
+    auto sleep_for = [&tick](std::chrono::milliseconds d) {
+      tick.expires_after(d);
+      return tick.async_wait(asio::as_tuple(asio::use_awaitable));
+    };
+    while (ctx_.in_flight > 0 && clock::now() < deadline) co_await sleep_for(20ms);
     if (ctx_.in_flight > 0)
       ctx_.log.warn("drain: {} requests still in flight at the deadline", ctx_.in_flight);
+    // Those still handshaking or reading a request; past the deadline everything. Sessions
+    // closing by themselves (an idle one's close_notify) get until the deadline.
+    bool past = clock::now() >= deadline;
+    if (past)
+      ctx_.sessions.abort_all();
+    else
+      ctx_.sessions.abort_busy();
+    auto reported = clock::now();
+    while (ctx_.sessions.size() > 0) {
+      co_await sleep_for(5ms);
+      const auto now = clock::now();
+      if (!past && now >= deadline) {
+        past = true;
+        ctx_.sessions.abort_all();
+      }
+      // Only a store decision or a name lookup outlasts an abort, each with its own deadline.
+      if (now - reported >= 1s) {
+        reported = now;
+        ctx_.log.warn("drain: waiting for {} sessions to end", ctx_.sessions.size());
+        ctx_.sessions.abort_all();
+      }
+    }
     ctx_.pool.clear();
     ioc_.stop();
   }
@@ -177,6 +283,9 @@ class Worker {
   // One thread runs this loop and only it touches its sockets: no reactor I/O locking.
   asio::io_context ioc_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   WorkerContext ctx_;
+  ConnectionBudget& connections_;  // the instance's: shared by every worker
+  LogThrottle full_log_;
+  LogThrottle accept_log_;
   std::list<Acceptor> acceptors_;
   std::thread thread_;
 };
@@ -187,6 +296,7 @@ struct Server::Impl {
   config::ConfigSource& config;
   std::shared_ptr<spdlog::logger> log;
   ServerDeps deps;
+  ConnectionBudget connections;  // server.max_connections; outlives the workers
   // The admin thread asks for store health while the main thread may be draining: the list
   // of workers changes only under this lock (found by ThreadSanitizer).
   mutable std::mutex workers_mutex;
@@ -195,7 +305,7 @@ struct Server::Impl {
 };
 
 Server::Server(config::ConfigSource& config, std::shared_ptr<spdlog::logger> log, ServerDeps deps)
-    : impl_(new Impl{config, std::move(log), std::move(deps), {}, {}, {}}) {}
+    : impl_(new Impl{config, std::move(log), std::move(deps), {}, {}, {}, {}}) {}
 
 Server::~Server() {
   if (!impl_->workers.empty()) drain(std::chrono::milliseconds(0));
@@ -210,9 +320,9 @@ void Server::start() {
   char instance[17];
   std::snprintf(instance, sizeof instance, "%08x%08x", rd(), rd());
   for (int i = 0; i < threads; ++i)
-    impl_->workers.push_back(
-        std::make_unique<Worker>(impl_->config, *impl_->log, impl_->deps,
-                                 std::string(instance) + ":" + std::to_string(i) + ":"));
+    impl_->workers.push_back(std::make_unique<Worker>(
+        impl_->config, *impl_->log, impl_->deps,
+        std::string(instance) + ":" + std::to_string(i) + ":", impl_->connections));
   for (std::size_t index = 0; index < cfg->server.listen.size(); ++index) {
     const auto& l = cfg->server.listen[index];
     auto ep = to_endpoint(l.address);

@@ -92,12 +92,13 @@ bhttp::status status_for_upstream_error(const beast::error_code& ec) {
   return ec == beast::error::timeout ? bhttp::status::gateway_timeout : bhttp::status::bad_gateway;
 }
 
-// Returns a request's concurrency leases however its handling ends.
+// Returns a request's concurrency leases however its handling ends. The store is still there
+// when it runs: a drain lets every session finish before the worker's context goes.
 class LeaseGuard {
  public:
-  LeaseGuard(const Admission& a, std::shared_ptr<bool> alive) : a_(a), alive_(std::move(alive)) {}
+  explicit LeaseGuard(const Admission& a) : a_(a) {}
   ~LeaseGuard() {
-    if (*alive_ && a_.store)
+    if (a_.store)
       for (const auto& lease : a_.leases) a_.store->release(lease);
   }
   LeaseGuard(const LeaseGuard&) = delete;
@@ -105,13 +106,13 @@ class LeaseGuard {
 
  private:
   const Admission& a_;
-  std::shared_ptr<bool> alive_;
 };
 
-class Session {
+class Session final : public SessionRegistry::Entry {
  public:
   Session(tcp::socket socket, std::shared_ptr<const tls::ServerContexts> tls, WorkerContext& w)
-      : peer_ip_(peer_text(socket)),
+      : Entry(w.sessions),
+        peer_ip_(peer_text(socket)),
         peer_(config::parse_ip(peer_ip_).value_or(config::IpAddress{})),
         tls_(std::move(tls)),
         client_(std::move(socket)),
@@ -123,12 +124,30 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
+  // For a drain (SessionRegistry). Cancelling the read is enough: the session sees `draining`.
+  void end_idle_wait() override {
+    beast::error_code ignored;
+    client_.socket().cancel(ignored);
+  }
+  // The client socket closed, every client operation fails at once; the watchdog times out
+  // an upstream one (and the ones after it), so the session ends within a loop turn or two.
+  void abort() override {
+    beast::error_code ignored;
+    client_.socket().close(ignored);
+    watch_.expire();
+  }
+
   asio::awaitable<void> run() {
     if (tls_ && !co_await handshake()) co_return;
     bool first = true;
+    bool closed_idle = false;
     while (!w_.draining) {
       auto config = w_.config.get();
-      if (!first && buffer_.size() == 0 && !co_await wait_for_next_request(*config)) co_return;
+      if (!first && buffer_.size() == 0 && !co_await wait_for_next_request(*config)) {
+        if (!w_.draining) co_return;  // the client closed or stayed idle too long
+        closed_idle = true;           // a drain ended the wait: say goodbye properly
+        break;
+      }
       first = false;
       RequestParser parser;
       parser.header_limit(static_cast<std::uint32_t>(config->server.max_header_bytes));
@@ -156,8 +175,14 @@ class Session {
       if (config->log.access_log) access_log(*config, parser.get(), started);
       if (!keep_alive) break;
     }
+    state = State::closing;
     if (client_.is_tls()) {
       // close_notify tells the client the response was not cut short (RFC 8446 section 6.1).
+      // After a response the client's own close_notify is awaited, so that a request it sent
+      // meanwhile does not turn our close into a reset that could destroy that response; an
+      // idle connection a drain closes has no response to lose: ours is sent, theirs not
+      // awaited (which RFC 8446 allows), and the drain is not held up by silent clients.
+      if (closed_idle) SSL_set_shutdown(client_.tls_handle(), SSL_RECEIVED_SHUTDOWN);
       watch_.guard(client_.socket(), kTlsCloseTimeout);
       co_await client_.tls().async_shutdown(as_tuple(use_awaitable));
       watch_.relax();
@@ -188,8 +213,10 @@ class Session {
   // timeout; only then does the header_read clock start.
   asio::awaitable<bool> wait_for_next_request(const config::Config& config) {
     watch_.guard(client_.socket(), config.server.timeouts.idle);
+    state = State::idle;  // a drain may end this wait at once (SessionRegistry)
     auto [ec, n] =
         co_await client_.async_read_some(buffer_.prepare(kChunkSize), as_tuple(use_awaitable));
+    state = State::busy;
     if (ec) co_return false;
     buffer_.commit(n);
     co_return true;
@@ -242,22 +269,32 @@ class Session {
     bool can_continue = req.keep_alive() && parser.is_done();
     std::string_view host =
         target->authority.empty() ? std::string_view(req[bhttp::field::host]) : target->authority;
+    // Routed, keyed and forwarded by one spelling of the path, so no variant of it walks
+    // around a limit (path_normalize.hpp).
+    std::string normal_target;
+    auto normal = normalize_target(*target, normal_target);
+    if (!normal)
+      co_return co_await send_error(bhttp::status::bad_request, req.version(), can_continue);
     const auto* route = match_route(config, req.method_string(), host, target->path);
+    if (refuses_encoded_separators(normal, route))
+      co_return co_await send_error(bhttp::status::bad_request, req.version(), can_continue);
     if (!route)
       co_return co_await send_error(bhttp::status::not_found, req.version(), can_continue);
     route_name_ = route->name;
     GateResult gate;
     if (!route->limits.empty()) {
-      GateInput in{req,           req.method_string(), host_without_port(host),
-                   target->path,  target->query,       peer_,
-                   req.version(), can_continue};
+      const std::string normal_host = normalize_host(host);
+      GateInput in{req,   req.method_string(), normal_host, target->path, target->query,
+                   peer_, req.version(),       can_continue};
       gate = co_await apply_limits(w_, config, *route, in);
       if (config.log.access_log) remember_for_log(gate.admission);
       if (gate.answer) co_return co_await send(*gate.answer);
     }
     // Held until the response (or the WebSocket tunnel) ends: an open tunnel keeps counting
     // against a concurrency limit.
-    LeaseGuard leases(gate.admission, w_.alive);
+    LeaseGuard leases(gate.admission);
+    // A drain past its deadline may have closed the client while the store decided.
+    if (!client_.socket().is_open()) co_return false;
     co_return co_await forward(parser, config, config.upstream_of(*route), *target, gate.admission);
   }
 
@@ -274,7 +311,7 @@ class Session {
       req.set(bhttp::field::host,
               (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" +
                   std::to_string(u.port));
-    if (target.origin_form.size() != req.target().size())
+    if (target.origin_form != std::string_view(req.target()))  // normalized (or origin-form)
       req.target(std::string(target.origin_form));
     strip_hop_by_hop(req);
     if (upgrade) {  // the one hop-by-hop pair we pass on (RFC 9110 section 7.8)

@@ -30,6 +30,7 @@ struct Watchdog::State : std::enable_shared_from_this<State> {
   asio::ip::tcp::socket* guarded = nullptr;
   bool expired = false;
   bool closed = false;
+  bool expiring = false;  // expire() was called: every deadline is now
 
   void arm(Clock::time_point at) {
     armed_for = at;
@@ -68,8 +69,18 @@ void Watchdog::guard(asio::ip::tcp::socket& socket, std::chrono::milliseconds ti
   auto& s = *state_;
   s.guarded = &socket;
   s.expired = false;
-  s.deadline = coarse_now() + timeout;
+  // When expiring, the timer still fires on a later loop turn, after the caller has started
+  // the operation it guards, so that operation is the one cancelled.
+  s.deadline = s.expiring ? coarse_now() : coarse_now() + timeout;
   if (s.deadline < s.armed_for) s.arm(s.deadline);
+}
+
+void Watchdog::expire() {
+  auto& s = *state_;
+  s.expiring = true;
+  if (s.deadline == Clock::time_point::max()) return;  // nothing guarded right now
+  s.deadline = coarse_now();
+  s.arm(s.deadline);
 }
 
 void Watchdog::relax() {

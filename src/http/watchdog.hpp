@@ -30,6 +30,9 @@ class Watchdog {
   void guard(boost::asio::ip::tcp::socket& socket, std::chrono::milliseconds timeout);
   // No deadline until the next guard() (e.g. a connection parked between uses).
   void relax();
+  // The current operation and every one guarded after it time out at once: for a connection
+  // being torn down (a drain past its deadline), whichever socket it is waiting on.
+  void expire();
   // operation_aborted caused by an expired deadline becomes beast::error::timeout.
   boost::system::error_code translate(boost::system::error_code ec) const;
 

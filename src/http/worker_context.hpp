@@ -16,6 +16,7 @@
 #include "floodgate/limit/clock.hpp"
 #include "floodgate/limit/deny_cache.hpp"
 #include "floodgate/store/limit_store.hpp"
+#include "session_registry.hpp"
 #include "upstream_pool.hpp"
 
 namespace floodgate::http {
@@ -69,9 +70,9 @@ struct WorkerContext {
   LogThrottle upstream_errors;
   std::string lease_prefix;  // "<instance>:<worker>:": concurrency lease / log entry ids
   std::uint64_t lease_seq = 0;
-  // False once the worker is being torn down: coroutine frames destroyed with the event loop
-  // must not touch the stores any more (they hold a copy of this flag, not the context).
-  std::shared_ptr<bool> alive = std::make_shared<bool>(true);
+  // Every session's coroutine ends before the worker stops its loop (Worker::drain), so no
+  // session frame outlives this context.
+  SessionRegistry sessions;
   std::uint64_t in_flight = 0;  // requests between header read and response end
   bool draining = false;        // set once: finish the current request, then close
 };

@@ -202,5 +202,29 @@ TEST(DifferentialConcurrency, LeasesAcquireAndReleaseAlike) {
   expect_same(m, std::get<store::Outcome>(r), "after release");
 }
 
+// An instance that dies holding a lease never returns it: both stores forget it exactly when
+// the lease time (an hour) has passed, not a microsecond sooner.
+TEST(DifferentialConcurrency, ALeaseNeverReturnedExpiresAfterTheLeaseTimeInBoth) {
+  RedisServer redis;
+  limit::FakeClock clock(1'800'000'000 * kMicrosPerSecond);
+  store::MemoryState memory(clock, 1000);
+  Driver driver(redis, clock);
+  ASSERT_TRUE(driver.wait_connected());
+  auto p = params(Algorithm::concurrency, 1, 0, 0);
+  auto request = [&](const std::string& lease) {
+    std::vector<store::Item> items{{"conc:dead", p, 1, true, lease}};
+    auto m = memory.acquire(items);
+    auto r = driver.acquire(items);
+    EXPECT_TRUE(std::holds_alternative<store::Outcome>(r));
+    if (auto* o = std::get_if<store::Outcome>(&r)) expect_same(m, *o, lease);
+    return m.admitted;
+  };
+  ASSERT_TRUE(request("held-by-the-dead"));
+  clock.advance(3600 * kMicrosPerSecond - 1);
+  EXPECT_FALSE(request("just-before-the-lease-time"));
+  clock.advance(1);
+  EXPECT_TRUE(request("at-the-lease-time"));
+}
+
 }  // namespace
 }  // namespace floodgate::testing

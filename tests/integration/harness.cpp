@@ -173,24 +173,32 @@ bool LogCapture::wait_for(std::size_t n, std::chrono::milliseconds timeout) cons
 }
 
 Proxy::Proxy(const std::string& yaml, const limit::Clock* clock,
-             std::shared_ptr<spdlog::logger> access_log)
+             std::shared_ptr<spdlog::logger> access_log, std::shared_ptr<spdlog::logger> log)
     : access_log_(std::move(access_log)) {
   if (!clock) clock = &system_clock_;
   source_ = std::make_unique<config::ConfigSource>(load_or_fail(yaml));
   memory_ = std::make_unique<store::MemoryState>(*clock, source_->get()->store.max_keys);
-  auto log =
-      std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-  log->set_level(spdlog::level::err);
+  metrics_.memory_evictions = [this] { return memory_->evictions(); };
+  if (!log) {
+    log =
+        std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    log->set_level(spdlog::level::err);
+  }
   server_ = std::make_unique<http::Server>(
       *source_, log,
       http::ServerDeps{*clock, app::configured_store_factory(*source_->get(), *memory_, log),
                        app::memory_store_factory(*memory_), metrics_, access_log_.get()});
   server_->start();
+  metrics_.store_health = [this] { return server_->store_health(); };
   port_ = server_->ports().at(0);
 }
 
 Proxy::~Proxy() {
   server_->drain(std::chrono::milliseconds(100));
+}
+
+void Proxy::drain(std::chrono::milliseconds grace) {
+  server_->drain(grace);
 }
 
 Client::Client(std::uint16_t port) {

@@ -84,12 +84,15 @@ class LogCapture {
 
 // An in-process floodgate serving `yaml` on the embedded store, reading `clock` (the
 // system clock unless a test passes its own). The access log (when the config turns it on)
-// goes to `access_log`, or is dropped.
+// goes to `access_log`, or is dropped; the server's own log to `log`, or errors to stderr.
 class Proxy {
  public:
   explicit Proxy(const std::string& yaml, const limit::Clock* clock = nullptr,
-                 std::shared_ptr<spdlog::logger> access_log = nullptr);
+                 std::shared_ptr<spdlog::logger> access_log = nullptr,
+                 std::shared_ptr<spdlog::logger> log = nullptr);
   ~Proxy();
+  // What SIGTERM does (Server::drain); returns once every worker has stopped.
+  void drain(std::chrono::milliseconds grace);
   std::uint16_t port() const { return port_; }
   config::ConfigSource& source() { return *source_; }
   store::MemoryState& memory() { return *memory_; }

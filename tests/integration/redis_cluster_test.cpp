@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "floodgate_process.hpp"
 #include "redis_cluster.hpp"
 #include "redis_server.hpp"
 
@@ -14,42 +15,6 @@ namespace floodgate::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string cluster_config(std::uint16_t listen, std::uint16_t origin, const RedisCluster& cluster,
-                           const std::string& routes) {
-  std::string nodes;
-  for (auto p : cluster.ports())
-    nodes += (nodes.empty() ? "" : ", ") + ("\"127.0.0.1:" + std::to_string(p) + "\"");
-  return "server:\n  listen: [127.0.0.1:" + std::to_string(listen) +
-         "]\n  threads: 2\n  timeouts: { drain: 1s }\n" +
-         "upstreams:\n  origin: { url: \"http://127.0.0.1:" + std::to_string(origin) + "\" }\n" +
-         "store:\n  backend: redis_cluster\n  redis: { nodes: [" + nodes + "], timeout: 500ms }\n" +
-         "  key_secret: cluster-test-secret-0123456789\n  instances: 2\nroutes:\n" + routes;
-}
-
-// A route with a limit nobody reaches: answers 200 once the store decides, 503 before.
-const std::string kProbeRoute = R"(
-  - name: probe
-    match: { path_prefix: /probe }
-    upstream: origin
-    on_store_error: fail_closed
-    limits: [{ name: l, algorithm: token_bucket, capacity: 1000000, refill_rate: 1/h, key: [route] }]
-)";
-
-// Until the store has the slot map on every worker: a run of decisions in a row.
-void wait_enforced(std::uint16_t port, const std::string& target) {
-  int streak = 0;
-  for (int i = 0; i < 400 && streak < 16; ++i) {
-    std::optional<Response> r;
-    try {
-      r = get(port, target);
-    } catch (const std::exception&) {
-    }
-    streak = r && r->result_int() == 200 ? streak + 1 : 0;
-    if (!streak) std::this_thread::sleep_for(25ms);
-  }
-  ASSERT_EQ(streak, 16) << "the cluster store never decided";
-}
 
 TEST(RedisClusterStore, KeysSpreadOverEveryMasterAndLimitsHold) {
   RedisCluster cluster;

@@ -176,6 +176,22 @@ bool TlsClient::closed_by_peer(std::chrono::milliseconds timeout) {
   return ec && ec != asio::error::timed_out && impl_->buffer.size() == 0;
 }
 
+std::string TlsClient::end_of_connection(std::chrono::milliseconds timeout) {
+  if (!ok() || impl_->buffer.size() != 0) return "";
+  auto ec = run_with_deadline(impl_->ioc, impl_->socket(), timeout, [&](auto handler) {
+    impl_->stream->async_read_some(impl_->buffer.prepare(4096),
+                                   [this, handler](boost::system::error_code ec, std::size_t n) {
+                                     impl_->buffer.commit(n);
+                                     handler(ec, n);
+                                   });
+  });
+  if (!ec || ec == asio::error::timed_out || impl_->buffer.size() != 0) return "";
+  // Asio reports a received close_notify as eof, a TCP end without one as stream_truncated.
+  if (ec == asio::error::eof) return "close_notify";
+  if (ec == asio::ssl::error::stream_truncated) return "truncated";
+  return ec.message();
+}
+
 std::optional<Response> tls_get(std::uint16_t port, const std::string& target,
                                 const std::string& extra_headers) {
   TlsClient c(port);

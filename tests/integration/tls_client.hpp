@@ -51,6 +51,10 @@ class TlsClient {
   // True when the server ends the connection (close_notify, EOF or reset) within `timeout`
   // and sends nothing more.
   bool closed_by_peer(std::chrono::milliseconds timeout);
+  // How the server ended the connection within `timeout`: "close_notify" (then TCP's end),
+  // "truncated" (TCP's end without close_notify), another error's message, or "" when the
+  // connection is still open at the deadline (or bytes arrived).
+  std::string end_of_connection(std::chrono::milliseconds timeout);
 
  private:
   struct Impl;

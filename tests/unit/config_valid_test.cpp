@@ -549,6 +549,7 @@ TEST(LoadConfig, MinimalConfigGetsTheDocumentedDefaults) {
   EXPECT_EQ(c.server.timeouts.drain, 15s);
   EXPECT_EQ(c.server.max_header_bytes, 16u * 1024);
   EXPECT_EQ(c.server.max_body_bytes, 10u * 1024 * 1024);
+  EXPECT_EQ(c.server.max_connections, 10'000);
   EXPECT_EQ(c.store.backend, StoreBackend::memory);
   EXPECT_EQ(c.store.instances, 1);
   EXPECT_FALSE(c.jwt.has_value());
@@ -557,6 +558,15 @@ TEST(LoadConfig, MinimalConfigGetsTheDocumentedDefaults) {
   EXPECT_TRUE(c.routes.at(0).limits.empty());
   // No limits, so nothing is hashed: a missing key_secret is not worth a warning.
   EXPECT_TRUE(r.warnings.empty());
+}
+
+TEST(LoadConfig, MaxConnectionsZeroMeansNoLimit) {
+  std::string text = kMinimal;
+  text.replace(text.find("upstreams:"), 0, "  max_connections: 0\n");
+  auto r = load_config_text(text, "max.yaml", env_of({}));
+  ASSERT_TRUE(r.errors.empty()) << errors_of(r);
+  EXPECT_EQ(r.config->server.max_connections, 0);
+  EXPECT_NE(summarize(*r.config).find("max_connections: no limit"), std::string::npos);
 }
 
 TEST(LoadConfig, MissingKeySecretIsAWarningWhenLimitsHashClients) {
@@ -712,6 +722,46 @@ routes:
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_NE(r.warnings[0].message.find("expired on"), std::string::npos) << r.warnings[0].message;
   fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------- request path hygiene
+
+TEST(LoadConfig, AllowEncodedSlashesIsPerRouteAndOffByDefault) {
+  std::string yaml = std::string(kMinimal) +
+                     "  - name: objects\n"
+                     "    match: { path_prefix: /objects/ }\n"
+                     "    allow_encoded_slashes: true\n"
+                     "    upstream: origin\n";
+  auto r = load_config_text(yaml, "slashes.yaml", env_of({}));
+  ASSERT_TRUE(r.errors.empty()) << errors_of(r);
+  EXPECT_FALSE(r.config->routes.at(0).allow_encoded_slashes);
+  EXPECT_TRUE(r.config->routes.at(1).allow_encoded_slashes);
+  EXPECT_NE(summarize(*r.config).find("allow_encoded_slashes"), std::string::npos);
+}
+
+TEST(LoadConfig, RouteHostLosesItsTrailingDot) {
+  std::string yaml = std::string(kMinimal) +
+                     "  - name: shop\n"
+                     "    match: { host: Shop.Example. }\n"
+                     "    upstream: origin\n";
+  auto r = load_config_text(yaml, "host.yaml", env_of({}));
+  ASSERT_TRUE(r.errors.empty()) << errors_of(r);
+  EXPECT_EQ(r.config->routes.at(1).match.host, "shop.example");
+}
+
+// Refused (see the upstream_url_with_credentials fixture), and the password is in no message:
+// --check-config prints them, and a url that fails to parse is echoed.
+TEST(LoadConfig, UpstreamCredentialsAreRefusedWithoutEchoingThem) {
+  for (const char* url : {"http://admin:s3cret@127.0.0.1:9000", "ftp://admin:s3cret@127.0.0.1",
+                          "http://admin:s3cret@", "https://admin:s3cret@127.0.0.1/base"}) {
+    std::string yaml = kMinimal;
+    yaml.replace(yaml.find("http://127.0.0.1:9000"), 21, url);
+    auto r = load_config_text(yaml, "cred.yaml", env_of({}));
+    EXPECT_EQ(r.config, nullptr) << url;
+    ASSERT_FALSE(r.errors.empty()) << url;
+    for (const auto& e : r.errors)
+      EXPECT_EQ(e.to_string().find("s3cret"), std::string::npos) << e.to_string();
+  }
 }
 
 }  // namespace

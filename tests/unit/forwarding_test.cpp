@@ -14,7 +14,9 @@ namespace bhttp = boost::beast::http;
 using floodgate::http::add_forwarding_headers;
 using floodgate::http::ForwardedFor;
 using floodgate::http::is_websocket_upgrade;
+using floodgate::http::normalize_target;
 using floodgate::http::parse_target;
+using floodgate::http::refuses_encoded_separators;
 using floodgate::http::strip_hop_by_hop;
 
 namespace {
@@ -79,6 +81,40 @@ TEST(StripHopByHop, RemovesHeadersNamedInConnection) {
   EXPECT_EQ(count(f, "X-Secret-Hop"), 0u);
   EXPECT_EQ(value(f, "X-Kept"), "2");
   EXPECT_EQ(count(f, "Connection"), 0u);
+}
+
+// RFC 9110 lets Connection name any field, but not these: "Connection: Host" would send the
+// upstream a request without Host, and naming X-Forwarded-For would erase the chain a trusted
+// proxy in front of us built.
+TEST(StripHopByHop, ConnectionCannotNameRoutingFramingOrForwardingFields) {
+  bhttp::fields f;
+  f.insert(bhttp::field::connection,
+           "Host, content-length, Transfer-Encoding, X-Forwarded-For, x-forwarded-proto, Via, "
+           "Forwarded, X-Real-IP, X-Other");
+  f.insert(bhttp::field::host, "shop.example");
+  f.insert("X-Forwarded-For", "203.0.113.7");
+  f.insert("X-Forwarded-Proto", "https");
+  f.insert(bhttp::field::via, "1.1 edge");
+  f.insert("Forwarded", "for=203.0.113.7");
+  f.insert("X-Real-IP", "203.0.113.7");
+  f.insert("X-Other", "gone");
+  strip_hop_by_hop(f);
+  EXPECT_EQ(value(f, "Host"), "shop.example");
+  EXPECT_EQ(value(f, "X-Forwarded-For"), "203.0.113.7");
+  EXPECT_EQ(value(f, "X-Forwarded-Proto"), "https");
+  EXPECT_EQ(value(f, "Via"), "1.1 edge");
+  EXPECT_EQ(value(f, "Forwarded"), "for=203.0.113.7");
+  EXPECT_EQ(value(f, "X-Real-IP"), "203.0.113.7");
+  EXPECT_EQ(count(f, "X-Other"), 0u);  // the rest of the list still counts
+  EXPECT_EQ(count(f, "Connection"), 0u);
+
+  // Framing is re-established by the caller: Content-Length and Transfer-Encoding go either
+  // way, so that naming them changes nothing about what leaves.
+  bhttp::fields framed;
+  framed.insert(bhttp::field::connection, "Content-Length");
+  framed.insert(bhttp::field::content_length, "5");
+  strip_hop_by_hop(framed);
+  EXPECT_EQ(count(framed, "Content-Length"), 0u);
 }
 
 TEST(StripHopByHop, ConnectionTokensWithOddWhitespaceAndEmptyItems) {
@@ -231,6 +267,60 @@ TEST(ParseTarget, AbsoluteForm) {
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(t->authority, "[::1]:8080");
   EXPECT_EQ(t->path, "/p");
+}
+
+// ---------------------------------------------------------------- normalize_target
+
+TEST(NormalizeTarget, PathNormalizedQueryKeptAsReceived) {
+  struct Case {
+    const char* target;
+    const char* path;
+    const char* query;
+    const char* origin_form;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"//api/./x/../checkout?b=%2F..//&a=%7e", "/api/checkout", "b=%2F..//&a=%7e",
+            "/api/checkout?b=%2F..//&a=%7e"},
+           {"/api/%63heckout?", "/api/checkout", "", "/api/checkout?"},  // an empty query too
+           {"/api/checkout", "/api/checkout", "", "/api/checkout"},
+           {"/a%2fb?q=1", "/a%2Fb", "q=1", "/a%2Fb?q=1"},  // kept: the route decides
+           {"http://Shop.Example./x//y?z", "/x/y", "z", "/x/y?z"},
+       }) {
+    auto t = parse_target(c.target);
+    ASSERT_TRUE(t) << c.target;
+    const auto authority = t->authority;
+    std::string storage;
+    auto normal = normalize_target(*t, storage);
+    ASSERT_TRUE(normal) << c.target;
+    EXPECT_EQ(t->path, c.path) << c.target;
+    EXPECT_EQ(t->query, c.query) << c.target;
+    EXPECT_EQ(t->origin_form, c.origin_form) << c.target;
+    EXPECT_EQ(t->authority, authority) << c.target;
+  }
+}
+
+TEST(NormalizeTarget, EncodedSeparatorsOnlyForARouteThatAllowsThem) {
+  floodgate::config::Route strict;
+  floodgate::config::Route open;
+  open.allow_encoded_slashes = true;
+  for (const char* target : {"/a%2Fb", "/a%5cb", "/a%00b"}) {
+    auto t = parse_target(target);
+    ASSERT_TRUE(t);
+    std::string storage;
+    auto normal = normalize_target(*t, storage);
+    ASSERT_TRUE(normal) << target;
+    EXPECT_TRUE(refuses_encoded_separators(normal, &strict)) << target;
+    EXPECT_TRUE(refuses_encoded_separators(normal, nullptr)) << target;
+    EXPECT_FALSE(refuses_encoded_separators(normal, &open)) << target;
+  }
+  auto t = parse_target("/a/b");
+  std::string storage;
+  EXPECT_FALSE(refuses_encoded_separators(normalize_target(*t, storage), &strict));
+
+  t = parse_target("/a%zz?q");  // refused: the target is left as it was
+  auto bad = normalize_target(*t, storage);
+  EXPECT_EQ(bad.error, floodgate::http::PathError::bad_escape);
+  EXPECT_EQ(t->origin_form, "/a%zz?q");
 }
 
 TEST(ParseTarget, RejectsWhatAProxyMustRefuse) {

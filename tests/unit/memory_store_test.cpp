@@ -239,8 +239,10 @@ TEST(MemoryState, ConcurrencyLeasesAreReleased) {
   EXPECT_TRUE(acquire(s, {c}).admitted);
   EXPECT_TRUE(acquire(s, {c}).admitted);
   EXPECT_FALSE(acquire(s, {c}).admitted);
-  // A lease is forgotten after an hour if it is never returned (an instance died).
-  clock.advance(3600 * kSec);
+  // A lease is forgotten after an hour if it is never returned (an instance died): not sooner.
+  clock.advance(3600 * kSec - 1);
+  EXPECT_FALSE(acquire(s, {c}).admitted) << "a microsecond before the lease time";
+  clock.advance(1);
   EXPECT_TRUE(acquire(s, {c}).admitted);
 }
 

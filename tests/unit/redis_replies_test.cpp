@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "store/redis/node_address.hpp"
 #include "store/redis/reply_limits.hpp"
 #include "store/redis/script_calls.hpp"
 
@@ -48,10 +49,10 @@ TEST(RedisReplies, ClusterSlotsGiveEachRangeItsMaster) {
   ASSERT_EQ(ranges.size(), 2u);
   EXPECT_EQ(ranges[0].from, 0);
   EXPECT_EQ(ranges[0].to, 8191);
-  EXPECT_EQ(ranges[0].node, "10.0.0.1:7000");
+  EXPECT_EQ(ranges[0].node.name(), "10.0.0.1:7000");
   EXPECT_EQ(ranges[1].from, 8192);
   EXPECT_EQ(ranges[1].to, 16383);
-  EXPECT_EQ(ranges[1].node, "10.0.0.2:7001");
+  EXPECT_EQ(ranges[1].node.name(), "10.0.0.2:7001");
 }
 
 // Found by fuzz_redis_reply (out of memory in CI): "*1000000000" made hiredis allocate an 8 GB
@@ -90,14 +91,14 @@ TEST(RedisReplies, SlotNumbersOutsideTheTableAreIgnored) {
                  master(30, 20, "c", 3) + master(100, 200, "d", 4));
   auto ranges = redis::slot_ranges_of(r.get());
   ASSERT_EQ(ranges.size(), 1u);
-  EXPECT_EQ(ranges[0].node, "d:4");
+  EXPECT_EQ(ranges[0].node.name(), "d:4");
   EXPECT_FALSE(redis::redirect_of(parse("-MOVED 70009 127.0.0.1:7000\r\n").get()));
   EXPECT_FALSE(redis::redirect_of(parse("-ASK -1 127.0.0.1:7000\r\n").get()));
   auto ok = redis::redirect_of(parse("-ASK 16383 127.0.0.1:7000\r\n").get());
   ASSERT_TRUE(ok);
   EXPECT_TRUE(ok->ask);
   EXPECT_EQ(ok->slot, 16383);
-  EXPECT_EQ(ok->node, "127.0.0.1:7000");
+  EXPECT_EQ(ok->node.name(), "127.0.0.1:7000");
 }
 
 TEST(RedisReplies, MalformedSlotEntriesAreSkipped) {
@@ -108,6 +109,74 @@ TEST(RedisReplies, MalformedSlotEntriesAreSkipped) {
       ":7\r\n");
   EXPECT_TRUE(redis::slot_ranges_of(r.get()).empty());
   EXPECT_TRUE(redis::slot_ranges_of(nullptr).empty());
+}
+
+// Issue 15, defects 1 and 2: the cluster store took "host:port" apart with std::stoi inside
+// hiredis's read callback, so one bad port threw through C frames (SIGABRT), a port above
+// 65535 was truncated to 16 bits, and "[::1]:7000" kept its brackets as the host name.
+TEST(RedisNodeAddress, HostsAndPortsAreParsedOnceAndChecked) {
+  struct Case {
+    const char* text;
+    const char* host;  // nullptr: refused
+    int port;
+  };
+  for (const auto& c : std::initializer_list<Case>{
+           {"127.0.0.1:7000", "127.0.0.1", 7000},
+           {"redis-0.internal:6379", "redis-0.internal", 6379},
+           {"[::1]:7000", "::1", 7000},
+           {"::1:7000", "::1", 7000},  // as Redis writes IPv6 in MOVED
+           {"[fe80::1%eth0]:7001", "fe80::1%eth0", 7001},
+           {"127.0.0.1:65535", "127.0.0.1", 65535},
+           {"127.0.0.1:abc", nullptr, 0},
+           {"127.0.0.1:99999999999", nullptr, 0},
+           {"127.0.0.1:65536", nullptr, 0},
+           {"127.0.0.1:0", nullptr, 0},
+           {"127.0.0.1:-1", nullptr, 0},
+           {"127.0.0.1:+7000", nullptr, 0},
+           {"127.0.0.1:70 00", nullptr, 0},
+           {"127.0.0.1:", nullptr, 0},
+           {":7000", nullptr, 0},
+           {"127.0.0.1", nullptr, 0},
+           {"[::1]7000", nullptr, 0},
+           {"[::1:7000", nullptr, 0},
+           {"", nullptr, 0},
+           {"a b:7000", nullptr, 0},
+           {"a\r\n:7000", nullptr, 0},
+       }) {
+    auto a = redis::parse_node_address(c.text);
+    if (!c.host) {
+      EXPECT_FALSE(a) << c.text;
+      continue;
+    }
+    ASSERT_TRUE(a) << c.text;
+    EXPECT_EQ(a->host, c.host) << c.text;
+    EXPECT_EQ(a->port, c.port) << c.text;
+  }
+  // One spelling per node, whichever way a reply wrote it.
+  EXPECT_EQ(redis::parse_node_address("::1:7000")->name(), "[::1]:7000");
+  EXPECT_EQ(redis::parse_node_address("[::1]:7000")->name(), "[::1]:7000");
+}
+
+TEST(RedisReplies, RedirectsAndSlotEntriesNamingBadNodesAreRefused) {
+  for (const char* e : {"-MOVED 3999 127.0.0.1:abc\r\n", "-MOVED 3999 127.0.0.1:99999999999\r\n",
+                        "-ASK 3999 127.0.0.1:0\r\n", "-MOVED 3999\r\n", "-MOVED 39x9 a:1\r\n",
+                        "-MOVED 3999 127.0.0.1:7000 extra\r\n"})
+    EXPECT_FALSE(redis::redirect_of(parse(e).get())) << e;
+  auto v6 = redis::redirect_of(parse("-MOVED 3999 ::1:7002\r\n").get());
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->node.host, "::1");
+  EXPECT_EQ(v6->node.port, 7002);
+  auto r = parse("*4\r\n" + master(0, 10, "127.0.0.1", 99999999) + master(11, 20, "a", 0) +
+                 master(21, 30, "", 7000) + master(31, 40, "::1", 7003));
+  auto ranges = redis::slot_ranges_of(r.get());
+  ASSERT_EQ(ranges.size(), 1u);
+  EXPECT_EQ(ranges[0].node.name(), "[::1]:7003");
+}
+
+// Issue 15, defect 6: the refund spells the member the script wrote. Integer digits: Lua's
+// own number formatting wrote 1764600000123456 as 1.7646000001235e+15.
+TEST(RedisReplies, TheSlidingLogMemberHasIntegerDigits) {
+  EXPECT_EQ(redis::log_member("abc:0:7", 1764600000123456, 3), "abc:0:7:1764600000123456:3");
 }
 
 }  // namespace

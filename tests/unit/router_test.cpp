@@ -123,6 +123,21 @@ TEST(MatchRoute, HostIgnoresPortAndCase) {
   EXPECT_EQ(chosen(c, "GET", "", "/"), "");  // no Host at all
 }
 
+// "shop.example." is the same name, fully qualified (RFC 1034 section 3.1): missing the host
+// route with it would walk around the route's limits.
+TEST(MatchRoute, HostWithTrailingDotMatchesTheHostRoute) {
+  Config c;
+  RouteMatch m = exact("/api/checkout");
+  m.host = "shop.example";
+  c.routes.push_back(make_route("shop", m));
+  c.routes.push_back(make_route("default", prefix("/")));
+  EXPECT_EQ(chosen(c, "POST", "shop.example.", "/api/checkout"), "shop");
+  EXPECT_EQ(chosen(c, "POST", "Shop.Example.:8080", "/api/checkout"), "shop");
+  EXPECT_EQ(chosen(c, "POST", "shop.example", "/api/checkout"), "shop");
+  EXPECT_EQ(chosen(c, "POST", "shop.example..", "/api/checkout"), "default");  // not a name
+  EXPECT_EQ(chosen(c, "POST", "shop.example.evil.", "/api/checkout"), "default");
+}
+
 TEST(MatchRoute, Ipv6HostLiteral) {
   Config c;
   RouteMatch m = prefix("/");

@@ -75,7 +75,18 @@ class Metrics {
   std::atomic<std::uint64_t> tls_handshake_failures{0};
   std::atomic<std::uint64_t> reloads_ok{0};
   std::atomic<std::uint64_t> reloads_failed{0};
-  std::atomic<std::uint64_t> memory_evictions{0};
+  // Filled by app/: the embedded store's evictions, counted by the store itself (read when
+  // rendering, so there is one count and nothing to keep in step).
+  std::function<std::uint64_t()> memory_evictions;
+  // Times an accept loop paused: at server.max_connections, and when accept() failed for
+  // lack of descriptors or memory (indexed by AcceptPause).
+  enum class AcceptPause : std::size_t { max_connections, resources, kCount };
+  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(AcceptPause::kCount)>
+      accept_pauses{};
+  void count(AcceptPause p) {
+    accept_pauses[static_cast<std::size_t>(p)].fetch_add(1, std::memory_order_relaxed);
+  }
+  std::atomic<std::uint64_t> unexpected_exceptions{0};  // caught at a worker's boundary
   // Filled by app/: how many workers' store connections are healthy, and how many there are.
   std::function<std::pair<int, int>()> store_health;
   std::string backend = "memory";

@@ -62,6 +62,10 @@ struct ServerSettings {
   Timeouts timeouts;
   std::uint64_t max_header_bytes = 16 * 1024;
   std::uint64_t max_body_bytes = 10 * 1024 * 1024;
+  // Client connections open at once on this instance, all workers and listeners together
+  // (HAProxy's maxconn, not nginx's per-worker worker_connections); past it new ones wait in
+  // the listen queue. 0: no limit.
+  std::int64_t max_connections = 10'000;
 };
 
 struct AdminSettings {
@@ -198,6 +202,9 @@ struct Route {
   std::string upstream;
   std::size_t upstream_index = 0;  // into Config::upstreams
   OnStoreError on_store_error = OnStoreError::fail_open;
+  // Paths with %2F, %5C or %00 are refused (400) unless their route allows them: an origin
+  // that decodes them would serve another path than the one routed and limited.
+  bool allow_encoded_slashes = false;
   std::vector<Limit> limits;
 };
 

@@ -7,8 +7,9 @@
 
 namespace floodgate::http {
 
-// `host` is the Host header as received (a port and letter case are ignored); `path` is the
-// request target's path, without the query.
+// `host` is the Host header as received (a port, a trailing dot and letter case are ignored);
+// `path` is the request target's path, without the query, as normalize_path() returns it
+// (path_normalize.hpp): it is compared byte for byte.
 const config::Route* match_route(const config::Config& config, std::string_view method,
                                  std::string_view host, std::string_view path);
 

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "floodgate/store/limit_store.hpp"
+#include "floodgate/store/item.hpp"
 
 namespace floodgate::limit {
 

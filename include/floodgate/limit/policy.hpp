@@ -11,7 +11,7 @@
 
 #include "floodgate/config/config.hpp"
 #include "floodgate/keys/key_builder.hpp"
-#include "floodgate/store/limit_store.hpp"
+#include "floodgate/store/item.hpp"
 
 namespace floodgate::limit {
 

@@ -7,32 +7,11 @@
 #include <boost/asio/async_result.hpp>
 
 #include <cstdint>
-#include <string>
-#include <variant>
 #include <vector>
 
-#include "floodgate/limit/algorithm.hpp"
+#include "floodgate/store/item.hpp"
 
 namespace floodgate::store {
-
-struct Item {
-  std::string key;  // the full store key (prefix, route, limit, hashed caller)
-  limit::Params params;
-  std::int64_t cost = 1;
-  bool enforce = true;  // shadow limits are decided and charged when they admit, never refuse
-  std::string lease;    // concurrency / sliding_log: unique per request (Redis lease and log ids)
-};
-
-struct Outcome {
-  bool admitted = false;                   // every enforcing item admitted
-  limit::Micros now = 0;                   // the store's clock at the decision
-  std::vector<limit::Decision> decisions;  // one per item, in order
-};
-
-enum class StoreError { timeout, unavailable, protocol };
-const char* to_string(StoreError e);
-
-using AcquireResult = std::variant<Outcome, StoreError>;
 
 class LimitStore {
  public:
@@ -44,6 +23,9 @@ class LimitStore {
   virtual void adjust(const Item& item, std::int64_t delta) = 0;
   // Returns a concurrency lease.
   virtual void release(const Item& item) = 0;
+  // Whether decisions are being made by the store right now (connected, breaker closed).
+  // Read from the admin thread while the worker decides: implementations answer from atomics.
+  virtual bool healthy() const = 0;
 
   template <typename Token>
   auto acquire(std::vector<Item> items, Token&& token) {

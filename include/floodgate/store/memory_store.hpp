@@ -92,6 +92,7 @@ class MemoryStore final : public LimitStore {
   void async_acquire(std::vector<Item> items, Handler handler) override;
   void adjust(const Item& item, std::int64_t delta) override { state_.adjust(item, delta); }
   void release(const Item& item) override { state_.release(item); }
+  bool healthy() const override { return true; }  // in-process: it cannot be unreachable
 
  private:
   MemoryState& state_;

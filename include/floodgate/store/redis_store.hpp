@@ -36,12 +36,6 @@ struct RedisStoreOptions {
   const limit::Clock* test_clock = nullptr;
 };
 
-// Shared health view for /readyz and metrics: true while the breaker is closed and connected.
-struct RedisHealth {
-  virtual ~RedisHealth() = default;
-  virtual bool healthy() const = 0;
-};
-
 // One connection per master per worker; routes each script by its keys' slot.
 std::unique_ptr<LimitStore> make_redis_cluster_store(boost::asio::io_context& ioc,
                                                      RedisStoreOptions options,

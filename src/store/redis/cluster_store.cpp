@@ -4,6 +4,12 @@
 // refusal refunds what earlier slots charged (all-or-nothing, as on one Redis). A crash of
 // this instance between a charge and its refund leaves that charge in place: the caller is
 // counted once too often, never let through too often.
+//
+// Each master has its own breaker: a stalled or dead master costs the timeout of a few
+// decisions, then its slots fail at once (the route's on_store_error) until it answers again,
+// while the other masters' slots are decided as usual. Redirect chains are bounded everywhere
+// (MOVED to itself must not become a command storm), and node names from replies are parsed
+// as input (node_address.hpp).
 #include <hiredis/hiredis.h>
 #include <spdlog/logger.h>
 
@@ -16,6 +22,8 @@
 #include <map>
 
 #include "floodgate/store/redis_store.hpp"
+#include "store/redis/breaker.hpp"
+#include "store/redis/node_address.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/script_calls.hpp"
 #include "store/redis/scripts.hpp"
@@ -36,7 +44,14 @@ struct Group {
   limit::Micros now = 0;           // the owning node's TIME when it decided
 };
 
-class ClusterStore final : public LimitStore, public RedisHealth {
+struct Node {
+  std::shared_ptr<redis::Connection> conn;
+  std::shared_ptr<redis::Breaker> breaker;
+  bool owns_slots = false;  // in the current slot map: only such nodes count for health
+  bool usable() const { return conn->connected() && !breaker->open(); }
+};
+
+class ClusterStore final : public LimitStore {
  public:
   ClusterStore(asio::io_context& ioc, RedisStoreOptions options, spdlog::logger& log)
       : ioc_(ioc),
@@ -44,22 +59,28 @@ class ClusterStore final : public LimitStore, public RedisHealth {
         log_(log),
         shas_(redis::ScriptShas::compute()),
         timer_(ioc) {
-    for (const auto& seed : options_.seeds) node(seed);
+    owners_.fill(nullptr);
+    for (const auto& seed : options_.seeds)
+      if (auto address = redis::parse_node_address(seed))
+        node(*address);
+      else
+        log_.error("redis cluster: seed {} is not host:port; ignored", seed);
     schedule_refresh(std::chrono::milliseconds(20));
   }
 
   ~ClusterStore() override {
     timer_.cancel();
-    for (auto& [name, c] : nodes_) c->stop();
+    for (auto& [name, n] : nodes_) n.breaker->stop();
+    for (auto& [name, n] : nodes_) n.conn->stop();
   }
 
-  bool healthy() const override { return mapped_.load() && !open_.load(); }
+  bool healthy() const override { return mapped_.load() && unhealthy_nodes_.load() == 0; }
 
   void async_acquire(std::vector<Item> items, Handler handler) override {
     auto call = std::make_shared<Call>(std::move(items), std::move(handler));
     call->outcome.admitted = true;
     call->outcome.decisions.resize(call->items.size());
-    if (open_ || !mapped_) return finish(call, StoreError::unavailable);
+    if (!mapped_) return finish(call, StoreError::unavailable);
     std::map<int, Group> by_slot;  // ordered: every instance charges slots in the same order
     for (std::size_t i = 0; i < call->items.size(); ++i) {
       int slot = redis::key_slot(call->items[i].key);
@@ -72,12 +93,12 @@ class ClusterStore final : public LimitStore, public RedisHealth {
 
   void adjust(const Item& item, std::int64_t delta) override {
     send_fire_and_forget(
-        redis::key_slot(item.key),
+        owner(redis::key_slot(item.key)),
         redis::adjust_args(item, delta, shas_, redis::now_arg(options_.test_clock)), true);
   }
 
   void release(const Item& item) override {
-    send_fire_and_forget(redis::key_slot(item.key), {"ZREM", item.key, item.lease}, false);
+    send_fire_and_forget(owner(redis::key_slot(item.key)), {"ZREM", item.key, item.lease}, false);
   }
 
  private:
@@ -93,24 +114,30 @@ class ClusterStore final : public LimitStore, public RedisHealth {
     bool done = false;
   };
 
-  std::shared_ptr<redis::Connection> node(const std::string& name) {
+  Node& node(const redis::NodeAddress& address) {
+    auto name = address.name();
     auto it = nodes_.find(name);
     if (it != nodes_.end()) return it->second;
     redis::ConnectionOptions c;
-    auto colon = name.rfind(':');
-    c.host = name.substr(0, colon);
-    c.port = static_cast<std::uint16_t>(std::stoi(name.substr(colon + 1)));
+    c.host = address.host;
+    c.port = address.port;
     c.username = options_.username;
     c.password = options_.password;
     auto conn = std::make_shared<redis::Connection>(ioc_, c, log_);
+    auto breaker = std::make_shared<redis::Breaker>(ioc_, conn, redis::breaker_options(options_),
+                                                    log_, name, [this] { update_health(); });
+    auto& n = nodes_.emplace(name, Node{conn, breaker}).first->second;
     conn->start();
-    nodes_.emplace(name, conn);
-    return conn;
+    return n;
   }
 
-  std::shared_ptr<redis::Connection> owner(int slot) {
-    const auto& name = owners_[static_cast<std::size_t>(slot)];
-    return name.empty() ? nullptr : node(name);
+  Node* owner(int slot) { return owners_[static_cast<std::size_t>(slot)]; }
+
+  // Atomic, for the admin thread: masters of the current map whose breaker is open.
+  void update_health() {
+    int unhealthy = 0;
+    for (const auto& [name, n] : nodes_) unhealthy += n.owns_slots && n.breaker->open() ? 1 : 0;
+    unhealthy_nodes_ = unhealthy;
   }
 
   void next_group(const std::shared_ptr<Call>& call) {
@@ -118,49 +145,65 @@ class ClusterStore final : public LimitStore, public RedisHealth {
     send_group(call, owner(call->groups[call->next].slot), false, false, 0);
   }
 
-  void send_group(const std::shared_ptr<Call>& call, std::shared_ptr<redis::Connection> conn,
-                  bool use_eval, bool asking, int redirects) {
+  void send_group(const std::shared_ptr<Call>& call, Node* n, bool use_eval, bool asking,
+                  int redirects) {
     const auto& g = call->groups[call->next];
+    if (!n || !n->conn->connected()) {
+      request_refresh();
+      return failed(call, StoreError::unavailable, n);
+    }
+    if (n->breaker->open()) return failed(call, StoreError::unavailable, nullptr);  // fast
     std::vector<Item> items;
     for (auto i : g.index) items.push_back(call->items[i]);
-    if (!conn || !conn->connected()) {
-      request_refresh();
-      return failed(call, StoreError::unavailable);
-    }
     auto deadline = Clock::now() + options_.timeout;
-    if (asking) conn->command({"ASKING"}, deadline, [](const redisReply*, redis::CommandStatus) {});
+    if (asking)
+      n->conn->command({"ASKING"}, deadline, [](const redisReply*, redis::CommandStatus) {});
     auto args = redis::acquire_args(items, shas_, use_eval, redis::now_arg(options_.test_clock),
                                     options_.instance_id);
     std::vector<std::string_view> views(args.begin(), args.end());
-    bool sent = conn->command(
+    bool sent = n->conn->command(
         views, deadline,
-        [this, call, conn, use_eval, asking, redirects](const redisReply* r,
-                                                        redis::CommandStatus s) {
-          if (s == redis::CommandStatus::timeout) return failed(call, StoreError::timeout);
-          if (s != redis::CommandStatus::ok) {
-            request_refresh();
-            return failed(call, StoreError::unavailable);
+        [this, call, n, use_eval, asking, redirects](const redisReply* r, redis::CommandStatus s) {
+          try {
+            on_group_reply(call, n, r, s, use_eval, asking, redirects);
+          } catch (...) {
+            // Allocation failure and the like: this decision fails, the loop logs and counts.
+            failed(call, StoreError::protocol, n);
+            throw;
           }
-          if (redis::is_noscript(r) && !use_eval)
-            return send_group(call, conn, true, asking, redirects);  // still ASKING if it was
-          if (auto redirect = redis::redirect_of(r)) {
-            if (redirects >= kMaxRedirects) return failed(call, StoreError::protocol);
-            if (!redirect->ask) {
-              owners_[static_cast<std::size_t>(redirect->slot)] = redirect->node;
-              request_refresh();
-            }
-            return send_group(call, node(redirect->node), use_eval, redirect->ask, redirects + 1);
-          }
-          auto outcome = redis::decode_outcome(r, call->groups[call->next].index.size());
-          if (!outcome) {
-            if (r && r->type == REDIS_REPLY_ERROR)
-              log_.error("redis cluster acquire failed: {}", std::string(r->str, r->len));
-            return failed(call, StoreError::protocol);
-          }
-          failures_ = 0;
-          on_group(call, *outcome);
         });
-    if (!sent) failed(call, StoreError::unavailable);
+    if (!sent) failed(call, StoreError::unavailable, n);
+  }
+
+  void on_group_reply(const std::shared_ptr<Call>& call, Node* n, const redisReply* r,
+                      redis::CommandStatus s, bool use_eval, bool asking, int redirects) {
+    if (s == redis::CommandStatus::timeout) return failed(call, StoreError::timeout, n);
+    if (s != redis::CommandStatus::ok) {
+      request_refresh();
+      return failed(call, StoreError::unavailable, n);
+    }
+    if (redis::is_noscript(r) && !use_eval)
+      return send_group(call, n, true, asking, redirects);  // still ASKING if it was
+    if (auto redirect = redis::redirect_of(r)) {
+      if (redirects >= kMaxRedirects) {
+        log_redirect_loop(*redirect);
+        return failed(call, StoreError::protocol, n);
+      }
+      auto& target = node(redirect->node);
+      if (!redirect->ask) {
+        owners_[static_cast<std::size_t>(redirect->slot)] = &target;
+        request_refresh();
+      }
+      return send_group(call, &target, use_eval, redirect->ask, redirects + 1);
+    }
+    auto outcome = redis::decode_outcome(r, call->groups[call->next].index.size());
+    if (!outcome) {
+      if (r && r->type == REDIS_REPLY_ERROR)
+        log_.error("redis cluster acquire failed: {}", std::string(r->str, r->len));
+      return failed(call, StoreError::protocol, n);
+    }
+    n->breaker->succeeded();
+    on_group(call, *outcome);
   }
 
   void on_group(const std::shared_ptr<Call>& call, const Outcome& group) {
@@ -185,55 +228,77 @@ class ClusterStore final : public LimitStore, public RedisHealth {
         const auto& item = call.items[i];
         const auto& d = call.outcome.decisions[i];
         if (!d.admitted) continue;
-        int slot = redis::key_slot(item.key);
+        auto* n = owner(redis::key_slot(item.key));
         switch (item.params.algorithm) {
           case config::Algorithm::concurrency:
-            send_fire_and_forget(slot, {"ZREM", item.key, item.lease}, false);
+            send_fire_and_forget(n, {"ZREM", item.key, item.lease}, false);
             break;
           case config::Algorithm::sliding_log:
-            // The log entry the script added: "<lease>:<now>:<cost>" (now: that node's TIME).
+            // The log entry the script added, spelled as the script spells it.
             if (item.cost > 0)
-              send_fire_and_forget(slot,
-                                   {"ZREM", item.key,
-                                    item.lease + ":" + std::to_string(call.groups[gi].now) + ":" +
-                                        std::to_string(item.cost)},
-                                   false);
+              send_fire_and_forget(
+                  n,
+                  {"ZREM", item.key, redis::log_member(item.lease, call.groups[gi].now, item.cost)},
+                  false);
             break;
           default:
             send_fire_and_forget(
-                slot,
-                redis::adjust_args(item, -item.cost, shas_, redis::now_arg(options_.test_clock)),
+                n, redis::adjust_args(item, -item.cost, shas_, redis::now_arg(options_.test_clock)),
                 true);
         }
       }
     }
   }
 
-  void send_fire_and_forget(int slot, std::vector<std::string> args, bool script) {
-    auto conn = owner(slot);
-    if (!conn || !conn->connected()) return;
+  // Releases, settlements and refunds: nobody waits for them, but a redirect is still followed
+  // (MOVED updates the map, ASK is asked once) up to the same bound as a decision's.
+  void send_fire_and_forget(Node* n, std::vector<std::string> args, bool script,
+                            bool asking = false, int redirects = 0) {
+    if (!n || !n->usable()) return;
     auto shared = std::make_shared<std::vector<std::string>>(std::move(args));
     std::vector<std::string_view> views(shared->begin(), shared->end());
-    conn->command(views, Clock::now() + options_.timeout * 4,
-                  [this, shared, script, slot](const redisReply* r, redis::CommandStatus s) {
-                    if (s != redis::CommandStatus::ok) return;
-                    if (script && redis::is_noscript(r)) {
-                      (*shared)[0] = "EVAL";
-                      (*shared)[1] = std::string(redis::adjust_script());
-                      send_fire_and_forget(slot, *shared, false);
-                    } else if (auto redirect = redis::redirect_of(r); redirect && !redirect->ask) {
-                      owners_[static_cast<std::size_t>(redirect->slot)] = redirect->node;
-                      send_fire_and_forget(slot, *shared, script);
-                    }
-                  });
+    auto deadline = Clock::now() + options_.timeout * 4;
+    if (asking)
+      n->conn->command({"ASKING"}, deadline, [](const redisReply*, redis::CommandStatus) {});
+    n->conn->command(
+        views, deadline,
+        [this, n, shared, script, asking, redirects](const redisReply* r, redis::CommandStatus s) {
+          if (s != redis::CommandStatus::ok) return;
+          on_fire_and_forget_reply(r, n, shared, script, asking, redirects);
+        });
   }
 
-  void failed(const std::shared_ptr<Call>& call, StoreError e) {
+  void on_fire_and_forget_reply(const redisReply* r, Node* n,
+                                const std::shared_ptr<std::vector<std::string>>& args, bool script,
+                                bool asking, int redirects) {
+    if (script && redis::is_noscript(r)) {
+      (*args)[0] = "EVAL";
+      (*args)[1] = std::string(redis::adjust_script());
+      return send_fire_and_forget(n, *args, false, asking, redirects);  // once: no longer a SHA
+    }
+    auto redirect = redis::redirect_of(r);
+    if (!redirect) return;
+    if (redirects >= kMaxRedirects) return log_redirect_loop(*redirect);
+    auto& target = node(redirect->node);
+    if (!redirect->ask) {
+      owners_[static_cast<std::size_t>(redirect->slot)] = &target;
+      request_refresh();
+    }
+    send_fire_and_forget(&target, *args, script, redirect->ask, redirects + 1);
+  }
+
+  void log_redirect_loop(const redis::Redirect& last) {
+    if (redirect_loops_++ % 64 == 0)
+      log_.error("redis cluster: more than {} redirects (last: slot {} to {}); {} so far",
+                 kMaxRedirects, last.slot, last.node.name(), redirect_loops_);
+  }
+
+  // `n`: the node that failed (its breaker counts it), or null when nothing was asked.
+  void failed(const std::shared_ptr<Call>& call, StoreError e, Node* n) {
+    if (call->done) return;
     // A failure after earlier slots charged: give those back, then follow the route's policy.
-    // No cluster-wide breaker: one dead master must not fail the slots of the others. A dead
-    // node's connection is down, so its slots fail at once (no deadline paid) until the slot
-    // map names its replacement.
     refund(*call, call->next);
+    if (n) n->breaker->failed(e);
     if (++failures_ % 64 == 1)
       log_.warn("redis cluster: decision failed ({}); {} failures so far", to_string(e), failures_);
     finish(call, e);
@@ -263,37 +328,40 @@ class ClusterStore final : public LimitStore, public RedisHealth {
   }
 
   void refresh() {
-    // Ask any connected node; a periodic refresh also follows failovers nobody reported.
-    for (auto& [name, conn] : nodes_) {
-      if (!conn->connected()) continue;
-      bool sent = conn->command(
-          {"CLUSTER", "SLOTS"},
-          Clock::now() + std::max(options_.timeout, std::chrono::milliseconds(500)),
-          [this](const redisReply* r, redis::CommandStatus s) {
-            if (s == redis::CommandStatus::ok && apply_slots(r)) {
-              if (open_)
-                log_.info("redis cluster: slot map answering again; limits enforced by Redis");
-              open_ = false;
-              failures_ = 0;
-              schedule_refresh(std::chrono::milliseconds(mapped_ ? 2000 : 100));
-            } else {
-              schedule_refresh(std::chrono::milliseconds(200));
-            }
-          });
+    // Ask any usable node; a periodic refresh also follows failovers nobody reported.
+    for (auto& [name, n] : nodes_) {
+      if (!n.usable()) continue;
+      bool sent =
+          n.conn->command({"CLUSTER", "SLOTS"},
+                          Clock::now() + std::max(options_.timeout, std::chrono::milliseconds(500)),
+                          [this](const redisReply* r, redis::CommandStatus s) {
+                            if (s == redis::CommandStatus::ok && apply_slots(r))
+                              schedule_refresh(std::chrono::milliseconds(2000));
+                            else
+                              schedule_refresh(std::chrono::milliseconds(200));
+                          });
       if (sent) return;
     }
     schedule_refresh(std::chrono::milliseconds(100));
   }
 
   bool apply_slots(const redisReply* r) {
+    std::array<Node*, kSlots> owners{};
     int covered = 0;
     for (const auto& range : redis::slot_ranges_of(r)) {
-      node(range.node);
-      for (int s = range.from; s <= range.to; ++s)
-        owners_[static_cast<std::size_t>(s)] = range.node, ++covered;
+      auto* n = &node(range.node);
+      for (int s = range.from; s <= range.to; ++s) {
+        if (!owners[static_cast<std::size_t>(s)]) ++covered;
+        owners[static_cast<std::size_t>(s)] = n;
+      }
     }
-    mapped_ = covered == kSlots;
-    return mapped_;
+    if (covered != kSlots) return false;  // a partial map is not applied
+    owners_ = owners;
+    for (auto& [name, n] : nodes_) n.owns_slots = false;
+    for (auto* n : owners_) n->owns_slots = true;
+    update_health();
+    mapped_ = true;
+    return true;
   }
 
   asio::io_context& ioc_;
@@ -301,12 +369,13 @@ class ClusterStore final : public LimitStore, public RedisHealth {
   spdlog::logger& log_;
   redis::ScriptShas shas_;
   asio::steady_timer timer_;
-  std::map<std::string, std::shared_ptr<redis::Connection>> nodes_;
-  std::array<std::string, kSlots> owners_;
+  std::map<std::string, Node> nodes_;  // by NodeAddress::name(); never erased (owners_ points in)
+  std::array<Node*, kSlots> owners_;
   bool refresh_pending_ = false;
   int failures_ = 0;
-  std::atomic<bool> open_{false};  // read by the admin thread
-  std::atomic<bool> mapped_{false};
+  std::uint64_t redirect_loops_ = 0;
+  std::atomic<bool> mapped_{false};      // read by the admin thread
+  std::atomic<int> unhealthy_nodes_{0};  // read by the admin thread
 };
 
 }  // namespace

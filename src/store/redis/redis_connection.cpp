@@ -5,6 +5,7 @@
 #include <spdlog/logger.h>
 
 #include <algorithm>
+#include <exception>
 
 #include "reply_limits.hpp"
 
@@ -18,6 +19,20 @@ Connection* self_of(const redisAsyncContext* ac) {
   return static_cast<Connection*>(ac->data);
 }
 }  // namespace
+
+template <typename F>
+void Connection::at_c_boundary(F&& body) noexcept {
+  try {
+    body();
+  } catch (...) {
+    // Not across hiredis's C frames: the worker's event loop rethrows, logs and counts it.
+    try {
+      asio::post(ioc_, [e = std::current_exception()] { std::rethrow_exception(e); });
+    } catch (...) {
+      // Out of memory even for that: nothing better than to carry on.
+    }
+  }
+}
 
 Connection::Connection(asio::io_context& ioc, ConnectionOptions options, spdlog::logger& log)
     : ioc_(ioc),
@@ -98,7 +113,7 @@ void Connection::connect() {
                         Clock::now() + options_.connect_timeout});
     redisAsyncCommandArgv(ac_, &Connection::on_reply, nullptr, static_cast<int>(argv.size()),
                           argv.data(), lens.data());
-    arm_timer();
+    arm_timer_for(pending_.back().deadline);
   }
   connect_timer_.expires_after(options_.connect_timeout);
   connect_timer_.async_wait(
@@ -139,24 +154,37 @@ bool Connection::command(const std::vector<std::string_view>& args, Clock::time_
                             al) != REDIS_OK)
     return false;
   pending_.push_back({std::move(done), deadline});
-  arm_timer();
+  arm_timer_for(deadline);
   return true;
 }
 
 void Connection::arm_timer() {
-  if (timer_armed_) return;
   auto earliest = Clock::time_point::max();
   for (const auto& p : pending_)
     if (!p.finished) earliest = std::min(earliest, p.deadline);
-  if (earliest == Clock::time_point::max()) return;
+  if (earliest != Clock::time_point::max()) arm_timer_for(earliest);
+}
+
+// Invariant: while armed, the timer expires at or before every unfinished deadline. So a new
+// deadline only matters when it is earlier than the armed one (AUTH's connect timeout, say,
+// followed by a decision's 100 ms): then the timer moves to it, and the superseded wait,
+// cancelled by expires_at, ignores itself.
+void Connection::arm_timer_for(Clock::time_point deadline) {
+  if (timer_armed_ && armed_for_ <= deadline) return;
   timer_armed_ = true;
-  deadline_timer_.expires_at(earliest);
-  deadline_timer_.async_wait([w = weak_from_this()](boost::system::error_code) {
-    if (auto self = w.lock()) {
-      self->timer_armed_ = false;
-      self->on_timer();
-    }
-  });
+  armed_for_ = deadline;
+  deadline_timer_.expires_at(deadline);
+  deadline_timer_.async_wait(
+      [w = weak_from_this(), gen = ++timer_generation_](boost::system::error_code) {
+        auto self = w.lock();
+        if (!self || gen != self->timer_generation_) return;
+        self->timer_armed_ = false;
+        self->on_timer();
+      });
+}
+
+void Connection::deliver(Callback& done, const redisReply* reply, CommandStatus status) {
+  at_c_boundary([&] { done(reply, status); });
 }
 
 void Connection::on_timer() {
@@ -169,7 +197,7 @@ void Connection::on_timer() {
       expired.push_back(std::move(p.done));
     }
   }
-  for (auto& cb : expired) cb(nullptr, CommandStatus::timeout);
+  for (auto& cb : expired) deliver(cb, nullptr, CommandStatus::timeout);
   arm_timer();
 }
 
@@ -179,35 +207,39 @@ void Connection::on_reply(redisAsyncContext* ac, void* reply, void*) {
   auto p = std::move(self->pending_.front());
   self->pending_.pop_front();
   if (p.finished) return;  // timed out earlier: the late reply is dropped
-  p.done(static_cast<const redisReply*>(reply),
-         reply ? CommandStatus::ok : CommandStatus::disconnected);
+  self->deliver(p.done, static_cast<const redisReply*>(reply),
+                reply ? CommandStatus::ok : CommandStatus::disconnected);
 }
 
 void Connection::on_connect(const redisAsyncContext* ac, int status) {
   auto* self = self_of(ac);
   if (!self) return;
-  if (status == REDIS_OK) {
-    self->connected_ = true;
-    self->backoff_ = std::chrono::milliseconds(50);
-    self->connect_timer_.cancel();
-    self->log_.info("redis {}:{}: connected", self->options_.host, self->options_.port);
-  } else {
-    // hiredis frees the context after this returns; hook_cleanup has cleared ac_ or will.
-    self->log_.warn("redis {}:{}: connect failed: {}", self->options_.host, self->options_.port,
-                    ac->errstr);
-    self->connected_ = false;
-    self->schedule_reconnect();
-  }
+  self->at_c_boundary([self, ac, status] {
+    if (status == REDIS_OK) {
+      self->connected_ = true;
+      self->backoff_ = std::chrono::milliseconds(50);
+      self->connect_timer_.cancel();
+      self->log_.info("redis {}:{}: connected", self->options_.host, self->options_.port);
+    } else {
+      // hiredis frees the context after this returns; hook_cleanup has cleared ac_ or will.
+      self->log_.warn("redis {}:{}: connect failed: {}", self->options_.host, self->options_.port,
+                      ac->errstr);
+      self->connected_ = false;
+      self->schedule_reconnect();
+    }
+  });
 }
 
 void Connection::on_disconnect(const redisAsyncContext* ac, int status) {
   auto* self = self_of(ac);
   if (!self) return;
   self->connected_ = false;
-  if (status != REDIS_OK && !self->stopped_)
-    self->log_.warn("redis {}:{}: disconnected: {}", self->options_.host, self->options_.port,
-                    ac->errstr);
-  self->schedule_reconnect();
+  self->at_c_boundary([self, ac, status] {
+    if (status != REDIS_OK && !self->stopped_)
+      self->log_.warn("redis {}:{}: disconnected: {}", self->options_.host, self->options_.port,
+                      ac->errstr);
+    self->schedule_reconnect();
+  });
 }
 
 void Connection::wait_readable() {
@@ -270,7 +302,7 @@ void Connection::teardown_fd() {
 void Connection::hook_add_read(void* privdata) {
   auto* self = static_cast<Connection*>(privdata);
   self->want_read_ = true;
-  self->wait_readable();
+  self->at_c_boundary([self] { self->wait_readable(); });
 }
 void Connection::hook_del_read(void* privdata) {
   static_cast<Connection*>(privdata)->want_read_ = false;
@@ -279,10 +311,12 @@ void Connection::hook_add_write(void* privdata) {
   auto* self = static_cast<Connection*>(privdata);
   self->want_write_ = true;
   if (self->flushing_) return;  // flush_soon() decides what follows
-  if (self->connected_)
-    self->flush_soon();
-  else
-    self->wait_writable();  // a connect in progress reports itself as writability
+  self->at_c_boundary([self] {
+    if (self->connected_)
+      self->flush_soon();
+    else
+      self->wait_writable();  // a connect in progress reports itself as writability
+  });
 }
 void Connection::hook_del_write(void* privdata) {
   static_cast<Connection*>(privdata)->want_write_ = false;
@@ -296,7 +330,7 @@ void Connection::hook_cleanup(void* privdata) {
   self->connected_ = false;
   self->ac_ = nullptr;
   ++self->generation_;  // outstanding waits of this context ignore themselves
-  self->teardown_fd();
+  self->teardown_fd();  // noexcept in effect: error_code overloads only
 }
 
 }  // namespace floodgate::store::redis

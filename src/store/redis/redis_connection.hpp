@@ -2,16 +2,20 @@
 // One hiredis async connection driven by a worker's Asio event loop.
 //
 // hiredis 0.14 has no timer hook and no async timeout, so deadlines are ours: every command
-// carries one, a single steady_timer fires at the earliest, and a reply that arrives after its
-// command timed out is dropped. The fd belongs to hiredis: we wait on it through a
+// carries one, a single steady_timer is always armed at the earliest deadline still pending
+// (a command with an earlier deadline than the armed one re-arms it), and a reply that arrives
+// after its command timed out is dropped. The fd belongs to hiredis: we wait on it through a
 // posix::stream_descriptor that is released (never closed) when hiredis cleans up. Pending
 // waits hold a weak_ptr, so a connection destroyed meanwhile is never touched. Commands issued
 // in one loop turn are written together when the fd next becomes writable (pipelining).
+// Nothing thrown by a callback crosses hiredis's C frames: it is caught there and rethrown from
+// a plain handler of the event loop, where the worker logs and counts it.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -53,7 +57,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void start();  // connects, and reconnects with backoff whenever the connection drops
   void stop();   // disconnects for good; pending commands complete as disconnected
-  bool connected() const { return connected_; }
+  bool connected() const { return connected_.load(std::memory_order_relaxed); }
 
   // Sends a command; false (and no callback) when not connected.
   bool command(const std::vector<std::string_view>& args,
@@ -71,8 +75,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void connect();
   void schedule_reconnect();
-  void arm_timer();
+  void arm_timer();  // at the earliest pending deadline (a full scan)
+  void arm_timer_for(std::chrono::steady_clock::time_point deadline);  // one more deadline
   void on_timer();
+  // Runs a command's callback; an exception is handed to the event loop (see above).
+  void deliver(Callback& done, const redisReply* reply, CommandStatus status);
+  // The body of every callback hiredis calls: whatever it throws goes to the event loop.
+  template <typename F>
+  void at_c_boundary(F&& body) noexcept;
   void wait_readable();
   void wait_writable();
   void flush_soon();
@@ -97,7 +107,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool want_read_ = false, want_write_ = false;
   bool read_waiting_ = false, write_waiting_ = false;
   bool flush_posted_ = false, flushing_ = false;
-  bool connected_ = false;
+  std::atomic<bool> connected_{false};  // read by the admin thread (health)
   bool stopped_ = false;
   std::chrono::milliseconds backoff_{50};
   std::deque<Pending> pending_;  // hiredis answers in order: front = next reply
@@ -105,6 +115,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer connect_timer_;
   bool timer_armed_ = false;
+  std::chrono::steady_clock::time_point armed_for_{};  // the armed timer's expiry
+  std::uint64_t timer_generation_ = 0;  // a wait superseded by an earlier deadline ignores itself
 };
 
 }  // namespace floodgate::store::redis

@@ -6,10 +6,10 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <charconv>
 
+#include "store/redis/breaker.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/script_calls.hpp"
 #include "store/redis/scripts.hpp"
@@ -32,41 +32,41 @@ std::string sha1_hex(std::string_view text) {
 
 namespace {
 
+using redis::breaker_options;
 using redis::decode_outcome;
 using redis::is_noscript;
 
-class RedisStore final : public LimitStore, public RedisHealth {
+class RedisStore final : public LimitStore {
  public:
   RedisStore(asio::io_context& ioc, RedisStoreOptions options, spdlog::logger& log)
-      : ioc_(ioc),
-        options_(std::move(options)),
-        log_(log),
-        shas_(redis::ScriptShas::compute()),
-        probe_timer_(ioc) {
+      : ioc_(ioc), options_(std::move(options)), log_(log), shas_(redis::ScriptShas::compute()) {
     redis::ConnectionOptions c;
     c.host = options_.host;
     c.port = options_.port;
     c.username = options_.username;
     c.password = options_.password;
     conn_ = std::make_shared<redis::Connection>(ioc, c, log);
+    breaker_ =
+        std::make_shared<redis::Breaker>(ioc, conn_, breaker_options(options_), log,
+                                         options_.host + ":" + std::to_string(options_.port));
     conn_->start();
   }
 
   ~RedisStore() override {
-    probe_timer_.cancel();
+    breaker_->stop();
     conn_->stop();
   }
 
-  bool healthy() const override { return conn_->connected() && !open_; }
+  bool healthy() const override { return conn_->connected() && !breaker_->open(); }
 
   void async_acquire(std::vector<Item> items, Handler handler) override {
     auto call = std::make_shared<Call>(Call{std::move(items), std::move(handler)});
-    if (open_ || !conn_->connected()) return finish(call, StoreError::unavailable);
+    if (breaker_->open() || !conn_->connected()) return finish(call, StoreError::unavailable);
     send(call, false);
   }
 
   void adjust(const Item& item, std::int64_t delta) override {
-    if (open_ || !conn_->connected())
+    if (breaker_->open() || !conn_->connected())
       return;  // best effort: a lost settlement errs neither way for long
     auto args = std::make_shared<std::vector<std::string>>(
         redis::adjust_args(item, delta, shas_, redis::now_arg(options_.test_clock)));
@@ -93,7 +93,13 @@ class RedisStore final : public LimitStore, public RedisHealth {
     std::vector<std::string_view> views(args.begin(), args.end());
     bool sent = conn_->command(views, Clock::now() + options_.timeout,
                                [this, call, use_eval](const redisReply* r, redis::CommandStatus s) {
-                                 on_acquire_reply(call, r, s, use_eval);
+                                 try {
+                                   on_acquire_reply(call, r, s, use_eval);
+                                 } catch (...) {
+                                   // The decision fails; the event loop logs and counts it.
+                                   failed(call, StoreError::protocol);
+                                   throw;
+                                 }
                                });
     if (!sent) finish(call, StoreError::unavailable);
   }
@@ -109,7 +115,7 @@ class RedisStore final : public LimitStore, public RedisHealth {
         log_.error("redis acquire script failed: {}", std::string(r->str, r->len));
       return failed(call, StoreError::protocol);
     }
-    failures_ = 0;
+    breaker_->succeeded();
     finish(call, std::move(*outcome));
   }
 
@@ -126,7 +132,7 @@ class RedisStore final : public LimitStore, public RedisHealth {
   }
 
   void failed(const std::shared_ptr<Call>& call, StoreError e) {
-    if (++failures_ >= options_.breaker_threshold && !open_) open_breaker(e);
+    breaker_->failed(e);
     finish(call, e);
   }
 
@@ -138,45 +144,12 @@ class RedisStore final : public LimitStore, public RedisHealth {
                [call, r = std::move(result)]() mutable { std::move(call->handler)(std::move(r)); });
   }
 
-  void open_breaker(StoreError cause) {
-    open_ = true;
-    log_.warn(
-        "redis {}:{}: {} consecutive failures (last: {}); failing fast and probing every {} ms",
-        options_.host, options_.port, failures_, to_string(cause), options_.probe_interval.count());
-    // Replies queued behind a hung server would arrive late and be dropped anyway.
-    if (cause == StoreError::timeout) conn_->reset();
-    probe();
-  }
-
-  void probe() {
-    probe_timer_.expires_after(options_.probe_interval);
-    probe_timer_.async_wait([this](boost::system::error_code ec) {
-      if (ec) return;
-      std::vector<std::string_view> ping{"PING"};
-      bool sent = conn_->command(
-          ping, Clock::now() + std::max(options_.timeout, std::chrono::milliseconds(200)),
-          [this](const redisReply* r, redis::CommandStatus s) {
-            if (s == redis::CommandStatus::ok && r && r->type != REDIS_REPLY_ERROR) {
-              open_ = false;
-              failures_ = 0;
-              log_.info("redis {}:{}: answering again; limits enforced by Redis", options_.host,
-                        options_.port);
-            } else {
-              probe();
-            }
-          });
-      if (!sent) probe();
-    });
-  }
-
   asio::io_context& ioc_;
   RedisStoreOptions options_;
   spdlog::logger& log_;
   redis::ScriptShas shas_;
   std::shared_ptr<redis::Connection> conn_;
-  asio::steady_timer probe_timer_;
-  int failures_ = 0;
-  bool open_ = false;
+  std::shared_ptr<redis::Breaker> breaker_;
 };
 
 }  // namespace

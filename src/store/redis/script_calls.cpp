@@ -63,6 +63,15 @@ std::string now_arg(const limit::Clock* test_clock) {
   return test_clock ? std::to_string(test_clock->now()) : std::string();
 }
 
+std::string log_member(std::string_view lease, limit::Micros now, std::int64_t cost) {
+  std::string out(lease);
+  out += ':';
+  out += std::to_string(now);
+  out += ':';
+  out += std::to_string(cost);
+  return out;
+}
+
 bool is_noscript(const redisReply* r) {
   return r && r->type == REDIS_REPLY_ERROR &&
          std::string_view(r->str, r->len).starts_with("NOSCRIPT");
@@ -82,8 +91,11 @@ std::optional<Redirect> redirect_of(const redisReply* r) {
   if (space == std::string_view::npos) return std::nullopt;
   auto [p, ec] = std::from_chars(e.data(), e.data() + space, out.slot);
   // The cluster store indexes its 16384-entry slot table with it: refuse anything else.
-  if (ec != std::errc{} || out.slot < 0 || out.slot >= kClusterSlots) return std::nullopt;
-  out.node = std::string(e.substr(space + 1));
+  if (ec != std::errc{} || p != e.data() + space || out.slot < 0 || out.slot >= kClusterSlots)
+    return std::nullopt;
+  auto node = parse_node_address(e.substr(space + 1));
+  if (!node) return std::nullopt;
+  out.node = std::move(*node);
   return out;
 }
 
@@ -125,8 +137,10 @@ std::vector<SlotRange> slot_ranges_of(const redisReply* r) {
     const auto* port = master->element[1];
     if (host->type != REDIS_REPLY_STRING || port->type != REDIS_REPLY_INTEGER) continue;
     if (from->integer < 0 || to->integer >= kClusterSlots || from->integer > to->integer) continue;
-    out.push_back({static_cast<int>(from->integer), static_cast<int>(to->integer),
-                   std::string(host->str, host->len) + ":" + std::to_string(port->integer)});
+    auto node = make_node_address(std::string_view(host->str, host->len), port->integer);
+    if (!node) continue;
+    out.push_back(
+        {static_cast<int>(from->integer), static_cast<int>(to->integer), std::move(*node)});
   }
   return out;
 }

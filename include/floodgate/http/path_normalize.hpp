@@ -1,0 +1,48 @@
+#pragma once
+// The one spelling of a request path and host that routing, keys, the access log and the
+// upstream all see, so that no variant of a path walks around a limit: `//api/checkout`,
+// `/api/./checkout`, `/x/../api/checkout` and `/api/%63heckout` are all `/api/checkout`.
+// Pure, no Asio: the config loader uses it too, to refuse route paths that could never match.
+
+#include <string>
+#include <string_view>
+
+namespace floodgate::http {
+
+enum class PathError {
+  none,
+  bad_escape,         // '%' not followed by two hex digits
+  encoded_separator,  // %2F, %5C or %00, and the caller did not allow them
+};
+
+struct PathOptions {
+  // Keep %2F / %5C / %00 (encoded, upper-case hex) instead of refusing the path: for a route
+  // whose origin gives them a meaning (object stores, some APIs). Never decoded either way.
+  bool allow_encoded_separators = false;
+};
+
+struct NormalizedPath {
+  std::string path;  // starts with '/'; empty when error != none
+  PathError error = PathError::none;
+  // The path keeps an encoded '/', '\' or NUL (only ever set under allow_encoded_separators).
+  bool encoded_separator = false;
+  explicit operator bool() const { return error == PathError::none; }
+};
+
+// `raw`: a request target's path, without the query. In order: percent-encodings of
+// unreserved characters (RFC 3986 section 2.3) are decoded and other encodings kept with
+// upper-case hex (section 6.2.2); runs of '/' are merged into one; "." and ".." segments are
+// removed (section 5.2.4, also when they were spelled %2E), a ".." at the root staying at the
+// root. A trailing '/' is kept; an empty path becomes "/".
+NormalizedPath normalize_path(std::string_view raw, PathOptions options = {});
+
+// A Host value (or an absolute-form authority) as routes and keys compare it: lower case,
+// without port and without the trailing dot of a fully qualified name.
+// "Shop.Example.:8080" -> "shop.example", "[::1]:80" -> "[::1]".
+std::string normalize_host(std::string_view host);
+
+// The name part of normalize_host without the case change or a copy: "Shop.Example.:8080" ->
+// "Shop.Example" (for comparisons that ignore case anyway).
+std::string_view host_name(std::string_view host);
+
+}  // namespace floodgate::http

@@ -1,0 +1,74 @@
+#include "floodgate_process.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace floodgate::testing {
+
+using namespace std::chrono_literals;
+
+std::string write_temp_file(const std::string& name, const std::string& text) {
+  auto path =
+      std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()) + ".yaml");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+void wait_serving(std::uint16_t port, const std::string& target) {
+  for (int i = 0; i < 200; ++i) {
+    try {
+      if (get(port, target)) return;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(25ms);
+  }
+  FAIL() << "floodgate on " << port << " did not start";
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+std::uint64_t metric(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return UINT64_MAX;
+  return std::stoull(text.substr(at + series.size() + 2));
+}
+
+void wait_enforced(std::uint16_t port, const std::string& target) {
+  int streak = 0;
+  for (int i = 0; i < 400 && streak < 16; ++i) {
+    std::optional<Response> r;
+    try {
+      r = get(port, target);
+    } catch (const std::exception&) {
+    }
+    streak = r && r->result_int() == 200 ? streak + 1 : 0;
+    if (!streak) std::this_thread::sleep_for(25ms);
+  }
+  ASSERT_EQ(streak, 16) << "the store never decided on every worker";
+}
+
+std::string redis_config(std::uint16_t listen_port, std::uint16_t origin_port,
+                         std::uint16_t redis_port, const std::string& routes,
+                         const std::string& timeout, const std::string& extra) {
+  return "server:\n  listen: [127.0.0.1:" + std::to_string(listen_port) +
+         "]\n  threads: 2\n  timeouts: { drain: 1s }\nupstreams:\n  origin: { url: "
+         "\"http://127.0.0.1:" +
+         std::to_string(origin_port) +
+         "\" }\nstore:\n  backend: redis\n  redis: { address: \"127.0.0.1:" +
+         std::to_string(redis_port) + "\", timeout: " + timeout +
+         " }\n  key_secret: redis-test-secret-0123456789\n  instances: 2\n" + extra + "routes:\n" +
+         routes;
+}
+
+}  // namespace floodgate::testing

@@ -1,0 +1,175 @@
+#include "fake_redis.hpp"
+
+#include <boost/asio.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <thread>
+
+namespace floodgate::testing {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+// One complete RESP array of bulk strings from the front of `in`, or nullopt until more bytes
+// arrive. Anything else from the client (floodgate only sends arrays) ends the connection.
+enum class Parse { complete, incomplete, broken };
+
+Parse take_command(std::string& in, std::vector<std::string>& out) {
+  out.clear();
+  std::size_t pos = 0;
+  auto number = [&](char lead, long long& n) {
+    if (pos >= in.size()) return Parse::incomplete;
+    if (in[pos] != lead) return Parse::broken;
+    auto end = in.find("\r\n", pos);
+    if (end == std::string::npos) return Parse::incomplete;
+    auto [p, ec] = std::from_chars(in.data() + pos + 1, in.data() + end, n);
+    if (ec != std::errc{} || p != in.data() + end || n < 0) return Parse::broken;
+    pos = end + 2;
+    return Parse::complete;
+  };
+  long long count = 0;
+  if (auto s = number('*', count); s != Parse::complete) return s;
+  for (long long i = 0; i < count; ++i) {
+    long long len = 0;
+    if (auto s = number('$', len); s != Parse::complete) return s;
+    if (in.size() < pos + static_cast<std::size_t>(len) + 2) return Parse::incomplete;
+    out.emplace_back(in.substr(pos, static_cast<std::size_t>(len)));
+    pos += static_cast<std::size_t>(len) + 2;
+  }
+  if (!out.empty())
+    std::transform(out[0].begin(), out[0].end(), out[0].begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  in.erase(0, pos);
+  return Parse::complete;
+}
+
+std::string integer(long long v) {
+  return ":" + std::to_string(v) + "\r\n";
+}
+
+}  // namespace
+
+struct FakeRedis::Impl {
+  asio::io_context io;
+  tcp::acceptor acceptor{io, {asio::ip::make_address("127.0.0.1"), 0}};
+  std::thread thread;
+  mutable std::mutex mutex;
+  Script script;
+  std::map<std::string, std::uint64_t> counts;
+
+  struct Peer {
+    explicit Peer(tcp::socket s) : socket(std::move(s)) {}
+    tcp::socket socket;
+    std::array<char, 16384> buffer{};
+    std::string pending;
+    bool stalled = false;
+  };
+
+  Answer answer(const std::vector<std::string>& command) {
+    Script s;
+    {
+      std::lock_guard lock(mutex);
+      ++counts[command.empty() ? "" : command[0]];
+      s = script;
+    }
+    return s(command);
+  }
+
+  void read(const std::shared_ptr<Peer>& peer) {
+    peer->socket.async_read_some(asio::buffer(peer->buffer),
+                                 [this, peer](boost::system::error_code ec, std::size_t n) {
+                                   if (ec) return;
+                                   peer->pending.append(peer->buffer.data(), n);
+                                   std::vector<std::string> command;
+                                   std::string out;
+                                   for (;;) {
+                                     auto parsed = take_command(peer->pending, command);
+                                     if (parsed == Parse::incomplete) break;
+                                     if (parsed == Parse::broken)
+                                       return;  // the socket closes with the peer
+                                     auto a = answer(command);
+                                     if (a.stall) peer->stalled = true;
+                                     if (!peer->stalled) out += a.bytes;
+                                   }
+                                   boost::system::error_code ignored;
+                                   if (!out.empty())
+                                     asio::write(peer->socket, asio::buffer(out), ignored);
+                                   read(peer);
+                                 });
+  }
+};
+
+FakeRedis::FakeRedis() : FakeRedis(behave()) {}
+
+FakeRedis::FakeRedis(Script script) : impl_(std::make_unique<Impl>()) {
+  impl_->script = std::move(script);
+  port_ = impl_->acceptor.local_endpoint().port();
+  auto accept = std::make_shared<std::function<void()>>();
+  *accept = [this, accept] {
+    impl_->acceptor.async_accept([this, accept](boost::system::error_code ec, tcp::socket s) {
+      if (ec) return;
+      ++connections_;
+      impl_->read(std::make_shared<Impl::Peer>(std::move(s)));
+      (*accept)();
+    });
+  };
+  (*accept)();
+  impl_->thread = std::thread([this] { impl_->io.run(); });
+}
+
+FakeRedis::~FakeRedis() {
+  impl_->io.stop();
+  impl_->thread.join();
+}
+
+void FakeRedis::script(Script s) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->script = std::move(s);
+}
+
+std::uint64_t FakeRedis::count(const std::string& command) const {
+  std::lock_guard lock(impl_->mutex);
+  auto it = impl_->counts.find(command);
+  return it == impl_->counts.end() ? 0 : it->second;
+}
+
+std::string FakeRedis::admitted(std::size_t items) {
+  auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  std::string out = "*" + std::to_string(2 + 5 * items) + "\r\n" + integer(1) + integer(now);
+  for (std::size_t i = 0; i < items; ++i)
+    out += integer(1) + integer(5) + integer(0) + integer(0) + integer(10);
+  return out;
+}
+
+std::string FakeRedis::all_slots_to(std::uint16_t port) {
+  return "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n" + integer(port);
+}
+
+FakeRedis::Script FakeRedis::behave(std::uint16_t slots_owner) {
+  return [slots_owner](const std::vector<std::string>& c) -> Answer {
+    const auto& name = c.empty() ? std::string() : c[0];
+    if (name == "PING") return reply("+PONG\r\n");
+    if (name == "AUTH" || name == "ASKING") return reply("+OK\r\n");
+    if (name == "ZREM") return reply(integer(1));
+    if (name == "CLUSTER")
+      return reply(slots_owner ? all_slots_to(slots_owner)
+                               : "-ERR This instance has cluster support disabled\r\n");
+    if ((name == "EVALSHA" || name == "EVAL") && c.size() >= 3) {
+      std::size_t keys = 0;
+      std::from_chars(c[2].data(), c[2].data() + c[2].size(), keys);
+      // adjust.lua: one key and six arguments; acquire.lua: n keys, 2 + 6n arguments.
+      if (c.size() == 3 + keys + 6 && keys == 1) return reply(integer(1));
+      return reply(admitted(keys));
+    }
+    return reply("-ERR unknown command\r\n");
+  };
+}
+
+}  // namespace floodgate::testing
