@@ -154,12 +154,13 @@ std::variant<std::shared_ptr<evp_pkey_st>, std::string> read_public_key(const st
   return std::string("unsupported key type ") + (type ? type : "?") + " (expected RSA or EC P-256)";
 }
 
-// `url` with any "user:password@" before its host shown as "***@": a url that fails to parse
-// is echoed in the error, and a password must not be.
+// `url` with everything before its last '@' (after the scheme) shown as "***": a url that
+// fails to parse is echoed in the error, and a password must not be, even one holding a '/',
+// '?' or '#' that would end the authority of a well-formed url (hiding too much is harmless).
 std::string without_userinfo(std::string url) {
   auto scheme_end = url.find("://");
   auto start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
-  auto at = url.rfind('@', url.find_first_of("/?#", start));
+  auto at = url.rfind('@');
   if (at != std::string::npos && at >= start) url.replace(start, at - start, "***");
   return url;
 }

@@ -86,6 +86,18 @@ std::string remove_dot_segments(std::string_view decoded) {
   return out;
 }
 
+// "/..;x/", "/.;/": a segment that is a dot segment once a servlet container drops its
+// path parameter.
+bool has_dot_segment_parameter(std::string_view decoded) {
+  for (std::size_t at = decoded.find("/."); at != std::string_view::npos;
+       at = decoded.find("/.", at + 1)) {
+    auto rest = decoded.substr(at + 2);
+    if (rest.starts_with(".")) rest.remove_prefix(1);
+    if (rest.starts_with(";")) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 NormalizedPath normalize_path(std::string_view raw, PathOptions options) {
@@ -93,6 +105,11 @@ NormalizedPath normalize_path(std::string_view raw, PathOptions options) {
   std::string decoded;
   result.error = decode_unreserved(raw, options, decoded, result.encoded_separator);
   if (result.error != PathError::none) {
+    result.encoded_separator = false;
+    return result;
+  }
+  if (has_dot_segment_parameter(decoded)) {
+    result.error = PathError::dot_segment_parameter;
     result.encoded_separator = false;
     return result;
   }
@@ -108,7 +125,7 @@ std::string_view host_name(std::string_view host) {
   auto colon = host.rfind(':');
   if (colon != std::string_view::npos) host = host.substr(0, colon);
   // "shop.example." is the same name as "shop.example" (RFC 1034 section 3.1).
-  if (host.size() > 1 && host.back() == '.') host.remove_suffix(1);
+  while (host.size() > 1 && host.back() == '.') host.remove_suffix(1);
   return host;
 }
 

@@ -10,6 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <future>
 #include <list>
@@ -106,6 +107,7 @@ class Worker {
       for (auto& entry : acceptors_) {
         boost::system::error_code ignored;
         entry.acceptor.close(ignored);
+        entry.pause.cancel();  // a paused loop sees the acceptor closed and ends
       }
       ctx_.draining = true;
       // Keep-alive connections waiting for a request close now (they have nothing to lose);
@@ -138,12 +140,18 @@ class Worker {
 
   struct Acceptor {
     Acceptor(asio::io_context& ioc, std::size_t index, const config::Listener& l)
-        : acceptor(ioc), index(index), address(l.address.to_string()), tls(l.tls.has_value()) {
+        : acceptor(ioc),
+          pause(ioc),
+          index(index),
+          address(l.address.to_string()),
+          tls(l.tls.has_value()) {
       if (l.tls) started_with = l.tls->contexts;
     }
     tcp::acceptor acceptor;
-    std::size_t index;    // into server.listen
-    std::string address;  // as configured: a reload may reorder listeners (restart needed)
+    asio::steady_timer pause;  // the accept loop's wait when paused; a drain cancels it
+    bool looping = false;      // its accept loop has not ended yet
+    std::size_t index;         // into server.listen
+    std::string address;       // as configured: a reload may reorder listeners (restart needed)
     bool tls;
     std::shared_ptr<const tls::ServerContexts> started_with;
   };
@@ -181,7 +189,14 @@ class Worker {
 
   asio::awaitable<void> accept_loop(Acceptor& entry) {
     auto& acc = entry.acceptor;
-    asio::steady_timer timer(ioc_);
+    auto& timer = entry.pause;
+    entry.looping = true;
+    // stop_when_idle waits for this too: a frame left suspended would be destroyed with the
+    // io_context, after ctx_.
+    struct Ended {
+      bool& looping;
+      ~Ended() { looping = false; }
+    } ended{entry.looping};
     bool full = false;
     for (;;) {
       // At the cap new connections wait in the kernel's listen queue, neither refused nor
@@ -261,7 +276,11 @@ class Worker {
     else
       ctx_.sessions.abort_busy();
     auto reported = clock::now();
-    while (ctx_.sessions.size() > 0) {
+    auto accepting = [this] {
+      return std::any_of(acceptors_.begin(), acceptors_.end(),
+                         [](const Acceptor& a) { return a.looping; });
+    };
+    while (ctx_.sessions.size() > 0 || accepting()) {
       co_await sleep_for(5ms);
       const auto now = clock::now();
       if (!past && now >= deadline) {

@@ -19,6 +19,18 @@ Clock::time_point coarse_now() {
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return Clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
 }
+
+// The coarse clock reads the last tick, up to one tick behind the precise one: a deadline made
+// from it is set one tick later, so a timeout never fires early (at most a tick late).
+Clock::duration coarse_tick() {
+  static const Clock::duration tick = [] {
+    timespec res{};
+    clock_getres(CLOCK_MONOTONIC_COARSE, &res);
+    return Clock::duration(std::chrono::seconds(res.tv_sec) +
+                           std::chrono::nanoseconds(res.tv_nsec));
+  }();
+  return tick;
+}
 }  // namespace
 
 struct Watchdog::State : std::enable_shared_from_this<State> {
@@ -71,7 +83,7 @@ void Watchdog::guard(asio::ip::tcp::socket& socket, std::chrono::milliseconds ti
   s.expired = false;
   // When expiring, the timer still fires on a later loop turn, after the caller has started
   // the operation it guards, so that operation is the one cancelled.
-  s.deadline = s.expiring ? coarse_now() : coarse_now() + timeout;
+  s.deadline = s.expiring ? coarse_now() : coarse_now() + timeout + coarse_tick();
   if (s.deadline < s.armed_for) s.arm(s.deadline);
 }
 

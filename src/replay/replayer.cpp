@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "floodgate/http/path_normalize.hpp"
 #include "floodgate/http/router.hpp"
 #include "floodgate/limit/policy.hpp"
 
@@ -102,6 +103,20 @@ std::string Replayer::caller_text(const config::Limit& l, const keys::RequestFac
   return out.empty() ? std::string("(everyone)") : out;
 }
 
+namespace {
+// A path with no '%', no "//" and no "/." segment start is already in normal form: the common
+// case, checked without building a copy (a replay decides millions of lines).
+bool may_need_normalizing(std::string_view path) {
+  if (path.empty() || path.front() != '/') return true;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    char c = path[i];
+    if (c == '%') return true;
+    if (c == '/' && i + 1 < path.size() && (path[i + 1] == '/' || path[i + 1] == '.')) return true;
+  }
+  return false;
+}
+}  // namespace
+
 Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t minute) {
   clock_.set(now);
   while (!releases_.empty() && releases_.top().at <= now) {
@@ -110,7 +125,22 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
   }
   ++report_.requests;
   Decision d;
-  const auto* route = http::match_route(*config_, r.method, r.host, r.path);
+  // As the proxy decides: on the normalized path, and a path it answers 400 is rejected.
+  // (floodgate's own log already has normalized paths; an nginx log has them as received.)
+  std::string_view path = r.path;
+  http::NormalizedPath normal;
+  if (may_need_normalizing(path)) {
+    normal = http::normalize_path(path, {.allow_encoded_separators = true});
+    path_ = normal.path;
+    path = path_;
+  }
+  const auto* route = normal ? http::match_route(*config_, r.method, r.host, path) : nullptr;
+  // (The session's refuses_encoded_separators, without Beast's headers here.)
+  if (!normal || (normal.encoded_separator && !(route && route->allow_encoded_slashes))) {
+    ++report_.rejected;
+    d.verdict = Verdict::rejected;
+    return d;
+  }
   if (!route) {
     ++report_.unmatched;
     d.verdict = Verdict::unmatched;
@@ -133,7 +163,7 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     query = query_;
   }
   RecordInputs inputs(r);
-  keys::RequestFacts facts{route->name, r.method,     r.host,  r.path,
+  keys::RequestFacts facts{route->name, r.method,     r.host,  path,
                            query,       client_of(r), &inputs, &inputs};
   limit::plan_into(plan_, *config_, *route, facts, hasher_);
   auto& plan = plan_;

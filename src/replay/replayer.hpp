@@ -82,6 +82,7 @@ class Replayer {
   std::uint64_t seq_ = 0;
   ConfigReport report_;
   std::string query_;  // scratch: a query string rebuilt from logged query: fields
+  std::string path_;   // scratch: a logged path in normal form
   limit::Plan plan_;   // scratch, reused by every decision: no allocation per request
   store::Outcome outcome_;
 };

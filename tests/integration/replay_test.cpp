@@ -358,6 +358,30 @@ TEST(ReplayInputs, NginxCombinedLinesAreReadAndASecondIsSpreadEvenly) {
   }
 }
 
+// An nginx log has paths as clients sent them; the proxy limits their normalized form (issue
+// 15), so a replay must too: variants of a refused path are refused, and a path the proxy
+// answers 400 (an encoded '/', a broken escape) is rejected, not decided.
+TEST(ReplayInputs, NginxPathVariantsAreDecidedAsTheProxyWould) {
+  rs::ScratchDir dir;
+  const auto config = dir.write(
+      "c.yaml", std::string(kServer) + "routes:\n" +
+                    route("checkout", "/api/checkout",
+                          "{ name: l, algorithm: fixed_window, limit: 1, window: 1h, key: [route] "
+                          "}"));
+  std::string log;
+  for (const char* path :
+       {"/api/checkout", "//api/checkout", "/api/./checkout", "/x/../api/checkout",
+        "/api//checkout", "/api/%63heckout", "/api%2Fcheckout", "/api/%zz"})
+    log += std::string("203.0.113.7 - - [30/Nov/2026:05:10:50 +0000] \"GET ") + path +
+           " HTTP/1.1\" 200 1 \"-\" \"-\"\n";
+  const auto file = dir.write("nginx.log", log);
+  auto r = rs::replay({"--config", config, "--json", file}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto report = rs::parse_report(r.out);
+  EXPECT_EQ(rs::number(report.at("candidate").at("refused")), 5) << r.out;
+  EXPECT_EQ(rs::number(report.at("candidate").at("rejected")), 2) << r.out;
+}
+
 // An nginx line carries the whole query string, so the limits' query parameters are not
 // missing from such a log, and the report must not warn that they were.
 TEST(ReplayInputs, NginxQueryParametersAreNotReportedMissing) {

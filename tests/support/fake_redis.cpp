@@ -93,6 +93,7 @@ struct FakeRedis::Impl {
                                      if (parsed == Parse::broken)
                                        return;  // the socket closes with the peer
                                      auto a = answer(command);
+                                     if (a.delay.count() > 0) std::this_thread::sleep_for(a.delay);
                                      if (a.stall) peer->stalled = true;
                                      if (!peer->stalled) out += a.bytes;
                                    }

@@ -6,6 +6,7 @@
 // again"). Once a connection stalls, nothing more is written on it, as with a hung server.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -22,6 +23,7 @@ class FakeRedis {
   struct Answer {
     std::string bytes;   // written as they are (RESP)
     bool stall = false;  // this command and every later one on the connection: no answer
+    std::chrono::milliseconds delay{0};  // answered this much later (the fake's thread sleeps)
   };
   // Called on the fake's thread with the command's arguments (the name upper-cased).
   using Script = std::function<Answer(const std::vector<std::string>& command)>;
@@ -37,8 +39,11 @@ class FakeRedis {
   std::uint64_t count(const std::string& command) const;  // received so far, by name
   std::uint64_t connections() const { return connections_.load(); }
 
-  static Answer reply(std::string bytes) { return {std::move(bytes), false}; }
-  static Answer stall() { return {{}, true}; }
+  static Answer reply(std::string bytes) { return {std::move(bytes), false, {}}; }
+  static Answer later(std::string bytes, std::chrono::milliseconds delay) {
+    return {std::move(bytes), false, delay};
+  }
+  static Answer stall() { return {{}, true, {}}; }
   // A well-behaved server for floodgate's commands: PING, AUTH, every acquire admitted (with
   // 5 of 10 remaining), adjust and ZREM acknowledged, and CLUSTER SLOTS naming
   // 127.0.0.1:`slots_owner` for every slot (0: not a cluster node).

@@ -130,11 +130,26 @@ TEST(NormalizePath, BrokenEscapesAreRefused) {
   }
 }
 
+// A servlet container drops ";..." from a segment before it resolves dot segments, so
+// "/public/..;/api/checkout" is "/api/checkout" to a Java origin but "/public/..;/api/checkout"
+// to the router: refused rather than limited as one path and served as another.
+TEST(NormalizePath, DotSegmentsWithPathParametersAreRefused) {
+  for (const char* raw : {"/public/..;/api/checkout", "/public/..;x=1/api", "/.;/api", "/a/.;b",
+                          "/public/%2e%2e;/api", "/public/.%2E;/api"}) {
+    auto n = normalize_path(raw, {.allow_encoded_separators = true});
+    EXPECT_FALSE(n) << raw;
+    EXPECT_EQ(n.error, PathError::dot_segment_parameter) << raw;
+  }
+  for (const char* raw : {"/api/checkout;jsessionid=1", "/a/...;b", "/a/x..;b", "/a;b/.."})
+    EXPECT_TRUE(normalize_path(raw)) << raw;
+}
+
 TEST(NormalizeHost, LowerCaseWithoutPortOrTrailingDot) {
   const std::vector<Case> cases = {
       {"shop.example", "shop.example"},
       {"Shop.Example", "shop.example"},
       {"shop.example.", "shop.example"},
+      {"shop.example..", "shop.example"},
       {"Shop.Example.:8080", "shop.example"},
       {"shop.example:443", "shop.example"},
       {"[::1]:80", "[::1]"},

@@ -13,6 +13,9 @@ enum class PathError {
   none,
   bad_escape,         // '%' not followed by two hex digits
   encoded_separator,  // %2F, %5C or %00, and the caller did not allow them
+  // A "." or ".." segment with a ";" parameter ("/public/..;/api"): Tomcat, Jetty and Spring
+  // drop the parameter and climb, so the origin would serve a path other than the one limited.
+  dot_segment_parameter,
 };
 
 struct PathOptions {

@@ -37,6 +37,9 @@ namespace {
 
 constexpr int kSlots = redis::kClusterSlots;
 constexpr int kMaxRedirects = 3;
+// Node names arrive in replies: a hostile node could name a new one in every MOVED, and each
+// costs a connection per worker for the life of the process. Clusters have tens of masters.
+constexpr std::size_t kMaxNodes = 256;
 
 struct Group {
   int slot = 0;
@@ -78,6 +81,7 @@ class ClusterStore final : public LimitStore {
 
   void async_acquire(std::vector<Item> items, Handler handler) override {
     auto call = std::make_shared<Call>(std::move(items), std::move(handler));
+    call->deadline = Clock::now() + options_.timeout;
     call->outcome.admitted = true;
     call->outcome.decisions.resize(call->items.size());
     if (!mapped_) return finish(call, StoreError::unavailable);
@@ -111,13 +115,22 @@ class ClusterStore final : public LimitStore {
     std::vector<Group> groups;
     std::size_t next = 0;
     Outcome outcome;
+    // One budget for the whole decision: every slot group, redirect and NOSCRIPT retry.
+    Clock::time_point deadline;
     bool done = false;
   };
 
-  Node& node(const redis::NodeAddress& address) {
+  // The node of that name, connecting to it first if it is new; null past kMaxNodes.
+  Node* node(const redis::NodeAddress& address) {
     auto name = address.name();
     auto it = nodes_.find(name);
-    if (it != nodes_.end()) return it->second;
+    if (it != nodes_.end()) return &it->second;
+    if (nodes_.size() >= kMaxNodes) {
+      if (refused_nodes_++ % 64 == 0)
+        log_.error("redis cluster: more than {} nodes named; {} refused (last: {})", kMaxNodes,
+                   refused_nodes_, name);
+      return nullptr;
+    }
     redis::ConnectionOptions c;
     c.host = address.host;
     c.port = address.port;
@@ -128,7 +141,7 @@ class ClusterStore final : public LimitStore {
                                                     log_, name, [this] { update_health(); });
     auto& n = nodes_.emplace(name, Node{conn, breaker}).first->second;
     conn->start();
-    return n;
+    return &n;
   }
 
   Node* owner(int slot) { return owners_[static_cast<std::size_t>(slot)]; }
@@ -153,9 +166,11 @@ class ClusterStore final : public LimitStore {
       return failed(call, StoreError::unavailable, n);
     }
     if (n->breaker->open()) return failed(call, StoreError::unavailable, nullptr);  // fast
+    // Spent on earlier groups or hops: not this node's failure.
+    if (Clock::now() >= call->deadline) return failed(call, StoreError::timeout, nullptr);
     std::vector<Item> items;
     for (auto i : g.index) items.push_back(call->items[i]);
-    auto deadline = Clock::now() + options_.timeout;
+    const auto deadline = call->deadline;
     if (asking)
       n->conn->command({"ASKING"}, deadline, [](const redisReply*, redis::CommandStatus) {});
     auto args = redis::acquire_args(items, shas_, use_eval, redis::now_arg(options_.test_clock),
@@ -189,12 +204,13 @@ class ClusterStore final : public LimitStore {
         log_redirect_loop(*redirect);
         return failed(call, StoreError::protocol, n);
       }
-      auto& target = node(redirect->node);
+      auto* target = node(redirect->node);
+      if (!target) return failed(call, StoreError::protocol, n);
       if (!redirect->ask) {
-        owners_[static_cast<std::size_t>(redirect->slot)] = &target;
+        owners_[static_cast<std::size_t>(redirect->slot)] = target;
         request_refresh();
       }
-      return send_group(call, &target, use_eval, redirect->ask, redirects + 1);
+      return send_group(call, target, use_eval, redirect->ask, redirects + 1);
     }
     auto outcome = redis::decode_outcome(r, call->groups[call->next].index.size());
     if (!outcome) {
@@ -279,12 +295,13 @@ class ClusterStore final : public LimitStore {
     auto redirect = redis::redirect_of(r);
     if (!redirect) return;
     if (redirects >= kMaxRedirects) return log_redirect_loop(*redirect);
-    auto& target = node(redirect->node);
+    auto* target = node(redirect->node);
+    if (!target) return;
     if (!redirect->ask) {
-      owners_[static_cast<std::size_t>(redirect->slot)] = &target;
+      owners_[static_cast<std::size_t>(redirect->slot)] = target;
       request_refresh();
     }
-    send_fire_and_forget(&target, *args, script, redirect->ask, redirects + 1);
+    send_fire_and_forget(target, *args, script, redirect->ask, redirects + 1);
   }
 
   void log_redirect_loop(const redis::Redirect& last) {
@@ -328,34 +345,48 @@ class ClusterStore final : public LimitStore {
   }
 
   void refresh() {
-    // Ask any usable node; a periodic refresh also follows failovers nobody reported.
-    for (auto& [name, n] : nodes_) {
-      if (!n.usable()) continue;
-      bool sent =
-          n.conn->command({"CLUSTER", "SLOTS"},
-                          Clock::now() + std::max(options_.timeout, std::chrono::milliseconds(500)),
-                          [this](const redisReply* r, redis::CommandStatus s) {
-                            if (s == redis::CommandStatus::ok && apply_slots(r))
-                              schedule_refresh(std::chrono::milliseconds(2000));
-                            else
-                              schedule_refresh(std::chrono::milliseconds(200));
-                          });
+    // Ask the usable nodes in turn, so that one that accepts and never answers is not the
+    // only one ever asked; its silence counts on its breaker like a decision's. A periodic
+    // refresh also follows failovers nobody reported.
+    auto it = nodes_.begin();
+    std::advance(it, nodes_.empty() ? 0 : refresh_turn_++ % nodes_.size());
+    for (std::size_t k = 0; k < nodes_.size(); ++k, ++it) {
+      if (it == nodes_.end()) it = nodes_.begin();
+      Node* n = &it->second;
+      if (!n->usable()) continue;
+      bool sent = n->conn->command(
+          {"CLUSTER", "SLOTS"},
+          Clock::now() + std::max(options_.timeout, std::chrono::milliseconds(500)),
+          [this, n](const redisReply* r, redis::CommandStatus s) {
+            if (s == redis::CommandStatus::ok && apply_slots(r)) {
+              n->breaker->succeeded();
+              return schedule_refresh(std::chrono::milliseconds(2000));
+            }
+            if (s != redis::CommandStatus::ok)
+              n->breaker->failed(s == redis::CommandStatus::timeout ? StoreError::timeout
+                                                                    : StoreError::unavailable);
+            schedule_refresh(std::chrono::milliseconds(200));
+          });
       if (sent) return;
     }
     schedule_refresh(std::chrono::milliseconds(100));
   }
 
+  // A map is applied only when it covers every slot, and only then are its nodes connected to.
   bool apply_slots(const redisReply* r) {
-    std::array<Node*, kSlots> owners{};
+    auto ranges = redis::slot_ranges_of(r);
+    std::vector<bool> seen(kSlots, false);
     int covered = 0;
-    for (const auto& range : redis::slot_ranges_of(r)) {
-      auto* n = &node(range.node);
-      for (int s = range.from; s <= range.to; ++s) {
-        if (!owners[static_cast<std::size_t>(s)]) ++covered;
-        owners[static_cast<std::size_t>(s)] = n;
-      }
+    for (const auto& range : ranges)
+      for (int s = range.from; s <= range.to; ++s)
+        if (!seen[static_cast<std::size_t>(s)]) seen[static_cast<std::size_t>(s)] = true, ++covered;
+    if (covered != kSlots) return false;
+    std::array<Node*, kSlots> owners{};
+    for (const auto& range : ranges) {
+      auto* n = node(range.node);
+      if (!n) return false;
+      for (int s = range.from; s <= range.to; ++s) owners[static_cast<std::size_t>(s)] = n;
     }
-    if (covered != kSlots) return false;  // a partial map is not applied
     owners_ = owners;
     for (auto& [name, n] : nodes_) n.owns_slots = false;
     for (auto* n : owners_) n->owns_slots = true;
@@ -374,6 +405,8 @@ class ClusterStore final : public LimitStore {
   bool refresh_pending_ = false;
   int failures_ = 0;
   std::uint64_t redirect_loops_ = 0;
+  std::uint64_t refused_nodes_ = 0;
+  std::size_t refresh_turn_ = 0;         // which node a refresh asks first
   std::atomic<bool> mapped_{false};      // read by the admin thread
   std::atomic<int> unhealthy_nodes_{0};  // read by the admin thread
 };

@@ -62,8 +62,11 @@ void Connection::stop() {
 }
 
 void Connection::reset() {
-  if (ac_) redisAsyncFree(ac_);  // cleanup + callbacks; on_disconnect schedules the reconnect
-  if (!stopped_) schedule_reconnect();
+  // hiredis calls on_disconnect (which schedules the reconnect) only for a context that had
+  // connected; one still connecting is scheduled here, so the backoff grows once per reset.
+  const bool had_connected = connected_;
+  if (ac_) redisAsyncFree(ac_);  // cleanup + callbacks
+  if (!had_connected && !stopped_) schedule_reconnect();
 }
 
 void Connection::connect() {
@@ -111,8 +114,17 @@ void Connection::connect() {
                           }
                         },
                         Clock::now() + options_.connect_timeout});
-    redisAsyncCommandArgv(ac_, &Connection::on_reply, nullptr, static_cast<int>(argv.size()),
-                          argv.data(), lens.data());
+    // pending_ mirrors hiredis's reply queue one for one: a command hiredis refused must not
+    // leave an entry, or every later reply would go to the wrong command.
+    if (redisAsyncCommandArgv(ac_, &Connection::on_reply, nullptr, static_cast<int>(argv.size()),
+                              argv.data(), lens.data()) != REDIS_OK) {
+      pending_.pop_back();
+      log_.warn("redis {}:{}: AUTH could not be queued", options_.host, options_.port);
+      asio::post(ioc_, [w = weak_from_this()] {
+        if (auto self = w.lock()) self->reset();
+      });
+      return;
+    }
     arm_timer_for(pending_.back().deadline);
   }
   connect_timer_.expires_after(options_.connect_timeout);
@@ -150,10 +162,14 @@ bool Connection::command(const std::vector<std::string_view>& args, Clock::time_
     al = big_lens.data();
   }
   for (std::size_t i = 0; i < args.size(); ++i) av[i] = args[i].data(), al[i] = args[i].size();
-  if (redisAsyncCommandArgv(ac_, &Connection::on_reply, nullptr, static_cast<int>(args.size()), av,
-                            al) != REDIS_OK)
-    return false;
+  // Queued before hiredis takes the command (an allocation failure here leaves both queues as
+  // they were), removed again if hiredis refuses it: the two stay one for one.
   pending_.push_back({std::move(done), deadline});
+  if (redisAsyncCommandArgv(ac_, &Connection::on_reply, nullptr, static_cast<int>(args.size()), av,
+                            al) != REDIS_OK) {
+    pending_.pop_back();
+    return false;
+  }
   arm_timer_for(deadline);
   return true;
 }

@@ -60,7 +60,8 @@ class RedisStore final : public LimitStore {
   bool healthy() const override { return conn_->connected() && !breaker_->open(); }
 
   void async_acquire(std::vector<Item> items, Handler handler) override {
-    auto call = std::make_shared<Call>(Call{std::move(items), std::move(handler)});
+    auto call = std::make_shared<Call>(
+        Call{std::move(items), std::move(handler), Clock::now() + options_.timeout});
     if (breaker_->open() || !conn_->connected()) return finish(call, StoreError::unavailable);
     send(call, false);
   }
@@ -84,6 +85,7 @@ class RedisStore final : public LimitStore {
   struct Call {
     std::vector<Item> items;
     Handler handler;
+    Clock::time_point deadline;  // one budget, a NOSCRIPT retry included
     bool done = false;
   };
 
@@ -91,7 +93,7 @@ class RedisStore final : public LimitStore {
     auto args = redis::acquire_args(call->items, shas_, use_eval,
                                     redis::now_arg(options_.test_clock), options_.instance_id);
     std::vector<std::string_view> views(args.begin(), args.end());
-    bool sent = conn_->command(views, Clock::now() + options_.timeout,
+    bool sent = conn_->command(views, call->deadline,
                                [this, call, use_eval](const redisReply* r, redis::CommandStatus s) {
                                  try {
                                    on_acquire_reply(call, r, s, use_eval);
