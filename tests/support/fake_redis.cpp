@@ -3,6 +3,7 @@
 #include <boost/asio.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <chrono>
@@ -61,6 +62,16 @@ struct FakeRedis::Impl {
   mutable std::mutex mutex;
   Script script;
   std::map<std::string, std::uint64_t> counts;
+  std::atomic<std::uint64_t> connections{0};
+
+  void accept() {
+    acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+      if (ec) return;
+      ++connections;
+      read(std::make_shared<Peer>(std::move(s)));
+      accept();
+    });
+  }
 
   struct Peer {
     explicit Peer(tcp::socket s) : socket(std::move(s)) {}
@@ -110,16 +121,7 @@ FakeRedis::FakeRedis() : FakeRedis(behave()) {}
 FakeRedis::FakeRedis(Script script) : impl_(std::make_unique<Impl>()) {
   impl_->script = std::move(script);
   port_ = impl_->acceptor.local_endpoint().port();
-  auto accept = std::make_shared<std::function<void()>>();
-  *accept = [this, accept] {
-    impl_->acceptor.async_accept([this, accept](boost::system::error_code ec, tcp::socket s) {
-      if (ec) return;
-      ++connections_;
-      impl_->read(std::make_shared<Impl::Peer>(std::move(s)));
-      (*accept)();
-    });
-  };
-  (*accept)();
+  impl_->accept();
   impl_->thread = std::thread([this] { impl_->io.run(); });
 }
 
@@ -137,6 +139,10 @@ std::uint64_t FakeRedis::count(const std::string& command) const {
   std::lock_guard lock(impl_->mutex);
   auto it = impl_->counts.find(command);
   return it == impl_->counts.end() ? 0 : it->second;
+}
+
+std::uint64_t FakeRedis::connections() const {
+  return impl_->connections.load();
 }
 
 std::string FakeRedis::admitted(std::size_t items) {

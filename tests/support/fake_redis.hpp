@@ -5,7 +5,6 @@
 // what it answers, command by command, and may change the script while it runs ("behave
 // again"). Once a connection stalls, nothing more is written on it, as with a hung server.
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -37,7 +36,7 @@ class FakeRedis {
   std::uint16_t port() const { return port_; }
   void script(Script s);
   std::uint64_t count(const std::string& command) const;  // received so far, by name
-  std::uint64_t connections() const { return connections_.load(); }
+  std::uint64_t connections() const;                      // accepted so far
 
   static Answer reply(std::string bytes) { return {std::move(bytes), false, {}}; }
   static Answer later(std::string bytes, std::chrono::milliseconds delay) {
@@ -56,7 +55,6 @@ class FakeRedis {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::uint16_t port_ = 0;
-  std::atomic<std::uint64_t> connections_{0};
 };
 
 }  // namespace floodgate::testing
