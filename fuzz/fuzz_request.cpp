@@ -128,7 +128,7 @@ bool serve(Fixture& fx, Parser& parser) {
   if (!normal) return parser.is_done();
   const auto* route = http::match_route(config, req.method_string(), host, target->path);
   if (http::refuses_encoded_separators(normal, route) || !route) return parser.is_done();
-  const std::string normal_host = http::normalize_host(host);
+  const auto normal_host = http::host_name(host);  // as the session: keys lower-case it
   http::FieldHeaders headers(req);
   http::LazyClaims claims(req, config, fuzz::kNowSeconds);
   const auto& ip = config.server.client_ip;

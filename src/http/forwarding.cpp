@@ -195,6 +195,7 @@ std::optional<Target> parse_target(std::string_view target) {
 }
 
 NormalizedPath normalize_target(Target& t, std::string& storage) {
+  if (is_normal_path(t.path)) return {};  // already what routing, keys and the origin see
   auto normal = normalize_path(t.path, {.allow_encoded_separators = true});
   if (!normal) return normal;
   // The query (with its '?', even an empty one) stays byte for byte what the client sent:
@@ -208,10 +209,6 @@ NormalizedPath normalize_target(Target& t, std::string& storage) {
   t.path = t.origin_form.substr(0, path_size);
   if (path_size < t.origin_form.size()) t.query = t.origin_form.substr(path_size + 1);
   return normal;
-}
-
-bool refuses_encoded_separators(const NormalizedPath& p, const config::Route* route) {
-  return p.encoded_separator && !(route && route->allow_encoded_slashes);
 }
 
 }  // namespace floodgate::http

@@ -67,8 +67,4 @@ std::optional<Target> parse_target(std::string_view target);
 // into `storage`); on an error `t` is unchanged.
 NormalizedPath normalize_target(Target& t, std::string& storage);
 
-// A path keeping %2F, %5C or %00 goes only to a route that allows them (allow_encoded_slashes);
-// `route` null: no route matched.
-bool refuses_encoded_separators(const NormalizedPath& p, const config::Route* route);
-
 }  // namespace floodgate::http

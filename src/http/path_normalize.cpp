@@ -1,5 +1,7 @@
 #include "floodgate/http/path_normalize.hpp"
 
+#include "floodgate/config/config.hpp"
+
 #include <cctype>
 #include <vector>
 
@@ -99,6 +101,20 @@ bool has_dot_segment_parameter(std::string_view decoded) {
 }
 
 }  // namespace
+
+bool is_normal_path(std::string_view path) {
+  if (path.empty() || path.front() != '/') return false;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%') return false;
+    if (path[i] == '/' && i + 1 < path.size() && (path[i + 1] == '/' || path[i + 1] == '.'))
+      return false;
+  }
+  return true;
+}
+
+bool refuses_encoded_separators(const NormalizedPath& p, const config::Route* route) {
+  return p.encoded_separator && !(route && route->allow_encoded_slashes);
+}
 
 NormalizedPath normalize_path(std::string_view raw, PathOptions options) {
   NormalizedPath result;

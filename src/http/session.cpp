@@ -283,8 +283,8 @@ class Session final : public SessionRegistry::Entry {
     route_name_ = route->name;
     GateResult gate;
     if (!route->limits.empty()) {
-      const std::string normal_host = normalize_host(host);
-      GateInput in{req,   req.method_string(), normal_host, target->path, target->query,
+      // Routes compare it case-insensitively and keys lower-case it: the name part is enough.
+      GateInput in{req,   req.method_string(), host_name(host), target->path, target->query,
                    peer_, req.version(),       can_continue};
       gate = co_await apply_limits(w_, config, *route, in);
       if (config.log.access_log) remember_for_log(gate.admission);

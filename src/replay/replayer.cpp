@@ -103,20 +103,6 @@ std::string Replayer::caller_text(const config::Limit& l, const keys::RequestFac
   return out.empty() ? std::string("(everyone)") : out;
 }
 
-namespace {
-// A path with no '%', no "//" and no "/." segment start is already in normal form: the common
-// case, checked without building a copy (a replay decides millions of lines).
-bool may_need_normalizing(std::string_view path) {
-  if (path.empty() || path.front() != '/') return true;
-  for (std::size_t i = 0; i < path.size(); ++i) {
-    char c = path[i];
-    if (c == '%') return true;
-    if (c == '/' && i + 1 < path.size() && (path[i + 1] == '/' || path[i + 1] == '.')) return true;
-  }
-  return false;
-}
-}  // namespace
-
 Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t minute) {
   clock_.set(now);
   while (!releases_.empty() && releases_.top().at <= now) {
@@ -129,14 +115,13 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
   // (floodgate's own log already has normalized paths; an nginx log has them as received.)
   std::string_view path = r.path;
   http::NormalizedPath normal;
-  if (may_need_normalizing(path)) {
+  if (!http::is_normal_path(path)) {
     normal = http::normalize_path(path, {.allow_encoded_separators = true});
     path_ = normal.path;
     path = path_;
   }
   const auto* route = normal ? http::match_route(*config_, r.method, r.host, path) : nullptr;
-  // (The session's refuses_encoded_separators, without Beast's headers here.)
-  if (!normal || (normal.encoded_separator && !(route && route->allow_encoded_slashes))) {
+  if (!normal || http::refuses_encoded_separators(normal, route)) {
     ++report_.rejected;
     d.verdict = Verdict::rejected;
     return d;

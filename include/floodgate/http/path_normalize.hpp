@@ -7,6 +7,10 @@
 #include <string>
 #include <string_view>
 
+namespace floodgate::config {
+struct Route;
+}
+
 namespace floodgate::http {
 
 enum class PathError {
@@ -38,6 +42,15 @@ struct NormalizedPath {
 // removed (section 5.2.4, also when they were spelled %2E), a ".." at the root staying at the
 // root. A trailing '/' is kept; an empty path becomes "/".
 NormalizedPath normalize_path(std::string_view raw, PathOptions options = {});
+
+// True when normalize_path would return `path` unchanged, decided without building a copy:
+// it starts with '/' and has no '%', no "//" and no "/." (conservatively: "/.x" is normal but
+// normalized anyway). The common case on the request path and in a replay of millions of lines.
+bool is_normal_path(std::string_view path);
+
+// A path keeping %2F, %5C or %00 goes only to a route that allows them (allow_encoded_slashes);
+// `route` null: no route matched.
+bool refuses_encoded_separators(const NormalizedPath& p, const config::Route* route);
 
 // A Host value (or an absolute-form authority) as routes and keys compare it: lower case,
 // without port and without the trailing dot of a fully qualified name.
