@@ -141,7 +141,14 @@ class Session final : public SessionRegistry::Entry {
     if (tls_ && !co_await handshake()) co_return;
     bool first = true;
     bool closed_idle = false;
-    while (!w_.draining) {
+    for (;;) {
+      // A drain that begins between two requests finds the connection as idle as one waiting
+      // for its next request (the last response was sent whole): closed the same way, without
+      // waiting for the client's close_notify.
+      if (w_.draining) {
+        closed_idle = true;
+        break;
+      }
       auto config = w_.config.get();
       if (!first && buffer_.size() == 0 && !co_await wait_for_next_request(*config)) {
         if (!w_.draining) co_return;  // the client closed or stayed idle too long
