@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 
@@ -45,6 +46,49 @@ RedisCluster::RedisCluster() {
   create += " --cluster-replicas 1 --cluster-yes";
   cli(ports_[0], create);
   if (!wait_ok(20s)) throw std::runtime_error("the Redis cluster did not come up");
+  if (!wait_replicas_known(20s))
+    throw std::runtime_error("the Redis cluster's replicas were not known:\n" + describe());
+}
+
+bool RedisCluster::wait_replicas_known(std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool known = true;
+    for (std::size_t i = 0; i < ports_.size() && known; ++i) {
+      if (!nodes_[i]) continue;
+      auto nodes = cli(ports_[i], "CLUSTER NODES");
+      std::size_t replicas = 0;
+      for (std::size_t at = nodes.find(" slave "); at != std::string::npos;
+           at = nodes.find(" slave ", at + 1))
+        ++replicas;
+      // "myself,slave" is one too.
+      for (std::size_t at = nodes.find(",slave "); at != std::string::npos;
+           at = nodes.find(",slave ", at + 1))
+        ++replicas;
+      known = replicas == 3;
+    }
+    if (known) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return false;
+}
+
+std::string RedisCluster::describe() const {
+  std::string out;
+  for (std::size_t i = 0; i < ports_.size(); ++i) {
+    if (!nodes_[i]) continue;
+    if (out.empty())
+      out = "CLUSTER NODES seen by " + std::to_string(ports_[i]) + ":\n" +
+            cli(ports_[i], "CLUSTER NODES") + "\n";
+    if (cli(ports_[i], "ROLE").rfind("slave", 0) != 0) continue;
+    std::ifstream log(dir_ / std::to_string(ports_[i]) / "redis.log");
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(log, line);) lines.push_back(line);
+    out += "replica " + std::to_string(ports_[i]) + " log tail:\n";
+    for (auto j = lines.size() > 15 ? lines.size() - 15 : 0; j < lines.size(); ++j)
+      out += "  " + lines[j] + "\n";
+  }
+  return out;
 }
 
 RedisCluster::~RedisCluster() {
@@ -86,9 +130,26 @@ bool RedisCluster::wait_ok(std::chrono::milliseconds limit) {
 }
 
 bool RedisCluster::wait_failover(std::chrono::milliseconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
+  auto start = std::chrono::steady_clock::now();
+  bool pushed = false;
+  while (std::chrono::steady_clock::now() - start < limit) {
     if (masters().size() == 3 && wait_ok(std::chrono::milliseconds(1))) return true;
+    if (!pushed && std::chrono::steady_clock::now() - start > limit / 2) {
+      pushed = true;
+      for (std::size_t i = 0; i < ports_.size(); ++i) {
+        if (!nodes_[i] || cli(ports_[i], "ROLE").rfind("slave", 0) != 0) continue;
+        // ROLE of a replica: slave, master host, master port, link state, offset.
+        auto role = cli(ports_[i], "ROLE");
+        auto port_at = role.find('\n', role.find('\n') + 1);
+        auto master = role.substr(port_at + 1, role.find('\n', port_at + 1) - port_at - 1);
+        for (std::size_t k = 0; k < ports_.size(); ++k)
+          if (!nodes_[k] && std::to_string(ports_[k]) == master) {
+            std::fprintf(stderr, "no election after %lld ms; replica %u takes over\n",
+                         static_cast<long long>(limit.count() / 2), ports_[i]);
+            cli(ports_[i], "CLUSTER FAILOVER TAKEOVER");
+          }
+      }
+    }
     std::this_thread::sleep_for(100ms);
   }
   return false;

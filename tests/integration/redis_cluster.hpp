@@ -21,10 +21,18 @@ class RedisCluster {
   void kill(std::uint16_t port);  // SIGKILL one node
   // Waits until every live node reports cluster_state:ok and no failed master remains.
   bool wait_ok(std::chrono::milliseconds limit);
-  // Waits until a replica has replaced every killed master (3 live masters, state ok).
+  // Waits until a replica has replaced every killed master (3 live masters, state ok). If the
+  // election has not happened by half of `limit`, the orphaned replica is told to take over:
+  // what the tests check is that floodgate follows a failover, not Redis's election timing.
   bool wait_failover(std::chrono::milliseconds limit);
+  // CLUSTER NODES as a live node sees it and the tail of each live replica's log, for a failure
+  // message.
+  std::string describe() const;
 
  private:
+  // Waits until every live node lists all 3 replicas as replicas, so a master killed next
+  // already has a successor its peers will vote for.
+  bool wait_replicas_known(std::chrono::milliseconds limit);
   std::filesystem::path dir_;
   std::vector<std::uint16_t> ports_;
   std::vector<std::unique_ptr<ChildProcess>> nodes_;

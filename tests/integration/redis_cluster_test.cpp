@@ -119,12 +119,22 @@ TEST(RedisClusterStore, AMasterKilledUnderLoadIsFollowedAfterFailover) {
     limits: [{ name: l, algorithm: token_bucket, capacity: 100000000, refill_rate: 1/h, key: ["header:X-User"] }]
 )"));
   wait_enforced(proxy.port(), "/probe");
-  std::atomic<bool> stop{false};
   std::map<int, int> statuses;
   std::mutex m;
-  std::vector<std::thread> clients;
+  // However the test leaves (an ASSERT returns early), the clients stop and are joined.
+  struct Clients {
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    void join() {
+      stop = true;
+      for (auto& t : threads)
+        if (t.joinable()) t.join();
+    }
+    ~Clients() { join(); }
+  } clients;
+  auto& stop = clients.stop;
   for (int t = 0; t < 3; ++t)
-    clients.emplace_back([&, t] {
+    clients.threads.emplace_back([&, t] {
       for (int i = 0; !stop; ++i) {
         int s = -1;
         try {
@@ -140,7 +150,7 @@ TEST(RedisClusterStore, AMasterKilledUnderLoadIsFollowedAfterFailover) {
   auto victim = cluster.masters().front();
   cluster.kill(victim);
   auto killed = std::chrono::steady_clock::now();
-  ASSERT_TRUE(cluster.wait_failover(20s)) << "no failover";
+  ASSERT_TRUE(cluster.wait_failover(20s)) << "no failover\n" << cluster.describe();
   auto failover = std::chrono::steady_clock::now() - killed;
   // Decisions everywhere again: 16 in a row over users spread across all slots.
   int streak = 0;
@@ -150,8 +160,7 @@ TEST(RedisClusterStore, AMasterKilledUnderLoadIsFollowedAfterFailover) {
     streak = r && r->result_int() == 200 ? streak + 1 : 0;
   }
   auto followed = std::chrono::steady_clock::now() - back_start;
-  stop = true;
-  for (auto& c : clients) c.join();
+  clients.join();
   std::cout << "[ cluster failover ] master " << victim << " killed; cluster_state ok after "
             << std::chrono::duration_cast<std::chrono::milliseconds>(failover).count()
             << " ms; floodgate deciding on every slot "
