@@ -1,13 +1,19 @@
-// Client bytes through everything the session does before an upstream sees them: Beast's
-// request parser with the session's limits, the framing checks, target parsing and path
-// normalization, routing, the route's limits turned into store keys (headers, query, verified
-// JWT claims, the client address behind trusted proxies), the head rewritten for the upstream
-// (with the normalized path), and the body read
-// through a small buffer as the relay reads it. Pipelined requests are served in turn, as
-// one keep-alive connection would serve them.
+// Client bytes through the steps the HTTP/1.1 session takes, the real ones (pipeline.hpp):
+// Beast's request parser with the session's limits, the framing checks, route_exchange
+// (target parsing, path normalization, routing), the limit gate deciding on an in-process
+// store (keys from headers, query, verified JWT claims and the client behind trusted
+// proxies; the deny cache; a refusal rendered), the head rewritten for the upstream, a
+// response settled, the access-log line with replay fields, and the body read through a small
+// buffer as the relay reads it. Pipelined requests are served in turn, as one keep-alive
+// connection would serve them, against one store: later ones can be refused.
+
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/buffer.hpp>
-#include <boost/beast/core/string.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -15,19 +21,19 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "floodgate/http/path_normalize.hpp"
-#include "floodgate/http/router.hpp"
-#include "floodgate/keys/client_ip.hpp"
-#include "floodgate/keys/jwt.hpp"
-#include "floodgate/limit/algorithm.hpp"
-#include "floodgate/limit/policy.hpp"
+#include "floodgate/admin/metrics.hpp"
+#include "floodgate/limit/clock.hpp"
+#include "floodgate/store/memory_store.hpp"
 #include "http/error_response.hpp"
 #include "http/forwarding.hpp"
-#include "http/request_sources.hpp"
+#include "http/http1_head.hpp"
+#include "http/limit_gate.hpp"
+#include "http/pipeline.hpp"
 #include "http/wire.hpp"
 #include "support.hpp"
 
@@ -49,6 +55,7 @@ server:
     ipv6_prefix: 56
   max_header_bytes: 8KiB
   max_body_bytes: 64KiB
+log: { access_log: true, replay_fields: auto }
 upstreams:
   origin: { url: http://127.0.0.1:9000 }
 store:
@@ -85,6 +92,7 @@ routes:
         window: 60s
         key: ["query:key", path]
         on_missing_key: shared
+        settle: "response_header:X-Used"
       - { name: in-flight, algorithm: concurrency, limit: 4, key: [ip, route] }
       - name: user
         algorithm: gcra
@@ -110,64 +118,62 @@ constexpr std::size_t kMaxPipelined = 8;
 struct Fixture {
   config::ConfigPtr config = fuzz::load_fixture(kConfig, "fuzz-request.yaml");
   config::IpAddress peer = *config::parse_ip(kPeer);
-  keys::KeyHasher hasher{config->store.key_secret};
+  admin::Metrics metrics{"fuzz", "fuzz"};
+  std::shared_ptr<spdlog::logger> log =
+      std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
+  limit::FakeClock clock{fuzz::kNowSeconds * limit::kMicrosPerSecond};
 };
 
-// Routing and limits; false when the session would close the connection. An answer of our
-// own (404, 401, 400) keeps it open only when the request had no body left to read.
-bool serve(Fixture& fx, Parser& parser) {
-  const auto& config = *fx.config;
+// One connection's worth of state: a store, the worker's gate over it, and its loop.
+struct Connection {
+  explicit Connection(Fixture& fx)
+      : state(fx.clock, 1000),
+        gate(std::make_unique<store::MemoryStore>(state, ioc.get_executor()),
+             std::make_unique<store::MemoryStore>(state, ioc.get_executor()), fx.metrics, *fx.log,
+             "fuzz:") {}
+  boost::asio::io_context ioc;
+  store::MemoryState state;
+  http::LimitGate gate;
+};
+
+// What the session does with one request whose head has been read; false when it would close
+// the connection. The exchange is logged however it ends.
+bool serve(Fixture& fx, Connection& conn, Parser& parser, http::Exchange& x) {
   auto& req = parser.get();
+  http::take_http1_head(x, req, req.keep_alive() && parser.is_done());
+  x.peer_ip = kPeer;
+  x.peer = fx.peer;
   if (!http::framing_is_safe(req, parser.chunked())) return false;
-  auto target = http::parse_target(req.target());
-  if (!target) return false;
-  std::string_view host =
-      target->authority.empty() ? std::string_view(req[bhttp::field::host]) : target->authority;
-  std::string normal_target;
-  auto normal = http::normalize_target(*target, normal_target);
-  if (!normal) return parser.is_done();
-  const auto* route = http::match_route(config, req.method_string(), host, target->path);
-  if (http::refuses_encoded_separators(normal, route) || !route) return parser.is_done();
-  const auto normal_host = http::host_name(host);  // as the session: keys lower-case it
-  http::FieldHeaders headers(req);
-  http::LazyClaims claims(req, config, fuzz::kNowSeconds);
-  const auto& ip = config.server.client_ip;
-  keys::RequestFacts facts{
-      route->name,   req.method_string(),
-      normal_host,   target->path,
-      target->query, keys::client_ip(fx.peer, http::joined_values(req, ip.header, ","), ip),
-      &headers,      &claims};
-  auto plan = limit::plan(config, *route, facts, fx.hasher);
-  if (plan.reject_status != 0) return parser.is_done();
-  // The 429 each limit would give, with the parameters of the caller's tier.
-  for (std::size_t i = 0; i < plan.items.size(); ++i) {
-    limit::Decision d{.admitted = false,
-                      .limit = 1,
-                      .remaining = 0,
-                      .reset_after = limit::kMicrosPerSecond,
-                      .retry_after = limit::kMicrosPerSecond};
-    http::AnswerWriter w(429, req.version(), req.keep_alive());
-    limit::rate_headers(*plan.limits[i], plan.items[i].params, d,
-                        fuzz::kNowSeconds * limit::kMicrosPerSecond,
-                        [&w](std::string_view n, std::string_view v) { w.header(n, v); });
-    std::move(w).finish("application/json", limit::refusal_body(*plan.limits[i], d));
+  if (auto unrouted = http::route_exchange(x)) {
+    x.status = unrouted->status;
+    http::render(http::Reply{unrouted->status}, x.version, x.can_continue);
+    return x.can_continue && !unrouted->close;
   }
-  // The head rewritten for the upstream, as the session's prepare_upstream_request does.
-  auto content_length = parser.content_length();
-  bool chunked = parser.chunked();
-  if (!target->authority.empty()) req.set(bhttp::field::host, target->authority);
-  if (target->origin_form != std::string_view(req.target()))
-    req.target(std::string(target->origin_form));
-  http::strip_hop_by_hop(req);
-  req.erase(bhttp::field::expect);
-  http::add_forwarding_headers(req, {kPeer, false, config.server.pop});
-  req.version(11);
-  if (content_length)
-    req.content_length(*content_length);
-  else if (chunked)
-    req.chunked(true);
+  if (!x.route->limits.empty()) {
+    std::optional<http::Reply> reply;
+    boost::asio::co_spawn(
+        conn.ioc, [&]() -> boost::asio::awaitable<void> { reply = co_await conn.gate.decide(x); },
+        boost::asio::detached);
+    conn.ioc.run();
+    conn.ioc.restart();
+    if (reply) {
+      x.status = reply->status;
+      http::render(*reply, x.version, x.can_continue);
+      return x.can_continue;
+    }
+  }
+  http::UpstreamFraming framing{std::nullopt, parser.chunked(), false};
+  if (auto n = parser.content_length()) framing.content_length = *n;
+  http::prepare_upstream_head(x, req, x.config->upstream_of(*x.route), framing);
   std::string head;
   http::append_head(head, req);
+  // An upstream response reporting a true cost (and a refund) for the settled limit.
+  bhttp::response_header<> res;
+  res.result(200);
+  res.set("X-Used", "0");
+  conn.gate.settle(x, res);
+  http::add_rate_headers(x, res);
+  x.status = 200;
   return true;
 }
 
@@ -193,6 +199,7 @@ bool read_body(Parser& parser, std::string_view& in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static Fixture fx;
+  Connection conn(fx);
   std::string_view in(reinterpret_cast<const char*>(data), size);
   for (std::size_t n = 0; n < kMaxPipelined && !in.empty(); ++n) {
     Parser parser;
@@ -210,9 +217,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                              11, false);
       break;
     }
+    http::Exchange x;
+    x.config = fx.config;
+    x.arrived = fx.clock.now();
     bool keep_alive = parser.get().keep_alive();
-    if (!serve(fx, parser)) break;
-    if (!read_body(parser, in) || !keep_alive) break;
+    bool go_on = serve(fx, conn, parser, x);
+    http::log_exchange(x, *fx.log, conn.gate.hasher(*x.config));
+    conn.gate.release(x.admission);  // the response ended
+    if (!go_on || !read_body(parser, in) || !keep_alive) break;
   }
   return 0;
 }

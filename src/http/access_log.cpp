@@ -1,19 +1,14 @@
 #include "access_log.hpp"
 
-#include <boost/beast/http/field.hpp>
-
 #include <cstdio>
 #include <ctime>
 
 #include "floodgate/http/path_normalize.hpp"
-#include "floodgate/keys/client_ip.hpp"
 #include "floodgate/limit/utc_time.hpp"
-#include "forwarding.hpp"
+#include "pipeline.hpp"
 #include "request_sources.hpp"
 
 namespace floodgate::http {
-
-namespace bhttp = boost::beast::http;
 
 void append_json_escaped(std::string& out, std::string_view s) {
   for (char c : s) {
@@ -41,48 +36,35 @@ void append_pair(std::string& out, bool& first, std::string_view name, std::stri
   out += '"';
 }
 
-// What the request was routed by: an absolute-form target ("GET http://h/p") names host and
-// path itself, overriding Host, as it did for routing, and the path is the normalized one
-// routing and keys saw (a refused request still has its target as received; a forwarded one
-// has been rewritten to the normalized origin-form by now), so that a replay of the line
-// routes and keys it as it was. `storage` owns the normalized text.
+// What the request was routed by: the host and the normalized path routing and keys saw (a
+// target refused for a bad escape as received), so that a replay of the line routes and keys
+// it as it was. A target that could not be parsed at all is logged as it came.
 struct RequestLine {
   std::string_view host;
   std::string_view path;
   std::string_view query;
 };
 
-RequestLine request_line_of(const bhttp::request_header<>& req, std::string& storage) {
-  std::string_view raw = req.target();
-  if (auto t = parse_target(raw)) {
-    std::string_view host =
-        t->authority.empty() ? std::string_view(req[bhttp::field::host]) : t->authority;
-    normalize_target(*t, storage);  // a path refused for a bad escape is logged as received
-    return {host, t->path, t->query};
-  }
-  auto q = raw.find('?');
-  return {req[bhttp::field::host], raw.substr(0, q),
-          q == std::string_view::npos ? std::string_view() : raw.substr(q + 1)};
+RequestLine request_line_of(const Exchange& x) {
+  if (x.target_parsed) return {x.host, x.target.path, x.target.query};
+  auto q = x.raw_target.find('?');
+  return {x.host_field, x.raw_target.substr(0, q),
+          q == std::string_view::npos ? std::string_view() : x.raw_target.substr(q + 1)};
 }
 
 // The replay inputs of log.replay_fields that this request has (an absent header, parameter
 // or claim is left out, as a missing key part).
-void append_replay_fields(std::string& out, const AccessEntry& e, const RequestLine& line,
+void append_replay_fields(std::string& out, Exchange& x, const RequestLine& line,
                           keys::KeyHasher& hasher) {
-  const auto& fields = e.request;
-  FieldHeaders headers(fields);
-  LazyClaims claims(fields, e.config, e.arrived / limit::kMicrosPerSecond);
+  FieldHeaders headers(*x.fields);
   out += ",\"fields\":{";
   bool first = true;
-  for (const auto& f : e.config.log.replay_fields) {
+  for (const auto& f : x.config->log.replay_fields) {
     std::optional<std::string> value;
     switch (f.kind) {
-      case config::ReplayField::Kind::ip: {
-        const auto& settings = e.config.server.client_ip;
-        value = keys::client_ip(e.peer, joined_values(fields, settings.header, ","), settings)
-                    .to_string();
+      case config::ReplayField::Kind::ip:
+        value = client_of(x).to_string();
         break;
-      }
       case config::ReplayField::Kind::host:
         value = std::string(host_name(line.host));  // keys lower-case it
         break;
@@ -93,7 +75,7 @@ void append_replay_fields(std::string& out, const AccessEntry& e, const RequestL
         if (auto v = keys::query_param(line.query, f.name)) value = std::string(*v);
         break;
       case config::ReplayField::Kind::jwt:
-        value = claims.claim(f.name);
+        value = claims_of(x).claim(f.name);
         break;
     }
     if (!value) continue;
@@ -102,50 +84,49 @@ void append_replay_fields(std::string& out, const AccessEntry& e, const RequestL
     append_pair(out, first, name, *value);
   }
   out += '}';
-  if (!e.settled.empty()) {
+  if (!x.settled.empty()) {
     out += ",\"settle\":{";
     first = true;
-    for (const auto& [name, value] : e.settled) append_pair(out, first, name, value);
+    for (const auto& [name, value] : x.settled) append_pair(out, first, name, value);
     out += '}';
   }
 }
 
 }  // namespace
 
-std::string access_line(const AccessEntry& e, keys::KeyHasher& hasher) {
+std::string access_line(Exchange& x, std::chrono::steady_clock::duration took,
+                        keys::KeyHasher& hasher) {
   auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  std::string normalized;
-  const auto request_line = request_line_of(e.request, normalized);
-  const auto path = request_line.path;
+  const auto request_line = request_line_of(x);
   std::string line;
   line.reserve(320);
   line += "{\"type\":\"access\",\"ts\":\"";
-  line += limit::format_utc(e.arrived);
+  line += limit::format_utc(x.arrived);
   line += "\",\"pop\":\"";
-  append_json_escaped(line, e.config.server.pop);
+  append_json_escaped(line, x.config->server.pop);
   line += "\",\"peer\":\"";
-  line += e.peer_ip;
+  line += x.peer_ip;
   line += "\",\"method\":\"";
-  append_json_escaped(line, e.request.method_string());
+  append_json_escaped(line, x.method);
   line += "\",\"path\":\"";
-  append_json_escaped(line, path);
+  append_json_escaped(line, request_line.path);
   line += "\",\"route\":\"";
-  append_json_escaped(line, e.route);
-  line += "\",\"status\":" + std::to_string(e.status);
-  if (!e.decision.empty()) {
+  if (x.route) append_json_escaped(line, x.route->name);
+  line += "\",\"status\":" + std::to_string(x.status);
+  if (x.route && !x.route->limits.empty()) {  // the limits were consulted
     line += ",\"decision\":\"";
-    line += e.decision;
+    line += x.admission.decision;
     line += "\",\"limit\":\"";
-    append_json_escaped(line, e.limit);
+    append_json_escaped(line, x.admission.limit);
     line += "\",\"key\":\"";
-    append_json_escaped(line, e.key);
+    append_json_escaped(line, x.admission.key);
     line += '"';
   }
   char timing[96];
-  std::snprintf(timing, sizeof timing, ",\"duration_ms\":%.3f,\"upstream_ms\":%.3f", ms(e.took),
-                ms(e.upstream_took));
+  std::snprintf(timing, sizeof timing, ",\"duration_ms\":%.3f,\"upstream_ms\":%.3f", ms(took),
+                ms(x.upstream_took));
   line += timing;
-  if (!e.config.log.replay_fields.empty()) append_replay_fields(line, e, request_line, hasher);
+  if (!x.config->log.replay_fields.empty()) append_replay_fields(line, x, request_line, hasher);
   line += '}';
   return line;
 }

@@ -4,39 +4,24 @@
 // request under another config. No raw client identifier beyond the socket peer unless the
 // operator listed it (and then possibly hashed).
 
-#include <boost/beast/http/message.hpp>
-
 #include <chrono>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "exchange.hpp"
 #include "floodgate/config/config.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/algorithm.hpp"
 
 namespace floodgate::http {
 
-struct AccessEntry {
-  const config::Config& config;  // the snapshot the request was served under
-  const boost::beast::http::request_header<>& request;
-  std::string_view peer_ip;
-  const config::IpAddress& peer;
-  std::string_view route;
-  int status = 0;
-  std::string_view decision;  // empty: no limit was consulted
-  std::string_view limit;
-  std::string_view key;
-  limit::Micros arrived = 0;  // the limit clock when the request's header had been read
-  std::chrono::steady_clock::duration took{};
-  std::chrono::steady_clock::duration upstream_took{};
-  // Settle headers of the response (lower-case name, value), for replaying settlement.
-  const std::vector<std::pair<std::string, std::string>>& settled;
-};
-
-// The line, without a newline. `hasher` hashes the replay fields marked hashed.
-std::string access_line(const AccessEntry& e, keys::KeyHasher& hasher);
+// The line, without a newline: `took` is how long the exchange lasted, `hasher` hashes the
+// replay fields marked hashed. A client or claims a replay field names are worked out here if
+// nothing before needed them (client_of, claims_of), once either way.
+std::string access_line(Exchange& x, std::chrono::steady_clock::duration took,
+                        keys::KeyHasher& hasher);
 
 // JSON string contents: quotes and backslashes escaped, control characters as \u00XX.
 void append_json_escaped(std::string& out, std::string_view s);

@@ -2,42 +2,17 @@
 
 namespace floodgate::http {
 
-namespace bhttp = boost::beast::http;
-
-namespace {
-
-const char* line_for(bhttp::status s) {
-  switch (s) {
-    case bhttp::status::bad_request:
-      return "bad request\n";
-    case bhttp::status::unauthorized:
-      return "a valid token is required\n";
-    case bhttp::status::not_found:
-      return "no route for this request\n";
-    case bhttp::status::request_timeout:
-      return "request timed out\n";
-    case bhttp::status::payload_too_large:
-      return "request body too large\n";
-    case bhttp::status::request_header_fields_too_large:
-      return "request header too large\n";
-    case bhttp::status::bad_gateway:
-      return "upstream unreachable\n";
-    case bhttp::status::service_unavailable:
-      return "service unavailable\n";
-    case bhttp::status::gateway_timeout:
-      return "upstream timed out\n";
-    default:
-      return "error\n";
-  }
+Answer render(const Reply& reply, unsigned version, bool keep_alive) {
+  AnswerWriter w(static_cast<unsigned>(reply.status), version, keep_alive);
+  reply_headers(reply,
+                [&w](std::string_view name, std::string_view value) { w.header(name, value); });
+  std::string storage;
+  return std::move(w).finish(reply_content_type(reply), reply_body(reply, storage));
 }
 
-}  // namespace
-
-Answer error_response(bhttp::status status, unsigned version, bool keep_alive,
+Answer error_response(boost::beast::http::status status, unsigned version, bool keep_alive,
                       std::string_view retry_after) {
-  AnswerWriter w(static_cast<unsigned>(status), version, keep_alive);
-  if (!retry_after.empty()) w.header("Retry-After", retry_after);
-  return std::move(w).finish("text/plain; charset=utf-8", line_for(status));
+  return render(Reply{static_cast<int>(status), retry_after, std::nullopt}, version, keep_alive);
 }
 
 }  // namespace floodgate::http

@@ -1,62 +1,78 @@
 #pragma once
-// Between routing and forwarding: applies a route's limits to one request. Either answers the
-// request itself (401 / 400 / 429 / 503) or admits it, with the headers the response will
-// carry and what must happen after the response (settlement, lease release).
+// Between routing and forwarding: applies a route's limits to one exchange. Either the
+// request is answered here (400 / 401 / 429 / 503, as a Reply) or admitted, with the headers
+// the response will carry and what it owes the store afterwards (settlement, lease release).
+// One per worker, built with everything it uses; nothing on the request path looks anything
+// up by name.
+
+#include <spdlog/logger.h>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/fields.hpp>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "error_response.hpp"
-#include "floodgate/limit/policy.hpp"
-#include "worker_context.hpp"
+#include "exchange.hpp"
+#include "floodgate/admin/metrics.hpp"
+#include "floodgate/keys/key_builder.hpp"
+#include "floodgate/limit/deny_cache.hpp"
+#include "floodgate/store/limit_store.hpp"
+#include "reply.hpp"
 
 namespace floodgate::http {
 
-struct Admission {
-  store::LimitStore* store = nullptr;  // the store that charged (the local one when degraded)
-  // For the access log: what was decided, by which limit, for which (hashed) key.
-  std::string_view decision = "none";
-  std::string limit;
-  std::string key;
-  limit::HeaderList headers;        // for the response: the limit closest to refusal
-  std::vector<store::Item> leases;  // concurrency leases to return when the response ends
-  struct Settle {
-    store::Item item;
-    std::string header;  // response header carrying the true cost
-    std::int64_t charged = 0;
+class LimitGate {
+ public:
+  // `store`: the configured backend; `local`: the in-process one, for on_store_error: local.
+  // `lease_prefix` ("<instance>:<worker>:") makes lease ids unique across instances.
+  LimitGate(std::unique_ptr<store::LimitStore> store, std::unique_ptr<store::LimitStore> local,
+            admin::Metrics& metrics, spdlog::logger& log, std::string lease_prefix);
+  LimitGate(const LimitGate&) = delete;
+  LimitGate& operator=(const LimitGate&) = delete;
+
+  // Decides `x` (routed, its route with limits) at x.arrived: fills x.admission. A reply
+  // when the request is answered here instead of forwarded.
+  boost::asio::awaitable<std::optional<Reply>> decide(Exchange& x);
+
+  // The upstream's response head arrived: true costs from its settle headers are settled
+  // (and cached refusals a refund made untrue forgotten), and noted for the access log.
+  void settle(Exchange& x, const boost::beast::http::fields& response);
+
+  // The response (or tunnel) ended: its concurrency units go back.
+  void release(const Admission& a);
+
+  // The key hasher under the snapshot's key_secret (rebuilt when the secret changes).
+  keys::KeyHasher& hasher(const config::Config& c);
+
+  bool store_healthy() const { return store_->healthy(); }
+
+ private:
+  // The metric cells of one config snapshot's routes, resolved when a request first brings
+  // that snapshot (the registry's lock is taken then, never per request).
+  struct Bound {
+    config::ConfigPtr config;  // held, so that a new snapshot is never mistaken for this one
+    std::vector<admin::RouteMetrics*> routes;  // by route index
+    admin::Histogram* decision = nullptr;      // seconds per store decision, by backend
   };
-  std::vector<Settle> settles;
+  const Bound& bind(const config::ConfigPtr& c);
+  store::LimitStore& charged_store(const Admission& a) { return a.degraded ? *local_ : *store_; }
+  boost::asio::awaitable<std::optional<store::Outcome>> degraded(const config::Config& c,
+                                                                 const config::Route& route,
+                                                                 limit::Plan& plan,
+                                                                 admin::RouteMetrics& stats);
+
+  std::unique_ptr<store::LimitStore> store_;
+  std::unique_ptr<store::LimitStore> local_;
+  admin::Metrics& metrics_;
+  spdlog::logger& log_;
+  limit::DenyCache deny_;
+  std::unique_ptr<keys::KeyHasher> hasher_;
+  Bound bound_;
+  std::string lease_prefix_;
+  std::uint64_t lease_seq_ = 0;
 };
-
-struct GateResult {
-  std::optional<Answer> answer;  // set: send this instead of forwarding
-  Admission admission;
-};
-
-struct GateInput {
-  const boost::beast::http::fields& fields;
-  std::string_view method;
-  std::string_view host;  // without port
-  std::string_view path;
-  std::string_view query;
-  const config::IpAddress& peer;
-  unsigned version = 11;
-  bool keep_alive = true;  // may the connection carry another request after an answer
-};
-
-// The worker's key hasher under the snapshot's key_secret (rebuilt when the secret changes).
-keys::KeyHasher& hasher_for(WorkerContext& w, const config::Config& c);
-
-boost::asio::awaitable<GateResult> apply_limits(WorkerContext& w, const config::Config& config,
-                                                const config::Route& route, const GateInput& in);
-
-// Applies the admission to an upstream response: settles true costs from its headers (and
-// forgets cached refusals a refund made untrue).
-void settle_from_response(const Admission& a, const boost::beast::http::fields& response,
-                          limit::DenyCache& deny);
 
 }  // namespace floodgate::http

@@ -65,12 +65,14 @@ class Worker {
  public:
   Worker(config::ConfigSource& config, spdlog::logger& log, const ServerDeps& deps,
          std::string lease_prefix, ConnectionBudget& connections)
-      : ctx_{config, log, deps.clock,  UpstreamPool(ioc_.get_executor()), {}, {},
-             {},     {},  deps.metrics},
+      : ctx_{config,
+             log,
+             deps.clock,
+             UpstreamPool(ioc_.get_executor()),
+             LimitGate(deps.make_store(ioc_), deps.make_local(ioc_), deps.metrics, log,
+                       std::move(lease_prefix)),
+             deps.metrics},
         connections_(connections) {
-    ctx_.store = deps.make_store(ioc_);
-    ctx_.local = deps.make_local(ioc_);
-    ctx_.lease_prefix = std::move(lease_prefix);
     ctx_.access_log = deps.access_log ? deps.access_log : &log;
   }
 
@@ -122,7 +124,7 @@ class Worker {
   }
 
   // Read from the admin thread: stores answer health from atomics.
-  bool store_healthy() const { return ctx_.store->healthy(); }
+  bool store_healthy() const { return ctx_.gate.store_healthy(); }
 
  private:
   // A handler that throws must not end the worker (std::terminate, every connection lost):

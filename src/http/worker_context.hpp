@@ -12,10 +12,8 @@
 
 #include "floodgate/admin/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
-#include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/clock.hpp"
-#include "floodgate/limit/deny_cache.hpp"
-#include "floodgate/store/limit_store.hpp"
+#include "limit_gate.hpp"
 #include "session_registry.hpp"
 #include "upstream_pool.hpp"
 
@@ -48,28 +46,17 @@ struct WorkerContext {
   spdlog::logger& log;
   const limit::Clock& clock;
   UpstreamPool pool;
-  std::unique_ptr<store::LimitStore> store;  // the configured backend
-  std::unique_ptr<store::LimitStore> local;  // in-process: the `local` fallback
-  std::unique_ptr<keys::KeyHasher> hasher;   // rebuilt when key_secret changes
-  limit::DenyCache deny;
+  LimitGate gate;
   admin::Metrics& metrics;
   spdlog::logger* access_log = nullptr;
   // Per-worker lookups of the shared metric cells (the registry's lock is taken once per name).
-  std::unordered_map<std::string, admin::RouteMetrics*> route_metrics;
   std::unordered_map<std::string, admin::UpstreamMetrics*> upstream_metrics;
-  admin::RouteMetrics& route_stats(const std::string& name) {
-    auto& slot = route_metrics[name];
-    if (!slot) slot = &metrics.route(name);
-    return *slot;
-  }
   admin::UpstreamMetrics& upstream_stats(const std::string& name) {
     auto& slot = upstream_metrics[name];
     if (!slot) slot = &metrics.upstream(name);
     return *slot;
   }
   LogThrottle upstream_errors;
-  std::string lease_prefix;  // "<instance>:<worker>:": concurrency lease / log entry ids
-  std::uint64_t lease_seq = 0;
   // Every session's coroutine ends before the worker stops its loop (Worker::drain), so no
   // session frame outlives this context.
   SessionRegistry sessions;

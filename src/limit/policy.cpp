@@ -88,6 +88,25 @@ Params divided(const Params& p, int divisor) {
   return out;
 }
 
+bool needs_lease(const Plan& plan) {
+  for (const auto& item : plan.items)
+    if (item.params.algorithm == config::Algorithm::concurrency ||
+        item.params.algorithm == config::Algorithm::sliding_log)
+      return true;
+  return false;
+}
+
+void set_lease(Plan& plan, const std::string& id) {
+  for (auto& item : plan.items) item.lease = id;
+}
+
+std::optional<std::int64_t> settled_cost(std::string_view value) {
+  std::int64_t actual = 0;
+  auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), actual);
+  if (ec != std::errc{} || p != value.data() + value.size() || actual < 0) return std::nullopt;
+  return actual;
+}
+
 Verdict verdict(const Plan& plan, const store::Outcome& outcome) {
   Verdict v;
   v.admitted = outcome.admitted;

@@ -163,13 +163,7 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     return d;
   }
   if (plan.items.empty()) return d;
-  for (auto& item : plan.items)
-    if (item.params.algorithm == config::Algorithm::sliding_log ||
-        item.params.algorithm == config::Algorithm::concurrency) {
-      auto lease = "replay:" + std::to_string(++seq_);
-      for (auto& i : plan.items) i.lease = lease;
-      break;
-    }
+  if (limit::needs_lease(plan)) limit::set_lease(plan, "replay:" + std::to_string(++seq_));
   state_.acquire(plan.items, outcome_);
   const auto& outcome = outcome_;
   auto v = limit::verdict(plan, outcome);
@@ -203,27 +197,23 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     return d;
   }
   if (shadow_refused) ++report_.shadow_only;
-  for (std::size_t i = 0; i < plan.items.size(); ++i) {
-    if (!outcome.decisions[i].admitted) continue;
-    const auto* l = plan.limits[i];
-    if (l->algorithm == config::Algorithm::concurrency)
-      releases_.push({now + std::max<std::int64_t>(0, r.duration_us), plan.items[i]});
-    if (!l->settle_header.empty()) {
-      for (const auto& [name, value] : r.settle) {
-        if (name.size() != l->settle_header.size() ||
-            !std::equal(name.begin(), name.end(), l->settle_header.begin(), [](char a, char b) {
-              return std::tolower(static_cast<unsigned char>(a)) ==
-                     std::tolower(static_cast<unsigned char>(b));
-            }))
-          continue;
-        std::int64_t actual = 0;
-        auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), actual);
-        if (ec == std::errc{} && p == value.data() + value.size() && actual >= 0 &&
-            actual != plan.items[i].cost)
-          state_.adjust(plan.items[i], actual - plan.items[i].cost);
-      }
-    }
-  }
+  limit::after_response(
+      plan, outcome,
+      [&](std::size_t i) {
+        releases_.push({now + std::max<std::int64_t>(0, r.duration_us), plan.items[i]});
+      },
+      [&](std::size_t i) {
+        const auto& header = plan.limits[i]->settle_header;
+        for (const auto& [name, value] : r.settle) {
+          if (name.size() != header.size() ||
+              !std::equal(name.begin(), name.end(), header.begin(),
+                          [](char a, char b) { return ascii_lower(a) == ascii_lower(b); }))
+            continue;
+          auto actual = limit::settled_cost(value);
+          if (actual && *actual != plan.items[i].cost)
+            state_.adjust(plan.items[i], *actual - plan.items[i].cost);
+        }
+      });
   return d;
 }
 

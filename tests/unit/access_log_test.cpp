@@ -17,6 +17,8 @@
 #include "floodgate/config/loader.hpp"
 #include "floodgate/limit/utc_time.hpp"
 #include "http/access_log.hpp"
+#include "http/http1_head.hpp"
+#include "http/pipeline.hpp"
 #include "replay/log_record.hpp"
 
 namespace {
@@ -36,7 +38,9 @@ config::ConfigPtr load(const std::string& log_section) {
       "store: { key_secret: access-log-secret }\n"
       "jwt:\n  algorithms: [HS256]\n  hs256_secret: " +
       kJwtSecret +
-      "\nroutes:\n  - name: api\n    match: { path_prefix: / }\n    upstream: origin\n";
+      "\nroutes:\n  - name: api\n    match: { path_prefix: / }\n    upstream: origin\n"
+      "    limits: [{ name: per-key, algorithm: fixed_window, limit: 10, window: 1m, key: [ip] "
+      "}]\n";
   auto r = config::load_config_text(yaml, "test.yaml", config::process_env());
   for (const auto& e : r.errors) ADD_FAILURE() << e.to_string();
   return r.config;
@@ -60,26 +64,26 @@ struct Logged {
   boost::json::object json;
 };
 
-Logged line_for(const config::Config& c, const bhttp::request<bhttp::empty_body>& req,
+// The line of a request that a limit refused, as the session would log it: the exchange is
+// built by the real pipeline step (route_exchange) from the request's head.
+Logged line_for(const config::ConfigPtr& c, const bhttp::request<bhttp::empty_body>& req,
                 const std::vector<std::pair<std::string, std::string>>& settled = {},
                 const std::string& secret = "access-log-secret") {
-  const auto peer = *config::parse_ip("127.0.0.1");
   keys::KeyHasher hasher(secret);
-  http::AccessEntry e{c,
-                      req,
-                      "127.0.0.1",
-                      peer,
-                      "api",
-                      429,
-                      "limited",
-                      "per-key",
-                      "rl:api",
-                      kArrived,
-                      std::chrono::microseconds(1500),
-                      std::chrono::microseconds(0),
-                      settled};
+  http::Exchange x;
+  x.config = c;
+  x.arrived = kArrived;
+  http::take_http1_head(x, req, true);
+  x.peer_ip = "127.0.0.1";
+  x.peer = *config::parse_ip("127.0.0.1");
+  http::route_exchange(x);
+  x.status = 429;
+  x.admission.decision = "limited";
+  x.admission.limit = "per-key";
+  x.admission.key = "rl:api";
+  x.settled = settled;
   Logged out;
-  out.text = http::access_line(e, hasher);
+  out.text = http::access_line(x, std::chrono::microseconds(1500), hasher);
   out.json = boost::json::parse(out.text).as_object();
   return out;
 }
@@ -94,7 +98,7 @@ bhttp::request<bhttp::empty_body> request(const std::string& target) {
 TEST(AccessLog, EveryLineHasAnRfc3339TimestampWithMicroseconds) {
   auto c = load("  access_log: true\n");
   ASSERT_TRUE(c);
-  auto l = line_for(*c, request("/a/b?x=1"));
+  auto l = line_for(c, request("/a/b?x=1"));
   ASSERT_TRUE(l.json.contains("ts")) << l.text;
   const std::string ts(l.json.at("ts").as_string());
   EXPECT_EQ(ts, "2026-11-30T05:10:50.123456Z");
@@ -121,7 +125,7 @@ TEST(AccessLog, ReplayFieldsRecordTheListedInputs) {
   req.set("X-Api-Key", "key-1");
   req.set(bhttp::field::authorization,
           "Bearer " + hs256_token(R"({"sub":"u1","tenant":"acme","exp":4102444800})"));
-  auto l = line_for(*c, req);
+  auto l = line_for(c, req);
   ASSERT_TRUE(l.json.contains("fields")) << l.text;
   const auto& f = l.json.at("fields").as_object();
   EXPECT_EQ(f.at("ip").as_string(), "203.0.113.9");  // the client, through a trusted proxy
@@ -148,7 +152,7 @@ TEST(AccessLog, HashedFieldsAreKeyedHashes) {
     auto req = request("/");
     req.set("X-Forwarded-For", ip);
     req.set("X-Api-Key", key);
-    auto l = line_for(*c, req, {}, secret);
+    auto l = line_for(c, req, {}, secret);
     EXPECT_EQ(l.text.find(key), std::string::npos) << l.text;
     EXPECT_EQ(l.text.find(ip), std::string::npos) << l.text;
     return l.json.at("fields").as_object();
@@ -172,7 +176,7 @@ TEST(AccessLog, HashedFieldsAreKeyedHashes) {
 TEST(AccessLog, SettleHeadersAreRecordedWithReplayFields) {
   auto c = load("  access_log: true\n  replay_fields: [ip]\n");
   ASSERT_TRUE(c);
-  auto l = line_for(*c, request("/"), {{"x-tokens-used", "42"}});
+  auto l = line_for(c, request("/"), {{"x-tokens-used", "42"}});
   ASSERT_TRUE(l.json.contains("settle")) << l.text;
   EXPECT_EQ(l.json.at("settle").as_object().at("x-tokens-used").as_string(), "42");
 }
@@ -182,7 +186,7 @@ TEST(AccessLog, ValuesAreJsonEscaped) {
   ASSERT_TRUE(c);
   auto req = request("/p\"a\\th");
   req.set("X-Api-Key", "quote\" back\\slash \x01");
-  auto l = line_for(*c, req);
+  auto l = line_for(c, req);
   EXPECT_EQ(l.json.at("path").as_string(), "/p\"a\\th");
   EXPECT_EQ(l.json.at("fields").at("header:x-api-key").as_string(), "quote\" back\\slash \x01");
 }
@@ -199,7 +203,7 @@ TEST(AccessLog, ReplayReadsBackWhatTheProxyWrote) {
   req.set("X-Api-Key", "key \"1\"");
   req.set(bhttp::field::authorization,
           "Bearer " + hs256_token(R"({"tenant":"acme","exp":4102444800})"));
-  auto l = line_for(*c, req, {{"x-tokens-used", "42"}});
+  auto l = line_for(c, req, {{"x-tokens-used", "42"}});
 
   replay::LogRecord r;
   std::string scratch;

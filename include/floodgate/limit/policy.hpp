@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,6 +45,28 @@ struct Verdict {
 // limit closest to refusal (least remaining, then the longest until whole). Shadow limits
 // never appear.
 Verdict verdict(const Plan& plan, const store::Outcome& outcome);
+
+// A request whose concurrency unit must be returned, or whose sliding_log entry may be
+// refunded, needs an id of its own that its items share (Redis lease and log member ids).
+bool needs_lease(const Plan& plan);
+void set_lease(Plan& plan, const std::string& id);
+
+// The charged items an admitted request still owes something after its response: `release`
+// gets each concurrency item (its unit returns when the response ends), `settle` each item of
+// a limit with a settle_header (its true cost comes in the response).
+template <typename Release, typename Settle>
+void after_response(const Plan& plan, const store::Outcome& outcome, Release&& release,
+                    Settle&& settle) {
+  for (std::size_t i = 0; i < plan.items.size() && i < outcome.decisions.size(); ++i) {
+    if (!outcome.decisions[i].admitted) continue;  // not charged: nothing to return or settle
+    if (plan.items[i].params.algorithm == config::Algorithm::concurrency) release(i);
+    if (!plan.limits[i]->settle_header.empty()) settle(i);
+  }
+}
+
+// A settle header's value: the true cost, a non-negative integer and nothing else. Anything
+// else changes nothing.
+std::optional<std::int64_t> settled_cost(std::string_view value);
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 

@@ -1,0 +1,90 @@
+#pragma once
+// The value one request becomes. The front protocol (HTTP/1.1 today) fills in what it read;
+// the pipeline (pipeline.hpp) derives the rest once: the target in the form it is routed,
+// keyed, logged and forwarded in, the route, the client, the verified claims, then the
+// limits' decision, the status and the timings. Everything after the head reads it, the
+// access log included; nothing recomputes it.
+
+#include <boost/beast/http/fields.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "floodgate/config/config.hpp"
+#include "floodgate/limit/policy.hpp"
+#include "forwarding.hpp"
+#include "request_sources.hpp"
+
+namespace floodgate::store {
+class LimitStore;
+}
+
+namespace floodgate::http {
+
+// What the limit gate decided, and what the request owes the store after its response.
+struct Admission {
+  // For the access log: what was decided, by which limit, for which (hashed) key.
+  std::string_view decision = "none";
+  std::string limit;
+  std::string key;
+  // The store could not decide and the route's on_store_error took over: what was charged
+  // (under `local`) was charged to the in-process store, and is returned and settled there.
+  bool degraded = false;
+  limit::HeaderList headers;        // for the response: the limit closest to refusal
+  std::vector<store::Item> leases;  // concurrency leases to return when the response ends
+  struct Settle {
+    store::Item item;
+    std::string header;  // response header carrying the true cost
+    std::int64_t charged = 0;
+  };
+  std::vector<Settle> settles;
+};
+
+struct Exchange {
+  Exchange() = default;
+  // Its views may point into its own strings: it stays where it was built.
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  // Filled in by the front protocol when the request's head has been read.
+  config::ConfigPtr config;  // the snapshot the request is served under, to its end
+  const boost::beast::http::fields* fields = nullptr;  // the request's header fields
+  std::string_view method;
+  std::string_view raw_target;  // as received: the request-target
+  std::string_view host_field;  // Host as received (empty when absent)
+  std::string_view peer_ip;     // the socket peer, as text
+  config::IpAddress peer;
+  bool tls = false;
+  unsigned version = 11;      // the client's HTTP version: 10, 11
+  bool can_continue = true;   // may the connection carry another request after an answer of ours
+  limit::Micros arrived = 0;  // the limit clock when the head had been read
+  std::chrono::steady_clock::time_point started{};  // set only when the access log is on
+
+  // Derived once by route_exchange().
+  bool target_parsed = false;
+  Target target;          // normalized path, query; origin_form is what the upstream receives
+  std::string_view host;  // the authority of an absolute-form target, else Host; with port
+  const config::Route* route = nullptr;
+  std::optional<LazyClaims> claims;         // verified on the first claim asked for
+  std::optional<config::IpAddress> client;  // behind trusted proxies: client_of()
+
+  // The limits' decision (LimitGate).
+  Admission admission;
+
+  // How it ended, for the access log and the metrics.
+  int status = 0;
+  std::chrono::steady_clock::duration upstream_took{};
+  // Settle headers of the response (lower-case name, value), for replaying settlement.
+  std::vector<std::pair<std::string, std::string>> settled;
+
+  // Owns the text of an absolute-form target and of a rewritten (normalized) path, so that the
+  // views above outlive the rewrite of the request's own head for the upstream.
+  std::string target_copy;
+  std::string normalized;
+};
+
+}  // namespace floodgate::http

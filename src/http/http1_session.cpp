@@ -1,0 +1,251 @@
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http.hpp>
+
+#include <array>
+
+#include "error_response.hpp"
+#include "floodgate/tls/contexts.hpp"
+#include "forwarding.hpp"
+#include "http1_client.hpp"
+#include "http1_head.hpp"
+#include "pipeline.hpp"
+#include "session.hpp"
+#include "upstream_leg.hpp"
+#include "watchdog.hpp"
+
+namespace floodgate::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using asio::as_tuple;
+using asio::use_awaitable;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr std::size_t kChunkSize = 16 * 1024;
+constexpr std::chrono::milliseconds kAnswerWriteTimeout{10'000};
+// How long a closing TLS connection waits for the client's close_notify after sending its
+// own: long enough for a client that answers, short enough not to hold a dead one.
+constexpr std::chrono::milliseconds kTlsCloseTimeout{1'000};
+
+std::string peer_text(const tcp::socket& s) {
+  boost::system::error_code ec;
+  auto ep = s.remote_endpoint(ec);
+  if (ec) return "0.0.0.0";
+  auto a = ep.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped())
+    a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return a.to_string();
+}
+
+// A request the parser rejected (as opposed to a connection that closed, stalled or broke):
+// only these are worth an answer.
+bool is_protocol_error(const beast::error_code& ec) {
+  return ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category() &&
+         ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message;
+}
+
+bhttp::status status_for_read_error(const beast::error_code& ec) {
+  if (ec == bhttp::error::header_limit) return bhttp::status::request_header_fields_too_large;
+  if (ec == bhttp::error::body_limit) return bhttp::status::payload_too_large;
+  return bhttp::status::bad_request;
+}
+
+// Returns a request's concurrency leases however its handling ends. The store is still there
+// when it runs: a drain lets every session finish before the worker's context goes.
+class LeaseGuard {
+ public:
+  LeaseGuard(LimitGate& gate, const Admission& a) : gate_(gate), a_(a) {}
+  ~LeaseGuard() { gate_.release(a_); }
+  LeaseGuard(const LeaseGuard&) = delete;
+  LeaseGuard& operator=(const LeaseGuard&) = delete;
+
+ private:
+  LimitGate& gate_;
+  const Admission& a_;
+};
+
+class Session final : public SessionRegistry::Entry {
+ public:
+  Session(tcp::socket socket, std::shared_ptr<const tls::ServerContexts> tls, WorkerContext& w)
+      : Entry(w.sessions),
+        peer_ip_(peer_text(socket)),
+        peer_(config::parse_ip(peer_ip_).value_or(config::IpAddress{})),
+        tls_(std::move(tls)),
+        client_(std::move(socket)),
+        watch_(client_.get_executor()),
+        w_(w) {
+    w_.metrics.active_connections.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~Session() { w_.metrics.active_connections.fetch_sub(1, std::memory_order_relaxed); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // For a drain (SessionRegistry). Cancelling the read is enough: the session sees `draining`.
+  void end_idle_wait() override {
+    beast::error_code ignored;
+    client_.socket().cancel(ignored);
+  }
+  // The client socket closed, every client operation fails at once; the watchdog times out
+  // an upstream one (and the ones after it), so the session ends within a loop turn or two.
+  void abort() override {
+    beast::error_code ignored;
+    client_.socket().close(ignored);
+    watch_.expire();
+  }
+
+  asio::awaitable<void> run() {
+    if (tls_ && !co_await handshake()) co_return;
+    bool first = true;
+    bool closed_idle = false;
+    for (;;) {
+      // A drain that begins between two requests finds the connection as idle as one waiting
+      // for its next request (the last response was sent whole): closed the same way, without
+      // waiting for the client's close_notify.
+      if (w_.draining) {
+        closed_idle = true;
+        break;
+      }
+      auto config = w_.config.get();
+      if (!first && buffer_.size() == 0 && !co_await wait_for_next_request(*config)) {
+        if (!w_.draining) co_return;  // the client closed or stayed idle too long
+        closed_idle = true;           // a drain ended the wait: say goodbye properly
+        break;
+      }
+      first = false;
+      RequestParser parser;
+      parser.header_limit(static_cast<std::uint32_t>(config->server.max_header_bytes));
+      parser.body_limit(config->server.max_body_bytes);
+      watch_.guard(client_.socket(), config->server.timeouts.header_read);
+      auto [read_ec, n] =
+          co_await bhttp::async_read_header(client_, buffer_, parser, as_tuple(use_awaitable));
+      if (auto ec = watch_.translate(read_ec)) {
+        // A client that closes or stalls between requests gets nothing; a broken request
+        // gets its status and the connection is closed (its remaining bytes are unframed).
+        if (is_protocol_error(ec)) co_await send_error(status_for_read_error(ec), 11, false);
+        co_return;
+      }
+      ++w_.in_flight;
+      Exchange x;
+      x.config = std::move(config);
+      x.arrived = w_.clock.now();
+      if (x.config->log.access_log) x.started = std::chrono::steady_clock::now();
+      bool keep_alive = co_await serve(parser, x);
+      --w_.in_flight;
+      if (x.config->log.access_log) log_exchange(x, *w_.access_log, w_.gate.hasher(*x.config));
+      if (!keep_alive) break;
+    }
+    state = State::closing;
+    if (client_.is_tls()) {
+      // close_notify tells the client the response was not cut short (RFC 8446 section 6.1).
+      // After a response the client's own close_notify is awaited, so that a request it sent
+      // meanwhile does not turn our close into a reset that could destroy that response; an
+      // idle connection a drain closes has no response to lose: ours is sent, theirs not
+      // awaited (which RFC 8446 allows), and the drain is not held up by silent clients.
+      if (closed_idle) SSL_set_shutdown(client_.tls_handle(), SSL_RECEIVED_SHUTDOWN);
+      watch_.guard(client_.socket(), kTlsCloseTimeout);
+      co_await client_.tls().async_shutdown(as_tuple(use_awaitable));
+      watch_.relax();
+    }
+    beast::error_code ignored;
+    client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+ private:
+  // The TLS handshake, within the header_read timeout: a client that connects and says
+  // nothing costs no more than one that never sends its request line.
+  asio::awaitable<bool> handshake() {
+    SSL* ssl = tls_->new_connection();
+    if (!ssl) co_return false;
+    client_.start_tls(ssl);
+    watch_.guard(client_.socket(), w_.config.get()->server.timeouts.header_read);
+    auto [ec] = co_await client_.tls().async_handshake(asio::ssl::stream_base::server,
+                                                       as_tuple(use_awaitable));
+    if (ec) {
+      w_.metrics.tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+      w_.log.debug("TLS handshake with {} failed: {}", peer_ip_, watch_.translate(ec).message());
+      co_return false;
+    }
+    co_return true;
+  }
+
+  // Waits for the first byte of a keep-alive connection's next request within the idle
+  // timeout; only then does the header_read clock start.
+  asio::awaitable<bool> wait_for_next_request(const config::Config& config) {
+    watch_.guard(client_.socket(), config.server.timeouts.idle);
+    state = State::idle;  // a drain may end this wait at once (SessionRegistry)
+    auto [ec, n] =
+        co_await client_.async_read_some(buffer_.prepare(kChunkSize), as_tuple(use_awaitable));
+    state = State::busy;
+    if (ec) co_return false;
+    buffer_.commit(n);
+    co_return true;
+  }
+
+  asio::awaitable<bool> send(const Answer& a, Exchange* x = nullptr) {
+    if (x) x->status = static_cast<int>(a.status);
+    watch_.guard(client_.socket(), kAnswerWriteTimeout);
+    auto [ec, n] =
+        co_await asio::async_write(client_, asio::buffer(a.bytes), as_tuple(use_awaitable));
+    co_return !ec && a.keep_alive;
+  }
+
+  asio::awaitable<bool> send_error(bhttp::status status, unsigned version, bool keep_alive,
+                                   Exchange* x = nullptr) {
+    co_return co_await send(error_response(status, version, keep_alive), x);
+  }
+
+  // Serves one request whose header has been read, through the pipeline (pipeline.hpp).
+  // Returns whether the connection may carry another request.
+  asio::awaitable<bool> serve(RequestParser& parser, Exchange& x) {
+    auto& req = parser.get();
+    take_http1_head(x, req, req.keep_alive() && parser.is_done());
+    x.peer_ip = peer_ip_;
+    x.peer = peer_;
+    x.tls = client_.is_tls();
+    if (!framing_is_safe(req, parser.chunked()))
+      co_return co_await send_error(bhttp::status::bad_request, 11, false, &x);
+    if (auto unrouted = route_exchange(x)) {
+      auto status = static_cast<bhttp::status>(unrouted->status);
+      co_return co_await send_error(status, x.version, x.can_continue && !unrouted->close, &x);
+    }
+    if (!x.route->limits.empty())
+      if (auto reply = co_await w_.gate.decide(x))
+        co_return co_await send(render(*reply, x.version, x.can_continue), &x);
+    // Held until the response (or the WebSocket tunnel) ends: an open tunnel keeps counting
+    // against a concurrency limit.
+    LeaseGuard leases(w_.gate, x.admission);
+    // A drain past its deadline may have closed the client while the store decided.
+    if (!client_.socket().is_open()) co_return false;
+    auto done = co_await forward(w_, Http1Client{client_, buffer_, watch_, chunk_, head_}, parser,
+                                 x, x.config->upstream_of(*x.route));
+    if (done.answer != 0)
+      co_return co_await send_error(static_cast<bhttp::status>(done.answer), x.version, false, &x);
+    co_return done.keep_alive;
+  }
+
+  std::string peer_ip_;
+  config::IpAddress peer_;
+  std::shared_ptr<const tls::ServerContexts> tls_;  // the listener's, as accepted; null: plain
+  Transport client_;
+  Watchdog watch_;  // every socket operation of this connection runs under its deadline
+  beast::flat_buffer buffer_;
+  std::string head_;  // the message head being relayed, serialized (reused)
+  WorkerContext& w_;
+  std::array<char, kChunkSize> chunk_;  // the one body buffer of this connection
+};
+
+}  // namespace
+
+asio::awaitable<void> run_session(tcp::socket socket,
+                                  std::shared_ptr<const tls::ServerContexts> tls,
+                                  WorkerContext& worker) {
+  Session session(std::move(socket), std::move(tls), worker);
+  co_await session.run();
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,87 @@
+#include "pipeline.hpp"
+
+#include <boost/beast/http/field.hpp>
+
+#include "access_log.hpp"
+#include "floodgate/http/path_normalize.hpp"
+#include "floodgate/http/router.hpp"
+#include "floodgate/keys/client_ip.hpp"
+
+namespace floodgate::http {
+
+namespace bhttp = boost::beast::http;
+
+std::optional<Unrouted> route_exchange(Exchange& x) {
+  std::string_view raw = x.raw_target;
+  // An absolute-form target names the host itself and is rewritten to origin-form for the
+  // upstream: its text is kept here, so that the views into it outlive that rewrite.
+  if (!raw.empty() && raw.front() != '/') {
+    x.target_copy.assign(raw);
+    raw = x.target_copy;
+  }
+  auto target = parse_target(raw);
+  if (!target) return Unrouted{400, true};
+  x.target = *target;
+  x.target_parsed = true;
+  x.host = x.target.authority.empty() ? x.host_field : x.target.authority;
+  auto normal = normalize_target(x.target, x.normalized);
+  if (!normal) return Unrouted{400, false};
+  const auto* route = match_route(*x.config, x.method, x.host, x.target.path);
+  if (refuses_encoded_separators(normal, route)) return Unrouted{400, false};
+  if (!route) return Unrouted{404, false};
+  x.route = route;
+  return std::nullopt;
+}
+
+const config::IpAddress& client_of(Exchange& x) {
+  if (!x.client) {
+    const auto& settings = x.config->server.client_ip;
+    x.client = keys::client_ip(x.peer, joined_values(*x.fields, settings.header, ","), settings);
+  }
+  return *x.client;
+}
+
+const keys::ClaimSource& claims_of(Exchange& x) {
+  if (!x.claims) x.claims.emplace(*x.fields, *x.config, x.arrived / limit::kMicrosPerSecond);
+  return *x.claims;
+}
+
+void prepare_upstream_head(Exchange& x, bhttp::request_header<>& req, const config::Upstream& u,
+                           const UpstreamFraming& framing) {
+  // The access log names the client the forwarding header named as received, before it is
+  // extended below.
+  if (x.config->log.access_log) client_of(x);
+  if (!x.target.authority.empty()) req.set(bhttp::field::host, x.target.authority);
+  // An HTTP/1.0 client may omit Host; what we send is HTTP/1.1, which must carry one
+  // (RFC 9112 section 3.2): the upstream's own authority, as nginx's $proxy_host.
+  if (req.find(bhttp::field::host) == req.end())
+    req.set(bhttp::field::host,
+            (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" +
+                std::to_string(u.port));
+  if (x.target.origin_form != std::string_view(req.target()))  // normalized (or absolute-form)
+    req.target(std::string(x.target.origin_form));
+  strip_hop_by_hop(req);
+  if (framing.upgrade) {  // the one hop-by-hop pair we pass on (RFC 9110 section 7.8)
+    req.set(bhttp::field::connection, "Upgrade");
+    req.set(bhttp::field::upgrade, "websocket");
+  }
+  req.erase(bhttp::field::expect);  // answered by us, before the body is relayed
+  add_forwarding_headers(req, {x.peer_ip, x.tls, x.config->server.pop});
+  req.version(11);
+  // strip_hop_by_hop dropped both framing fields: exactly one comes back.
+  if (framing.content_length)
+    req.set(bhttp::field::content_length, std::to_string(*framing.content_length));
+  else if (framing.chunked)
+    req.set(bhttp::field::transfer_encoding, "chunked");
+}
+
+void add_rate_headers(const Exchange& x, bhttp::fields& response) {
+  for (const auto& [name, value] : x.admission.headers) response.set(name, value);
+}
+
+void log_exchange(Exchange& x, spdlog::logger& access_log, keys::KeyHasher& hasher) {
+  if (!x.config->log.access_log) return;
+  access_log.info("{}", access_line(x, std::chrono::steady_clock::now() - x.started, hasher));
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,59 @@
+#include "reply.hpp"
+
+namespace floodgate::http {
+
+namespace {
+
+// One fixed line per status, so that clients and tests can rely on it.
+std::string_view line_for(int status) {
+  switch (status) {
+    case 400:
+      return "bad request\n";
+    case 401:
+      return "a valid token is required\n";
+    case 404:
+      return "no route for this request\n";
+    case 408:
+      return "request timed out\n";
+    case 413:
+      return "request body too large\n";
+    case 431:
+      return "request header too large\n";
+    case 502:
+      return "upstream unreachable\n";
+    case 503:
+      return "service unavailable\n";
+    case 504:
+      return "upstream timed out\n";
+    default:
+      return "error\n";
+  }
+}
+
+}  // namespace
+
+Reply refused(const config::Limit& limit, const limit::Params& params, const limit::Decision& d,
+              limit::Micros now) {
+  return Reply{429, {}, Reply::Refusal{&limit, params, d, now}};
+}
+
+void reply_headers(const Reply& r, const limit::HeaderSink& emit) {
+  if (r.refusal)
+    limit::rate_headers(*r.refusal->limit, r.refusal->params, r.refusal->decision, r.refusal->now,
+                        emit);
+  else if (!r.retry_after.empty())
+    emit("Retry-After", r.retry_after);
+}
+
+std::string_view reply_content_type(const Reply& r) {
+  return r.refusal ? "application/json" : "text/plain; charset=utf-8";
+}
+
+std::string_view reply_body(const Reply& r, std::string& storage) {
+  if (!r.refusal) return line_for(r.status);
+  storage = limit::refusal_body(*r.refusal->limit, r.refusal->decision);
+  storage += '\n';
+  return storage;
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,39 @@
+#pragma once
+// An answer floodgate gives itself instead of the upstream's, before any protocol renders it:
+// a status with its one fixed line, or a limit's refusal (429 with the rate-limit headers
+// and a JSON body). HTTP/1.1 serializes it into an Answer (error_response.hpp); another front
+// protocol renders the same status, headers and body in its own framing.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "floodgate/config/config.hpp"
+#include "floodgate/limit/policy.hpp"
+
+namespace floodgate::http {
+
+struct Reply {
+  int status = 0;
+  std::string_view retry_after;  // when not empty, a Retry-After header (503s)
+  // A 429: the refusing limit's numbers, for the headers and the body.
+  struct Refusal {
+    const config::Limit* limit = nullptr;
+    limit::Params params;
+    limit::Decision decision;
+    limit::Micros now = 0;  // Unix time of the decision (the store's clock when it gave one)
+  };
+  std::optional<Refusal> refusal;
+};
+
+Reply refused(const config::Limit& limit, const limit::Params& params, const limit::Decision& d,
+              limit::Micros now);
+
+// Every header of the reply beyond the framing ones (status, Server, Content-Type,
+// Content-Length, Connection), in order.
+void reply_headers(const Reply& r, const limit::HeaderSink& emit);
+std::string_view reply_content_type(const Reply& r);
+// The body: the status's fixed line, or the refusal's JSON. `storage` owns a built one.
+std::string_view reply_body(const Reply& r, std::string& storage);
+
+}  // namespace floodgate::http
