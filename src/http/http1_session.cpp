@@ -110,7 +110,7 @@ class Session final : public SessionRegistry::Entry {
         closed_idle = true;
         break;
       }
-      auto config = w_.config.get();
+      auto config = w_.snapshot();
       if (!first && buffer_.size() == 0 && !co_await wait_for_next_request(*config)) {
         if (!w_.draining) co_return;  // the client closed or stayed idle too long
         closed_idle = true;           // a drain ended the wait: say goodbye properly
@@ -162,7 +162,7 @@ class Session final : public SessionRegistry::Entry {
     SSL* ssl = tls_->new_connection();
     if (!ssl) co_return false;
     client_.start_tls(ssl);
-    watch_.guard(client_.socket(), w_.config.get()->server.timeouts.header_read);
+    watch_.guard(client_.socket(), w_.snapshot()->server.timeouts.header_read);
     auto [ec] = co_await client_.tls().async_handshake(asio::ssl::stream_base::server,
                                                        as_tuple(use_awaitable));
     if (ec) {

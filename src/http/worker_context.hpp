@@ -49,6 +49,9 @@ struct WorkerContext {
   LimitGate gate;
   admin::Metrics& metrics;
   spdlog::logger* access_log = nullptr;
+  // The snapshot a new request is served under (SnapshotCache: no lock per request).
+  config::SnapshotCache snapshots{config};
+  config::ConfigPtr snapshot() { return snapshots.get(); }
   // Per-worker lookups of the shared metric cells (the registry's lock is taken once per name).
   std::unordered_map<std::string, admin::UpstreamMetrics*> upstream_metrics;
   admin::UpstreamMetrics& upstream_stats(const std::string& name) {

@@ -104,6 +104,28 @@ TEST(KeyHasher, IsHmacSha256TruncatedTo128Bits) {
   EXPECT_EQ(h.secret(), "Jefe");
 }
 
+// Recent digests are remembered (a flood from one caller hashes once): whatever is
+// remembered, evicted or colliding, every answer is the one a fresh hasher gives.
+TEST(KeyHasher, RememberedDigestsAreTheComputedOnes) {
+  KeyHasher warm("memo-secret");
+  std::vector<std::string> materials;
+  for (int i = 0; i < 5000; ++i) materials.push_back("route:limit:" + std::to_string(i * 7919));
+  std::vector<std::string> first;
+  for (const auto& m : materials) first.push_back(warm.hex(m));
+  for (int round = 0; round < 3; ++round)
+    for (std::size_t i = 0; i < materials.size(); i += 1 + static_cast<std::size_t>(round)) {
+      if (i % 97 == 0) {
+        KeyHasher fresh("memo-secret");
+        ASSERT_EQ(fresh.hex(materials[i]), first[i]) << i;
+      }
+      ASSERT_EQ(warm.hex(materials[i]), first[i]) << i;
+      // A material that differs in one byte from a remembered one is not taken for it.
+      auto near = materials[i];
+      near.back() ^= 1;
+      ASSERT_NE(warm.hex(near), first[i]) << i;
+    }
+}
+
 TEST(KeyHasher, SecretMatters) {
   KeyHasher a("secret-1"), b("secret-2");
   EXPECT_NE(a.hex("203.0.113.7"), b.hex("203.0.113.7"));

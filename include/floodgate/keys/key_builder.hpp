@@ -39,7 +39,8 @@ struct RequestFacts {
 };
 
 // HMAC-SHA256 under the store's key_secret, truncated to 128 bits, as 32 hex digits. Holds an
-// initialised OpenSSL MAC context: one per worker (not thread-safe), no allocation per call.
+// initialised OpenSSL MAC context and a bounded memo of recent digests: one per worker (not
+// thread-safe), no allocation per call once warm.
 class KeyHasher {
  public:
   // `offline`: a fast non-cryptographic 128-bit hash instead of the HMAC, for `floodgate
