@@ -10,10 +10,11 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libhiredis-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libssl-dev zlib1g-dev
+  libhiredis-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libssl-dev zlib1g-dev libnghttp2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev llvm
   redis-server curl ca-certificates
+  nghttp2-client python3-h2
 )
 
 missing=()

@@ -27,17 +27,53 @@ std::optional<Endpoint> endpoint(YamlReader& r, const YAML::Node& n, const std::
   return r.parsed<Endpoint>(n, path, parse_endpoint);
 }
 
+// A listener's `protocols`: h2 needs TLS (ALPN), h2c a plain listener (prior knowledge).
+std::vector<Protocol> protocols(YamlReader& r, const Section& s, bool tls) {
+  std::vector<Protocol> out;
+  if (!s.has("protocols")) {
+    if (tls) return {Protocol::h2, Protocol::http1};
+    return {Protocol::http1};
+  }
+  for (const auto& item : r.sequence(s["protocols"], s.at("protocols"))) {
+    std::string name = item.IsScalar() ? item.Scalar() : "";
+    std::optional<Protocol> p;
+    if (name == "http1") p = Protocol::http1;
+    if (name == "h2") p = Protocol::h2;
+    if (name == "h2c") p = Protocol::h2c;
+    if (!p) {
+      r.error(item, s.at("protocols"), "expected http1, h2 or h2c, got \"" + name + "\"");
+      continue;
+    }
+    if (*p == Protocol::h2 && !tls)
+      r.error(item, s.at("protocols"),
+              "h2 is HTTP/2 over TLS (ALPN): this listener has no tls; h2c is HTTP/2 with prior "
+              "knowledge on a plain listener");
+    else if (*p == Protocol::h2c && tls)
+      r.error(item, s.at("protocols"),
+              "h2c is HTTP/2 with prior knowledge on a plain listener: with tls, use h2");
+    else if (std::find(out.begin(), out.end(), *p) != out.end())
+      r.error(item, s.at("protocols"), "\"" + name + "\" is listed twice");
+    else
+      out.push_back(*p);
+  }
+  if (out.empty() && s["protocols"].IsSequence() && s["protocols"].size() == 0)
+    r.error(s["protocols"], s.at("protocols"), "at least one protocol is required");
+  if (out.empty()) out.push_back(Protocol::http1);  // an error was reported: nothing is served
+  return out;
+}
+
 std::optional<Listener> listener(YamlReader& r, const YAML::Node& n, const std::string& path) {
   if (n.IsScalar()) {
     auto ep = endpoint(r, n, path);
     if (!ep) return std::nullopt;
-    return Listener{*ep, std::nullopt};
+    return Listener{*ep, std::nullopt, {Protocol::http1}};
   }
   Section s(r, n, path);
-  if (!r.map(n, path, {"address", "tls"}) || !s.require("address")) return std::nullopt;
+  if (!r.map(n, path, {"address", "tls", "protocols"}) || !s.require("address"))
+    return std::nullopt;
   auto ep = endpoint(r, s["address"], s.at("address"));
   if (!ep) return std::nullopt;
-  Listener l{*ep, std::nullopt};
+  Listener l{*ep, std::nullopt, {}};
   if (s.has("tls")) {
     Section t(r, s["tls"], s.at("tls"));
     if (!r.map(t.node(), t.path(), {"certificates", "min_version"})) return l;
@@ -71,9 +107,15 @@ std::optional<Listener> listener(YamlReader& r, const YAML::Node& n, const std::
       if (certs.empty() && t["certificates"].IsSequence())
         r.error(t["certificates"], t.at("certificates"), "at least one certificate is required");
     }
+    l.protocols = protocols(r, s, true);
+    std::vector<std::string> alpn;
+    for (auto p : l.protocols) alpn.emplace_back(p == Protocol::h2 ? "h2" : "http/1.1");
     if (!loaded_certs.empty() && loaded_certs.size() == tls.certificates.size())
-      tls.contexts = std::make_shared<const tls::ServerContexts>(std::move(loaded_certs));
+      tls.contexts =
+          std::make_shared<const tls::ServerContexts>(std::move(loaded_certs), std::move(alpn));
     l.tls = tls;
+  } else {
+    l.protocols = protocols(r, s, false);
   }
   return l;
 }
@@ -177,7 +219,7 @@ void read_server(const Section& s, ServerSettings& out) {
   auto& r = s.reader();
   if (!r.map(s.node(), s.path(),
              {"listen", "threads", "pop", "client_ip", "timeouts", "max_header_bytes",
-              "max_body_bytes", "max_connections"}))
+              "max_body_bytes", "max_connections", "http2"}))
     return;
   if (s.require("listen")) {
     const auto& n = s["listen"];
@@ -217,6 +259,17 @@ void read_server(const Section& s, ServerSettings& out) {
     r.error(s["max_header_bytes"], s.at("max_header_bytes"), "must be between 1KiB and 16MiB");
   s.size("max_body_bytes", out.max_body_bytes);
   s.integer("max_connections", out.max_connections, 0, 10'000'000);
+  if (s.has("http2")) {
+    Section h(r, s["http2"], s.at("http2"));
+    if (r.map(h.node(), h.path(), {"max_concurrent_streams", "max_resets_per_second"})) {
+      std::int64_t streams = out.http2.max_concurrent_streams;
+      std::int64_t resets = out.http2.max_resets_per_second;
+      h.integer("max_concurrent_streams", streams, 1, 10'000);
+      h.integer("max_resets_per_second", resets, 1, 1'000'000);
+      out.http2.max_concurrent_streams = static_cast<std::uint32_t>(streams);
+      out.http2.max_resets_per_second = static_cast<std::uint32_t>(resets);
+    }
+  }
 }
 
 void read_admin(const Section& s, AdminSettings& out) {

@@ -120,6 +120,18 @@ LoadResult load_config_file(const std::string& path, const EnvLookup& env) {
   return load_config_text(text.str(), path, env);
 }
 
+const char* to_string(Protocol p) {
+  switch (p) {
+    case Protocol::http1:
+      return "http1";
+    case Protocol::h2:
+      return "h2";
+    case Protocol::h2c:
+      return "h2c";
+  }
+  return "?";
+}
+
 const char* to_string(Algorithm a) {
   switch (a) {
     case Algorithm::token_bucket:

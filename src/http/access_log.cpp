@@ -106,6 +106,8 @@ std::string access_line(Exchange& x, std::chrono::steady_clock::duration took,
   append_json_escaped(line, x.config->server.pop);
   line += "\",\"peer\":\"";
   line += x.peer_ip;
+  line += "\",\"protocol\":\"";
+  line += x.protocol;
   line += "\",\"method\":\"";
   append_json_escaped(line, x.method);
   line += "\",\"path\":\"";

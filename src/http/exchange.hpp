@@ -59,7 +59,8 @@ struct Exchange {
   std::string_view peer_ip;     // the socket peer, as text
   config::IpAddress peer;
   bool tls = false;
-  unsigned version = 11;      // the client's HTTP version: 10, 11
+  std::string_view protocol = "http1";  // the front protocol: http1, h2
+  unsigned version = 11;                // the client's HTTP version: 10, 11
   bool can_continue = true;   // may the connection carry another request after an answer of ours
   limit::Micros arrived = 0;  // the limit clock when the head had been read
   std::chrono::steady_clock::time_point started{};  // set only when the access log is on

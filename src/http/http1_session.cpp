@@ -4,10 +4,12 @@
 #include <boost/beast/http.hpp>
 
 #include <array>
+#include <cstring>
 
 #include "error_response.hpp"
 #include "floodgate/tls/contexts.hpp"
 #include "forwarding.hpp"
+#include "h2_connection.hpp"
 #include "http1_client.hpp"
 #include "http1_head.hpp"
 #include "pipeline.hpp"
@@ -71,8 +73,10 @@ class LeaseGuard {
 
 class Session final : public SessionRegistry::Entry {
  public:
-  Session(tcp::socket socket, std::shared_ptr<const tls::ServerContexts> tls, WorkerContext& w)
+  Session(tcp::socket socket, std::shared_ptr<const tls::ServerContexts> tls,
+          FrontProtocols protocols, WorkerContext& w)
       : Entry(w.sessions),
+        protocols_(protocols),
         peer_ip_(peer_text(socket)),
         peer_(config::parse_ip(peer_ip_).value_or(config::IpAddress{})),
         tls_(std::move(tls)),
@@ -96,10 +100,20 @@ class Session final : public SessionRegistry::Entry {
     beast::error_code ignored;
     client_.socket().close(ignored);
     watch_.expire();
+    if (h2_) h2_->abort_streams();
   }
 
   asio::awaitable<void> run() {
     if (tls_ && !co_await handshake()) co_return;
+    if (co_await speaks_h2()) {
+      H2Connection h2(w_, client_, watch_, peer_ip_, peer_, *this);
+      h2_ = &h2;
+      co_await h2.run(buffer_);
+      h2_ = nullptr;
+      co_await close(true);
+      co_return;
+    }
+    if (!protocols_.http1 && !tls_) co_return;
     bool first = true;
     bool closed_idle = false;
     for (;;) {
@@ -139,6 +153,36 @@ class Session final : public SessionRegistry::Entry {
       if (x.config->log.access_log) log_exchange(x, *w_.access_log, w_.gate.hasher(*x.config));
       if (!keep_alive) break;
     }
+    co_await close(closed_idle);
+  }
+
+ private:
+  // Whether this connection speaks HTTP/2: as ALPN settled with TLS; on a plain listener that
+  // lists h2c, when it opens with the HTTP/2 connection preface (RFC 9113 section 3.4), which
+  // no HTTP/1.1 request line can begin like.
+  asio::awaitable<bool> speaks_h2() {
+    if (tls_) {
+      const unsigned char* alpn = nullptr;
+      unsigned len = 0;
+      SSL_get0_alpn_selected(client_.tls_handle(), &alpn, &len);
+      co_return len == 2 && std::memcmp(alpn, "h2", 2) == 0;
+    }
+    if (!protocols_.h2c) co_return false;
+    if (!protocols_.http1) co_return true;
+    static constexpr std::string_view preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    watch_.guard(client_.socket(), w_.snapshot()->server.timeouts.header_read);
+    for (;;) {
+      std::string_view seen(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+      if (seen.size() >= preface.size()) co_return seen.substr(0, preface.size()) == preface;
+      if (seen != preface.substr(0, seen.size())) co_return false;
+      auto [ec, n] =
+          co_await client_.async_read_some(buffer_.prepare(kChunkSize), as_tuple(use_awaitable));
+      if (ec) co_return false;  // the HTTP/1.1 reader finds the connection closed
+      buffer_.commit(n);
+    }
+  }
+
+  asio::awaitable<void> close(bool closed_idle) {
     state = State::closing;
     if (client_.is_tls()) {
       // close_notify tells the client the response was not cut short (RFC 8446 section 6.1).
@@ -155,7 +199,6 @@ class Session final : public SessionRegistry::Entry {
     client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
   }
 
- private:
   // The TLS handshake, within the header_read timeout: a client that connects and says
   // nothing costs no more than one that never sends its request line.
   asio::awaitable<bool> handshake() {
@@ -228,6 +271,8 @@ class Session final : public SessionRegistry::Entry {
     co_return done.keep_alive;
   }
 
+  FrontProtocols protocols_;
+  H2Connection* h2_ = nullptr;  // while the connection speaks HTTP/2
   std::string peer_ip_;
   config::IpAddress peer_;
   std::shared_ptr<const tls::ServerContexts> tls_;  // the listener's, as accepted; null: plain
@@ -243,8 +288,8 @@ class Session final : public SessionRegistry::Entry {
 
 asio::awaitable<void> run_session(tcp::socket socket,
                                   std::shared_ptr<const tls::ServerContexts> tls,
-                                  WorkerContext& worker) {
-  Session session(std::move(socket), std::move(tls), worker);
+                                  FrontProtocols protocols, WorkerContext& worker) {
+  Session session(std::move(socket), std::move(tls), protocols, worker);
   co_await session.run();
 }
 

@@ -146,7 +146,8 @@ class Worker {
           pause(ioc),
           index(index),
           address(l.address.to_string()),
-          tls(l.tls.has_value()) {
+          tls(l.tls.has_value()),
+          protocols{l.speaks(config::Protocol::http1), l.speaks(config::Protocol::h2c)} {
       if (l.tls) started_with = l.tls->contexts;
     }
     tcp::acceptor acceptor;
@@ -155,6 +156,7 @@ class Worker {
     std::size_t index;         // into server.listen
     std::string address;       // as configured: a reload may reorder listeners (restart needed)
     bool tls;
+    FrontProtocols protocols;  // as started: a reload that changes listeners needs a restart
     std::shared_ptr<const tls::ServerContexts> started_with;
   };
 
@@ -224,7 +226,7 @@ class Worker {
       }
       socket.set_option(tcp::no_delay(true), ec);
       // The slot lives in the completion handler, which lives exactly as long as the session.
-      asio::co_spawn(ioc_, run_session(std::move(socket), tls_for(entry), ctx_),
+      asio::co_spawn(ioc_, run_session(std::move(socket), tls_for(entry), entry.protocols, ctx_),
                      [report = log_exceptions(ctx_, "session"),
                       slot = std::move(slot)](std::exception_ptr e) { report(e); });
     }

@@ -143,18 +143,41 @@ std::variant<Certificate, CertificateError> load_certificate(const std::string& 
   return c;
 }
 
-ServerContexts::ServerContexts(std::vector<Certificate> certificates)
-    : certificates_(std::move(certificates)) {
+ServerContexts::ServerContexts(std::vector<Certificate> certificates, std::vector<std::string> alpn)
+    : certificates_(std::move(certificates)), alpn_(std::move(alpn)) {
   for (auto& c : certificates_) {
     SSL_CTX_set_tlsext_servername_callback(c.context.get(), &ServerContexts::on_server_name);
     SSL_CTX_set_tlsext_servername_arg(c.context.get(), this);
+    SSL_CTX_set_alpn_select_cb(c.context.get(), &ServerContexts::on_alpn, this);
   }
 }
 
 ServerContexts::~ServerContexts() {
   // Connections still open hold their own reference to a context; make sure none of them
   // can call back into this object.
-  for (auto& c : certificates_) SSL_CTX_set_tlsext_servername_arg(c.context.get(), nullptr);
+  for (auto& c : certificates_) {
+    SSL_CTX_set_tlsext_servername_arg(c.context.get(), nullptr);
+    SSL_CTX_set_alpn_select_cb(c.context.get(), &select_alpn, nullptr);
+  }
+}
+
+// The first of ours (in our order) that the client offers.
+int ServerContexts::on_alpn(SSL* ssl, const unsigned char** out, unsigned char* outlen,
+                            const unsigned char* in, unsigned int inlen, void* arg) {
+  const auto* self = static_cast<const ServerContexts*>(arg);
+  if (!self) return select_alpn(ssl, out, outlen, in, inlen, nullptr);
+  for (const auto& ours : self->alpn_)
+    for (unsigned i = 0; i < inlen;) {
+      unsigned len = in[i];
+      if (i + 1 + len > inlen) break;
+      if (len == ours.size() && std::memcmp(in + i + 1, ours.data(), len) == 0) {
+        *out = in + i + 1;
+        *outlen = static_cast<unsigned char>(len);
+        return SSL_TLSEXT_ERR_OK;
+      }
+      i += 1 + len;
+    }
+  return SSL_TLSEXT_ERR_NOACK;
 }
 
 ssl_st* ServerContexts::new_connection() const {

@@ -100,11 +100,26 @@ TEST_F(TlsTermination, MinVersion13RefusesTls12) {
   EXPECT_EQ(origin.requests(), 1u);
 }
 
-TEST_F(TlsTermination, AlpnNegotiatesHttp11) {
-  Proxy proxy(config({shop}));
+// ALPN offers the listener's protocols in its order: by default h2, then http/1.1; a listener
+// that lists only http1 never answers h2.
+TEST_F(TlsTermination, AlpnOffersTheListenersProtocolsInItsOrder) {
+  Proxy both(config({shop}));
   TlsOptions o = with_sni("shop.test");
+  o.alpn = {"http/1.1", "h2"};
+  TlsClient h2(both.port(), o);
+  ASSERT_TRUE(h2.ok()) << h2.error();
+  EXPECT_EQ(h2.alpn(), "h2");  // the server's preference, not the client's order
+  o.alpn = {"http/1.1"};
+  TlsClient h1(both.port(), o);
+  ASSERT_TRUE(h1.ok()) << h1.error();
+  EXPECT_EQ(h1.alpn(), "http/1.1");
+  EXPECT_EQ(h1.request(kGet)->result_int(), 200);
+
+  auto only_http1 =
+      substitute(config({shop}), "      tls:\n", "      protocols: [http1]\n      tls:\n");
+  Proxy http1(only_http1);
   o.alpn = {"h2", "http/1.1"};
-  TlsClient c(proxy.port(), o);
+  TlsClient c(http1.port(), o);
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c.alpn(), "http/1.1");
   EXPECT_EQ(c.request(kGet)->result_int(), 200);

@@ -3,6 +3,7 @@
 // (parse -> validate everything -> freeze) and then shared as std::shared_ptr<const Config>;
 // a request keeps the snapshot it started with, a reload publishes a new one.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -37,9 +38,23 @@ struct TlsSettings {
   std::shared_ptr<const tls::ServerContexts> contexts;
 };
 
+// What a listener speaks. TLS listeners offer theirs by ALPN in the listed order; a plain
+// one that lists h2c tells an HTTP/2 connection preface (prior knowledge) from HTTP/1.1.
+enum class Protocol { http1, h2, h2c };
+const char* to_string(Protocol p);
+
 struct Listener {
   Endpoint address;
   std::optional<TlsSettings> tls;
+  std::vector<Protocol> protocols;  // never empty: default [h2, http1] with TLS, else [http1]
+  bool speaks(Protocol p) const {
+    return std::find(protocols.begin(), protocols.end(), p) != protocols.end();
+  }
+};
+
+struct Http2Settings {
+  std::uint32_t max_concurrent_streams = 128;  // per connection, announced in SETTINGS
+  std::uint32_t max_resets_per_second = 100;   // RST_STREAMs from a client before GOAWAY
 };
 
 struct ClientIpSettings {
@@ -66,6 +81,7 @@ struct ServerSettings {
   // (HAProxy's maxconn, not nginx's per-worker worker_connections); past it new ones wait in
   // the listen queue. 0: no limit.
   std::int64_t max_connections = 10'000;
+  Http2Settings http2;
 };
 
 struct AdminSettings {

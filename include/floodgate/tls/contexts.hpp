@@ -41,7 +41,9 @@ std::variant<Certificate, CertificateError> load_certificate(const std::string& 
 // picks the first whose names match it, and an unknown or absent SNI gets the first.
 class ServerContexts {
  public:
-  explicit ServerContexts(std::vector<Certificate> certificates);
+  // `alpn`: the protocols offered by ALPN, in the server's order of preference ("h2",
+  // "http/1.1"); a client that offers none of them gets no ALPN answer.
+  ServerContexts(std::vector<Certificate> certificates, std::vector<std::string> alpn);
   ~ServerContexts();
   ServerContexts(const ServerContexts&) = delete;
   ServerContexts& operator=(const ServerContexts&) = delete;
@@ -54,7 +56,10 @@ class ServerContexts {
 
  private:
   static int on_server_name(ssl_st* ssl, int* alert, void* arg);
+  static int on_alpn(ssl_st* ssl, const unsigned char** out, unsigned char* outlen,
+                     const unsigned char* in, unsigned int inlen, void* arg);
   std::vector<Certificate> certificates_;
+  std::vector<std::string> alpn_;
 };
 
 // The client side for one https upstream: peers verified against `ca_file` (PEM, may hold

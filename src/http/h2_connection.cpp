@@ -1,0 +1,423 @@
+#include "h2_connection.hpp"
+
+#include <nghttp2/nghttp2.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <cstring>
+#include <vector>
+
+namespace floodgate::http {
+
+namespace asio = boost::asio;
+using asio::as_tuple;
+using asio::use_awaitable;
+
+namespace {
+
+constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::size_t kWriteBatch = 64 * 1024;
+// CONTINUATION frames one header block may take (CVE-2024-27316): the header list size bounds
+// the bytes, this the frames.
+constexpr std::size_t kMaxContinuations = 8;
+
+std::string_view view(const std::uint8_t* p, std::size_t n) {
+  return {reinterpret_cast<const char*>(p), n};
+}
+
+nghttp2_nv nv(std::string_view name, std::string_view value) {
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
+          value.size(), NGHTTP2_NV_FLAG_NONE};
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+// nghttp2's callbacks: each runs inside mem_recv or mem_send, on the worker's thread. None
+// lets an exception out (nghttp2 is C): a failure becomes NGHTTP2_ERR_CALLBACK_FAILURE, which
+// ends the connection.
+struct H2Callbacks {
+  template <typename F>
+  static int guarded(F&& f) noexcept {
+    try {
+      return f();
+    } catch (...) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+  }
+  static H2Connection& self(void* user) { return *static_cast<H2Connection*>(user); }
+  static H2Stream* find(H2Connection& c, std::int32_t id) {
+    auto it = c.streams_.find(id);
+    return it == c.streams_.end() ? nullptr : it->second.get();
+  }
+
+  static int on_begin_headers(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
+    return guarded([&] {
+      auto& c = self(user);
+      if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+      if (c.closing_ || c.goaway_sent_) {
+        nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                  NGHTTP2_REFUSED_STREAM);
+        return 0;
+      }
+      c.streams_[frame->hd.stream_id] =
+          std::make_shared<H2Stream>(frame->hd.stream_id, c.client_.get_executor());
+      return 0;
+    });
+  }
+
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                       std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
+                       std::uint8_t, void* user) {
+    return guarded([&] {
+      auto& c = self(user);
+      if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+      auto* s = find(c, frame->hd.stream_id);
+      if (!s || s->head_done) return 0;  // trailers of a request are not forwarded
+      auto n = view(name, namelen);
+      auto v = view(value, valuelen);
+      s->header_bytes += namelen + valuelen + 32;
+      if (s->header_bytes > c.max_header_bytes_) return 0;  // answered 431 once complete
+      if (n == ":method")
+        s->method = v;
+      else if (n == ":scheme")
+        s->scheme = v;
+      else if (n == ":authority")
+        s->authority = v;
+      else if (n == ":path")
+        s->path = v;
+      else if (n == ":protocol")
+        s->extended_connect = true;
+      else if (n == "cookie")
+        s->cookies += (s->cookies.empty() ? "" : "; ") + std::string(v);
+      else
+        s->fields.insert(n, v);
+      return 0;
+    });
+  }
+
+  static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    return guarded([&] {
+      auto& c = self(user);
+      auto* s = find(c, frame->hd.stream_id);
+      if (!s) return 0;
+      const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+      if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST &&
+          !s->head_done) {
+        s->head_done = true;
+        s->body_done = end;
+        c.start_stream(c.streams_[frame->hd.stream_id]);
+        return 0;
+      }
+      if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) && end) {
+        s->body_done = true;
+        s->wake.cancel();
+      }
+      return 0;
+    });
+  }
+
+  static int on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t id,
+                           const std::uint8_t* data, std::size_t len, void* user) {
+    return guarded([&] {
+      auto& c = self(user);
+      auto* s = find(c, id);
+      if (!s || s->discard_body) {
+        nghttp2_session_consume(session, id, len);
+        return 0;
+      }
+      s->body.append(reinterpret_cast<const char*>(data), len);
+      s->wake.cancel();
+      return 0;
+    });
+  }
+
+  static int on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t code, void* user) {
+    return guarded([&] {
+      auto& c = self(user);
+      auto it = c.streams_.find(id);
+      if (it == c.streams_.end()) return 0;
+      it->second->closed = true;
+      it->second->close_code = code;
+      it->second->wake.cancel();
+      c.streams_.erase(it);  // the stream's coroutine keeps it alive until it ends
+      return 0;
+    });
+  }
+
+  // The response body: what the stream's coroutine has put in `out` so far.
+  static ssize_t read_body(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
+                           std::uint32_t* flags, nghttp2_data_source* source, void*) {
+    auto* s = static_cast<H2Stream*>(source->ptr);
+    const auto left = s->out.size() - s->out_sent;
+    const auto n = std::min(left, length);
+    std::memcpy(buf, s->out.data() + s->out_sent, n);
+    s->out_sent += n;
+    if (s->out_sent == s->out.size()) {
+      s->out.clear();
+      s->out_sent = 0;
+      if (s->out_done) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    }
+    s->wake.cancel();  // room for more
+    if (n == 0 && !s->out_done) return NGHTTP2_ERR_DEFERRED;
+    return static_cast<ssize_t>(n);
+  }
+};
+
+H2Connection::H2Connection(WorkerContext& w, Transport& client, Watchdog& watch,
+                           std::string_view peer_ip, const config::IpAddress& peer,
+                           SessionRegistry::Entry& entry)
+    : w_(w),
+      client_(client),
+      watch_(watch),
+      write_watch_(client.get_executor()),
+      max_header_bytes_(w.snapshot()->server.max_header_bytes),
+      peer_ip_(peer_ip),
+      peer_(peer),
+      entry_(entry),
+      write_wake_(client.get_executor()),
+      tasks_done_(client.get_executor()) {
+  nghttp2_session_callbacks* cb = nullptr;
+  nghttp2_session_callbacks_new(&cb);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &H2Callbacks::on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(cb, &H2Callbacks::on_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &H2Callbacks::on_frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &H2Callbacks::on_data_chunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cb, &H2Callbacks::on_stream_close);
+  const auto config = w_.snapshot();
+  const auto& h2 = config->server.http2;
+  nghttp2_option* opt = nullptr;
+  nghttp2_option_new(&opt);
+  // The body's window reopens only as the body is forwarded (consumed()).
+  nghttp2_option_set_no_auto_window_update(opt, 1);
+  // Rapid reset (CVE-2023-44487): more RST_STREAMs than this per second ends the connection.
+  nghttp2_option_set_stream_reset_rate_limit(opt, h2.max_resets_per_second,
+                                             h2.max_resets_per_second);
+  nghttp2_option_set_max_continuations(opt, kMaxContinuations);
+  nghttp2_option_set_max_settings(opt, 32);        // entries per SETTINGS frame
+  nghttp2_option_set_max_outbound_ack(opt, 1000);  // PING / SETTINGS floods
+  nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+  nghttp2_session_server_new2(&session_, cb, this, opt);
+  nghttp2_option_del(opt);
+  nghttp2_session_callbacks_del(cb);
+  nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, h2.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
+       static_cast<std::uint32_t>(config->server.max_header_bytes)},
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+}
+
+H2Connection::~H2Connection() {
+  nghttp2_session_del(session_);
+}
+
+asio::awaitable<void> H2Connection::run(boost::beast::flat_buffer& already) {
+  using namespace asio::experimental::awaitable_operators;
+  co_await (read_loop(already) && write_loop());
+  // Every stream coroutine uses this object: wait for the last one.
+  abort_streams();
+  while (tasks_ > 0) {
+    tasks_done_.expires_at(asio::steady_timer::time_point::max());
+    co_await tasks_done_.async_wait(as_tuple(use_awaitable));
+  }
+}
+
+void H2Connection::abort_streams() {
+  std::vector<std::shared_ptr<H2Stream>> open;
+  for (auto& [id, s] : streams_) open.push_back(s);
+  for (auto& s : open) {
+    s->closed = true;
+    s->wake.cancel();
+    if (s->upstream) {
+      boost::system::error_code ignored;
+      s->upstream->stream.socket().close(ignored);
+    }
+  }
+  streams_.clear();
+}
+
+void H2Connection::update_state() {
+  entry_.state = streams_.empty() && tasks_ == 0 ? SessionRegistry::Entry::State::idle
+                                                 : SessionRegistry::Entry::State::busy;
+}
+
+asio::awaitable<void> H2Connection::read_loop(boost::beast::flat_buffer& already) {
+  auto config = w_.snapshot();
+  if (already.size() > 0) {
+    auto data = already.data();
+    auto rv = nghttp2_session_mem_recv(session_, static_cast<const std::uint8_t*>(data.data()),
+                                       data.size());
+    already.consume(already.size());
+    if (rv < 0) closing_ = true;
+    kick();
+  }
+  std::vector<std::uint8_t> buf(kReadChunk);
+  bool first = true;
+  while (!closing_) {
+    if (w_.draining && !goaway_sent_) {
+      // Open streams finish; new ones are refused (GOAWAY names the last one taken).
+      nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                            nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
+                            nullptr, 0);
+      goaway_sent_ = true;
+      kick();
+    }
+    if (goaway_sent_ && streams_.empty() && tasks_ == 0) break;
+    if (!nghttp2_session_want_read(session_)) break;
+    update_state();
+    // A connection with nothing open may stay silent for the idle timeout (the first request
+    // for header_read); one serving streams waits for them, each bounded by its own timeouts.
+    if (streams_.empty() && tasks_ == 0)
+      watch_.guard(client_.socket(),
+                   first ? config->server.timeouts.header_read : config->server.timeouts.idle);
+    else
+      watch_.relax();
+    auto [ec, n] = co_await client_.async_read_some(asio::buffer(buf.data(), buf.size()),
+                                                    as_tuple(use_awaitable));
+    entry_.state = SessionRegistry::Entry::State::busy;
+    if (ec) {
+      // A drain cancels the wait of a connection with nothing open: say GOAWAY first.
+      if (ec == asio::error::operation_aborted && w_.draining && client_.socket().is_open() &&
+          !watch_.translate(ec))
+        continue;
+      break;
+    }
+    first = false;
+    auto rv = nghttp2_session_mem_recv(session_, buf.data(), n);
+    kick();
+    if (rv < 0) {
+      // A protocol violation nghttp2 did not answer itself (it queues GOAWAY for most).
+      if (!nghttp2_session_want_write(session_))
+        nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
+      break;
+    }
+  }
+  watch_.relax();
+  closing_ = true;
+  kick();
+}
+
+asio::awaitable<void> H2Connection::write_loop() {
+  const auto timeout = w_.snapshot()->server.timeouts.idle;
+  for (;;) {
+    outbuf_.clear();
+    while (outbuf_.size() < kWriteBatch) {
+      const std::uint8_t* data = nullptr;
+      auto n = nghttp2_session_mem_send(session_, &data);
+      if (n <= 0) break;
+      outbuf_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+    }
+    if (!outbuf_.empty()) {
+      write_watch_.guard(client_.socket(), timeout);
+      auto [ec, n] =
+          co_await asio::async_write(client_, asio::buffer(outbuf_), as_tuple(use_awaitable));
+      write_watch_.relax();
+      if (ec) {
+        closing_ = true;
+        boost::system::error_code ignored;
+        client_.socket().cancel(ignored);  // the reader stops too
+        co_return;
+      }
+      continue;
+    }
+    if (closing_ || (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)))
+      co_return;
+    write_wake_.expires_at(asio::steady_timer::time_point::max());
+    co_await write_wake_.async_wait(as_tuple(use_awaitable));
+  }
+}
+
+void H2Connection::kick() {
+  write_wake_.cancel();
+}
+
+void H2Connection::start_stream(std::shared_ptr<H2Stream> s) {
+  ++tasks_;
+  asio::co_spawn(client_.get_executor(), serve(std::move(s)), [this](std::exception_ptr e) {
+    if (e) {
+      w_.metrics.unexpected_exceptions.fetch_add(1, std::memory_order_relaxed);
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        w_.log.error("h2 stream: unexpected exception: {}", ex.what());
+      } catch (...) {
+      }
+    }
+    --tasks_;
+    tasks_done_.cancel();
+    // The reader waits without a deadline while streams are open: let it look again (a drain
+    // may be waiting for this one, or the idle clock starts now).
+    if (tasks_ == 0) {
+      boost::system::error_code ignored;
+      if (w_.draining) client_.socket().cancel(ignored);
+    }
+    kick();
+  });
+}
+
+void H2Connection::submit_head(H2Stream& s, int status, const limit::HeaderList& headers,
+                               bool has_body) {
+  if (s.closed || s.responded) return;
+  s.responded = true;
+  std::vector<nghttp2_nv> nva;
+  const auto code = std::to_string(status);
+  nva.push_back(nv(":status", code));
+  std::vector<std::string> names;
+  names.reserve(headers.size());
+  for (const auto& [name, value] : headers) {
+    names.push_back(lower(name));
+    nva.push_back(nv(names.back(), value));
+  }
+  nghttp2_data_provider provider{};
+  provider.source.ptr = &s;
+  provider.read_callback = &H2Callbacks::read_body;
+  nghttp2_submit_response(session_, s.id, nva.data(), nva.size(), has_body ? &provider : nullptr);
+  kick();
+}
+
+void H2Connection::submit_reply(H2Stream& s, int status, const limit::HeaderList& headers,
+                                std::string_view content_type, std::string body) {
+  auto all = headers;
+  all.emplace_back("server", "floodgate");
+  all.emplace_back("content-type", std::string(content_type));
+  all.emplace_back("content-length", std::to_string(body.size()));
+  s.out = std::move(body);
+  s.out_sent = 0;
+  s.out_done = true;
+  // The request's body, if any, is not needed: its DATA is consumed as it comes.
+  s.discard_body = true;
+  consumed(s, s.body.size());
+  s.body.clear();
+  submit_head(s, status, all, true);
+}
+
+void H2Connection::resume(H2Stream& s) {
+  if (s.closed) return;
+  nghttp2_session_resume_data(session_, s.id);
+  kick();
+}
+
+void H2Connection::consumed(H2Stream& s, std::size_t n) {
+  if (n == 0) return;
+  nghttp2_session_consume(session_, s.id, n);
+  kick();
+}
+
+void H2Connection::reset(H2Stream& s, std::uint32_t code) {
+  if (s.closed) return;
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, code);
+  kick();
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,114 @@
+#pragma once
+// An HTTP/2 client connection (RFC 9113), framed by Debian's libnghttp2: one nghttp2_session
+// driven with mem_recv/mem_send over the connection's Transport (plain h2c or TLS h2). Every
+// stream becomes an Exchange and goes through the same pipeline as an HTTP/1.1 request
+// (pipeline.hpp); upstreams stay pooled HTTP/1.1 connections (h2_stream.cpp).
+//
+// One worker thread only. nghttp2 calls back from inside mem_recv/mem_send; no exception
+// crosses those callbacks (each body catches and returns an nghttp2 error code).
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/fields.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "exchange.hpp"
+#include "session_registry.hpp"
+#include "transport.hpp"
+#include "upstream_pool.hpp"
+#include "watchdog.hpp"
+#include "worker_context.hpp"
+
+struct nghttp2_session;
+
+namespace floodgate::http {
+
+// One request stream, shared by the connection (which feeds it from nghttp2's callbacks) and
+// the coroutine that serves it.
+struct H2Stream {
+  explicit H2Stream(std::int32_t id, boost::asio::any_io_executor ex) : id(id), wake(ex) {}
+  std::int32_t id;
+  // The request head, as received.
+  std::string method, scheme, authority, path;
+  bool extended_connect = false;      // :protocol (RFC 8441): not something floodgate forwards
+  boost::beast::http::fields fields;  // regular fields, names lower-case (nghttp2 checks)
+  std::string cookies;                // cookie fields joined with "; " (RFC 9113 8.2.3)
+  std::size_t header_bytes = 0;       // as SETTINGS_MAX_HEADER_LIST_SIZE counts them
+  bool head_done = false;
+  // The request body: bytes received and not yet forwarded; consumed from the flow-control
+  // window only as they are forwarded, so a client can be at most one window ahead.
+  std::string body;
+  bool body_done = false;     // END_STREAM seen
+  bool discard_body = false;  // answered without the upstream: DATA is consumed on arrival
+  // The response body nghttp2 reads from (its data provider), and whether it ends there.
+  std::string out;
+  std::size_t out_sent = 0;
+  bool out_done = false;
+  bool responded = false;  // a response head was submitted
+  bool closed = false;     // nghttp2 closed the stream (sent END_STREAM both ways, or reset)
+  std::uint32_t close_code = 0;
+  boost::asio::steady_timer wake;          // cancelled whenever something above changes
+  UpstreamConnection* upstream = nullptr;  // while one is in use: closed by an abort
+  Exchange x;
+};
+
+class H2Connection {
+ public:
+  H2Connection(WorkerContext& w, Transport& client, Watchdog& watch, std::string_view peer_ip,
+               const config::IpAddress& peer, SessionRegistry::Entry& entry);
+  ~H2Connection();
+  H2Connection(const H2Connection&) = delete;
+  H2Connection& operator=(const H2Connection&) = delete;
+
+  // Serves the connection until it closes; `already` holds bytes read before HTTP/2 was
+  // known (the prior-knowledge preface). Returns once every stream's coroutine has ended.
+  boost::asio::awaitable<void> run(boost::beast::flat_buffer& already);
+  // Closes every stream's upstream connection (a drain past its deadline).
+  void abort_streams();
+
+  // For the stream coroutines (h2_stream.cpp).
+  void submit_reply(H2Stream& s, int status, const limit::HeaderList& headers,
+                    std::string_view content_type, std::string body);
+  void submit_head(H2Stream& s, int status, const limit::HeaderList& headers, bool has_body);
+  void resume(H2Stream& s);                   // more of s.out (or its end) is there
+  void consumed(H2Stream& s, std::size_t n);  // n body bytes forwarded: the window reopens
+  void reset(H2Stream& s, std::uint32_t code);
+  void kick();  // something was submitted: the writer sends it
+  WorkerContext& worker() { return w_; }
+  std::string_view peer_ip() const { return peer_ip_; }
+  const config::IpAddress& peer() const { return peer_; }
+  bool tls() { return client_.is_tls(); }
+
+ private:
+  friend struct H2Callbacks;
+  boost::asio::awaitable<void> read_loop(boost::beast::flat_buffer& already);
+  boost::asio::awaitable<void> write_loop();
+  boost::asio::awaitable<void> serve(std::shared_ptr<H2Stream> s);
+  boost::asio::awaitable<void> forward(H2Stream& s, const config::Upstream& u);
+  void start_stream(std::shared_ptr<H2Stream> s);
+  void update_state();
+
+  WorkerContext& w_;
+  Transport& client_;
+  Watchdog& watch_;       // the reader's deadline (the session's watchdog)
+  Watchdog write_watch_;  // the writer's: a client that stops reading cannot hold us
+  std::size_t max_header_bytes_;
+  std::string peer_ip_;
+  config::IpAddress peer_;
+  SessionRegistry::Entry& entry_;
+  nghttp2_session* session_ = nullptr;
+  std::map<std::int32_t, std::shared_ptr<H2Stream>> streams_;
+  boost::asio::steady_timer write_wake_;
+  boost::asio::steady_timer tasks_done_;
+  int tasks_ = 0;         // stream coroutines still running
+  bool closing_ = false;  // the read side ended: flush what is left, then stop
+  bool goaway_sent_ = false;
+  std::string outbuf_;
+};
+
+}  // namespace floodgate::http

@@ -1,0 +1,314 @@
+// One HTTP/2 stream through the pipeline: the head into the exchange, route, limits, then
+// either a reply of ours or the request forwarded to a pooled HTTP/1.1 upstream connection,
+// its body relayed as DATA arrives (the window reopening only as it is forwarded) and the
+// response streamed back as DATA (the upstream read only as fast as the client takes it).
+
+#include <nghttp2/nghttp2.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http.hpp>
+
+#include <charconv>
+#include <optional>
+
+#include "forwarding.hpp"
+#include "h2_connection.hpp"
+#include "http1_client.hpp"
+#include "pipeline.hpp"
+#include "reply.hpp"
+#include "wire.hpp"
+
+// GCC 12 reports Asio's coroutine frames as freed by a mismatched operator delete once it
+// inlines enough of them into one function (this file's): they are allocated and freed by
+// the pair in awaitable_frame_base, through Asio's recycling allocator. A false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+namespace floodgate::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using asio::as_tuple;
+using asio::use_awaitable;
+
+namespace {
+
+constexpr std::size_t kChunk = 16 * 1024;
+constexpr std::size_t kMaxBuffered = 64 * 1024;  // response bytes waiting for the client's window
+constexpr std::uint64_t kUpstreamHeaderLimit = 64 * 1024;
+
+// Waits until the stream changes (a callback cancels `wake`) or `timeout` passes; false on
+// the timeout.
+asio::awaitable<bool> changed(H2Stream& s, std::chrono::milliseconds timeout) {
+  s.wake.expires_after(timeout);
+  auto [ec] = co_await s.wake.async_wait(as_tuple(use_awaitable));
+  co_return ec == asio::error::operation_aborted;
+}
+
+std::optional<std::uint64_t> content_length(const bhttp::fields& f) {
+  auto it = f.find(bhttp::field::content_length);
+  if (it == f.end()) return std::nullopt;
+  std::string_view v = it->value();
+  std::uint64_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc{} || p != v.data() + v.size()) return std::nullopt;
+  return n;
+}
+
+// The headers of a reply of ours: its rate-limit headers and Retry-After.
+limit::HeaderList reply_header_list(const Reply& r) {
+  limit::HeaderList out;
+  reply_headers(r, [&out](std::string_view n, std::string_view v) { out.emplace_back(n, v); });
+  return out;
+}
+
+int status_for_upstream_error(const beast::error_code& ec) {
+  return ec == beast::error::timeout ? 504 : 502;
+}
+
+}  // namespace
+
+asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
+  auto& s = *sp;
+  auto& x = s.x;
+  ++w_.in_flight;
+  struct InFlight {
+    std::uint64_t& n;
+    ~InFlight() { --n; }
+  } in_flight{w_.in_flight};
+  x.config = w_.snapshot();  // a reload applies to the streams that start after it
+  x.arrived = w_.clock.now();
+  if (x.config->log.access_log) x.started = std::chrono::steady_clock::now();
+  x.fields = &s.fields;
+  if (!s.cookies.empty()) s.fields.set(bhttp::field::cookie, s.cookies);
+  x.method = s.method;
+  x.raw_target = s.path;
+  x.host_field = s.authority.empty() ? std::string_view(s.fields[bhttp::field::host])
+                                     : std::string_view(s.authority);
+  x.peer_ip = peer_ip_;
+  x.peer = peer_;
+  x.tls = client_.is_tls();
+  x.protocol = "h2";
+  const auto& config = *x.config;
+
+  auto answer = [&](const Reply& r) {
+    x.status = r.status;
+    std::string storage;
+    auto body = std::string(reply_body(r, storage));
+    submit_reply(s, r.status, reply_header_list(r), reply_content_type(r), std::move(body));
+  };
+  std::optional<Reply> reply;
+  auto host = s.fields.find(bhttp::field::host);
+  if (s.header_bytes > config.server.max_header_bytes)
+    reply = Reply{431};
+  else if (s.method == "CONNECT" || s.extended_connect)
+    reply = Reply{400};  // floodgate forwards requests, not tunnels
+  else if (host != s.fields.end() && !s.authority.empty() &&
+           !beast::iequals(host->value(), s.authority))
+    reply = Reply{400};  // RFC 9113 8.3.1: they must name the same
+  else if (auto unrouted = route_exchange(x))
+    reply = Reply{unrouted->status};
+  else if (s.closed)
+    co_return;  // reset before anything was decided: nothing is charged
+  else if (!x.route->limits.empty())
+    reply = co_await w_.gate.decide(x);
+
+  if (reply) {
+    answer(*reply);
+  } else {
+    // Held until the response ends: an open stream counts against a concurrency limit.
+    struct Leases {
+      LimitGate& gate;
+      const Admission& a;
+      ~Leases() { gate.release(a); }
+    } leases{w_.gate, x.admission};
+    co_await forward(s, config.upstream_of(*x.route));
+  }
+  // nghttp2 reads the body through `s` until the stream closes; a client that takes none of
+  // it for the idle timeout gets the stream reset.
+  while (!s.closed)
+    if (!co_await changed(s, config.server.timeouts.idle)) reset(s, NGHTTP2_CANCEL);
+  if (config.log.access_log) log_exchange(x, *w_.access_log, w_.gate.hasher(config));
+}
+
+asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream& u) {
+  auto& x = s.x;
+  const auto& config = *x.config;
+  const auto idle = config.server.timeouts.idle;
+  auto fail = [&](int status) {
+    if (s.responded) {
+      reset(s, NGHTTP2_INTERNAL_ERROR);
+    } else {
+      x.status = status;
+      submit_reply(s, status, {}, reply_content_type(Reply{status}), [&] {
+        std::string storage;
+        return std::string(reply_body(Reply{status}, storage));
+      }());
+    }
+  };
+  // The upstream's HTTP/1.1 request: the stream's fields, :authority as Host.
+  bhttp::request_header<> req;
+  req.method_string(s.method);
+  req.target(s.path);
+  for (const auto& f : s.fields) req.insert(f.name_string(), f.value());
+  if (!s.authority.empty()) req.set(bhttp::field::host, s.authority);
+  UpstreamFraming framing;
+  framing.content_length = content_length(s.fields);
+  framing.chunked = !framing.content_length && !s.body_done;
+  prepare_upstream_head(x, req, u, framing);
+
+  if (s.closed) co_return;  // reset while the limits were decided
+  Watchdog watch(client_.get_executor());
+  auto conn = w_.pool.take(u);
+  if (!conn) {
+    auto fresh = co_await w_.pool.connect(u, watch);
+    if (fresh.error) {
+      auto& stats = w_.upstream_stats(u.name);
+      (fresh.error == beast::error::timeout ? stats.timeouts : stats.connect_errors)
+          .fetch_add(1, std::memory_order_relaxed);
+      fail(status_for_upstream_error(fresh.error));
+      co_return;
+    }
+    conn = std::move(fresh.conn);
+  }
+  s.upstream = conn.get();
+  struct Unhook {
+    H2Stream& s;
+    Watchdog& watch;
+    ~Unhook() {
+      s.upstream = nullptr;
+      watch.relax();
+    }
+  } unhook{s, watch};
+  if (s.closed) {  // reset (or the connection ended) while connecting: nothing was sent on it
+    s.upstream = nullptr;
+    w_.pool.give_back(u, std::move(conn));
+    co_return;
+  }
+
+  // The head, then the body as it arrives.
+  const auto sent_at = std::chrono::steady_clock::now();
+  std::string head;
+  append_head(head, req);
+  watch.guard(conn->stream.socket(), u.response_timeout);
+  auto [hec, hn] =
+      co_await asio::async_write(conn->stream, asio::buffer(head), as_tuple(use_awaitable));
+  if (hec) {
+    fail(status_for_upstream_error(watch.translate(hec)));
+    co_return;
+  }
+  std::uint64_t forwarded = 0;
+  while (framing.chunked || framing.content_length.value_or(0) > 0) {
+    while (s.body.empty() && !s.body_done && !s.closed)
+      if (!co_await changed(s, idle)) break;  // the client stalled mid-body
+    if (s.closed) co_return;                  // reset by the client: the partial request is dropped
+    if (s.body.empty() && !s.body_done) {
+      reset(s, NGHTTP2_CANCEL);
+      co_return;
+    }
+    forwarded += s.body.size();
+    if (forwarded > config.server.max_body_bytes) {
+      fail(413);
+      co_return;
+    }
+    // nghttp2 resets a stream whose DATA overruns its content-length; should a byte past it
+    // ever get here, it would be the start of a second request upstream: never written.
+    if (framing.content_length && forwarded > *framing.content_length) {
+      reset(s, NGHTTP2_PROTOCOL_ERROR);
+      co_return;
+    }
+    std::string piece;
+    if (framing.chunked && !s.body.empty()) {
+      char size[20];
+      auto [end, ec] = std::to_chars(size, size + sizeof size, s.body.size(), 16);
+      piece.append(size, end).append("\r\n").append(s.body).append("\r\n");
+    } else {
+      piece = s.body;
+    }
+    const auto n = s.body.size();
+    s.body.clear();
+    const bool last = s.body_done;  // more may arrive while this piece is written
+    if (last && framing.chunked) piece += "0\r\n\r\n";
+    watch.guard(conn->stream.socket(), u.response_timeout);
+    auto [bec, bn] =
+        co_await asio::async_write(conn->stream, asio::buffer(piece), as_tuple(use_awaitable));
+    if (bec) {
+      fail(status_for_upstream_error(watch.translate(bec)));
+      co_return;
+    }
+    consumed(s, n);
+    if (last) break;
+  }
+
+  // The response head (interim 1xx skipped), rewritten as for HTTP/1.1, then its body.
+  std::optional<ResponseParser> rp;
+  const bool head_only = s.method == "HEAD";
+  for (;;) {
+    rp.emplace();
+    rp->header_limit(kUpstreamHeaderLimit);
+    rp->body_limit(boost::none);
+    rp->skip(head_only);
+    watch.guard(conn->stream.socket(), u.response_timeout);
+    auto [rec, rn] =
+        co_await bhttp::async_read_header(conn->stream, conn->buffer, *rp, as_tuple(use_awaitable));
+    if (auto ec = watch.translate(rec)) {
+      if (ec == beast::error::timeout)
+        w_.upstream_stats(u.name).timeouts.fetch_add(1, std::memory_order_relaxed);
+      fail(status_for_upstream_error(ec));
+      co_return;
+    }
+    if (rp->get().result_int() >= 200) break;
+    if (rp->get().result_int() == 101) {  // nothing here asked to switch protocols
+      fail(502);
+      co_return;
+    }
+  }
+  x.upstream_took = std::chrono::steady_clock::now() - sent_at;
+  auto& stats = w_.upstream_stats(u.name);
+  stats.latency.observe(std::chrono::duration<double>(x.upstream_took).count());
+  stats.by_class[std::min<unsigned>(5, rp->get().result_int() / 100)].fetch_add(
+      1, std::memory_order_relaxed);
+  auto& res = rp->get();
+  const bool upstream_keep_alive = rp->keep_alive();
+  const auto length = rp->content_length();
+  w_.gate.settle(x, res);
+  strip_hop_by_hop(res);
+  add_rate_headers(x, res);
+  x.status = res.result_int();
+  limit::HeaderList headers;
+  for (const auto& f : res) headers.emplace_back(f.name_string(), f.value());
+  if (length) headers.emplace_back("content-length", std::to_string(*length));
+  const bool has_body = !rp->is_done();
+  s.out_done = !has_body;
+  submit_head(s, x.status, headers, has_body);
+  std::string chunk(kChunk, '\0');
+  while (!rp->is_done()) {
+    while (s.out.size() - s.out_sent >= kMaxBuffered && !s.closed) co_await changed(s, idle);
+    if (s.closed) co_return;  // the client went away: the upstream connection is dropped
+    auto& body = res.body();
+    body.data = chunk.data();
+    body.size = chunk.size();
+    watch.guard(conn->stream.socket(), u.response_timeout);
+    auto [ec, n] =
+        co_await bhttp::async_read(conn->stream, conn->buffer, *rp, as_tuple(use_awaitable));
+    if (ec == bhttp::error::need_buffer) ec = {};
+    if (ec) {
+      reset(s, NGHTTP2_INTERNAL_ERROR);
+      co_return;
+    }
+    s.out.append(chunk.data(), chunk.size() - body.size);
+    s.out_done = rp->is_done();
+    resume(s);
+  }
+  if (upstream_keep_alive && conn->buffer.size() == 0) {
+    s.upstream = nullptr;
+    w_.pool.give_back(u, std::move(conn));
+  }
+}
+
+}  // namespace floodgate::http

@@ -1,0 +1,181 @@
+// HTTP/2 at the edge, with real clients: curl (built with nghttp2) and h2load for ordinary
+// traffic, python3-h2 (h2_hostile.py) for frames a well-behaved client would not send. Every
+// stream goes through the same pipeline as an HTTP/1.1 request: routes, limits, the deny
+// cache, the same statuses and headers; bodies stream both ways.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include "floodgate_process.hpp"
+#include "harness.hpp"
+#include "proxy_yaml.hpp"
+#include "test_pki.hpp"
+
+namespace {
+
+using namespace floodgate::testing;
+using namespace std::chrono_literals;
+
+// What a command printed on stdout; it is killed after `seconds`.
+std::string output_of(const std::string& command, int seconds = 30) {
+  std::string out;
+  std::string cmd = "timeout " + std::to_string(seconds) + " " + command + " 2>/dev/null";
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (auto n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+std::string url(std::uint16_t port, const std::string& path) {
+  return "http://127.0.0.1:" + std::to_string(port) + path;
+}
+
+// "2xx 4xx" counts from h2load's summary.
+std::pair<int, int> h2load_statuses(const std::string& out) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(R"(status codes: (\d+) 2xx, \d+ 3xx, (\d+) 4xx)")))
+    return {-1, -1};
+  return {std::stoi(m[1]), std::stoi(m[2])};
+}
+
+std::string hostile(std::uint16_t port, const std::string& which) {
+  return output_of("/usr/bin/python3 " FLOODGATE_SOURCE_DIR "/tests/integration/h2_hostile.py " +
+                       std::to_string(port) + " " + which,
+                   20);
+}
+
+class Http2 : public ::testing::Test {
+ protected:
+  Origin origin;
+  // A plain listener for HTTP/1.1 and HTTP/2 with prior knowledge, two limited routes.
+  std::string config(const std::string& server_extra = "") {
+    return "server:\n  threads: 1\n  listen:\n    - { address: \"127.0.0.1:0\", protocols: [http1, "
+           "h2c] }\n" +
+           server_extra + "upstreams:\n  origin: { url: \"" + http_url(origin) +
+           "\" }\nroutes:\n"
+           "  - name: five\n    match: { path_prefix: /five }\n    upstream: origin\n"
+           "    limits: [{ name: five, algorithm: fixed_window, limit: 5, window: 1h, key: [ip] "
+           "}]\n"
+           "  - name: two-at-once\n    match: { path_prefix: /slow }\n    upstream: origin\n"
+           "    limits: [{ name: two, algorithm: concurrency, limit: 2, key: [route] }]\n"
+           "  - name: all\n    match: { path_prefix: / }\n    upstream: origin\n";
+  }
+};
+
+TEST_F(Http2, PriorKnowledgeAndHttp11ShareAPlainListener) {
+  Proxy proxy(config());
+  const auto fmt = " -o /dev/null -w '%{http_code} %{http_version}' ";
+  EXPECT_EQ(
+      output_of("curl -s --http2-prior-knowledge" + std::string(fmt) + url(proxy.port(), "/hello")),
+      "200 2");
+  EXPECT_EQ(output_of("curl -s --http1.1" + std::string(fmt) + url(proxy.port(), "/hello")),
+            "200 1.1");
+  EXPECT_EQ(origin.requests(), 2u);
+}
+
+TEST_F(Http2, BodiesStreamBothWays) {
+  Proxy proxy(config());
+  auto file = write_temp_file("h2-body", std::string(3'000'000, 'x') + "end");
+  // The same bytes reach the origin over HTTP/2 as over HTTP/1.1.
+  auto over = [&](const std::string& flag) {
+    auto json =
+        output_of("curl -s " + flag + " --data-binary @" + file + " " + url(proxy.port(), "/echo"));
+    std::smatch m;
+    EXPECT_TRUE(
+        std::regex_search(json, m, std::regex(R"re("body_bytes":(\d+),"body_fnv":"(\d+)")re")))
+        << json.substr(0, 300);
+    return m.size() == 3 ? m[1].str() + " " + m[2].str() : json.substr(0, 100);
+  };
+  auto h2 = over("--http2-prior-knowledge");
+  EXPECT_EQ(h2, over("--http1.1"));
+  EXPECT_EQ(h2.substr(0, h2.find(' ')), "3000003");
+  EXPECT_EQ(output_of("curl -s --http2-prior-knowledge -o /dev/null -w '%{size_download}' " +
+                      url(proxy.port(), "/bytes/5000000")),
+            "5000000");
+  EXPECT_EQ(output_of("curl -s --http2-prior-knowledge -o /dev/null -w '%{size_download}' '" +
+                      url(proxy.port(), "/bytes/100000?chunked=1") + "'"),
+            "100000");
+}
+
+TEST_F(Http2, StreamsAreLimitedLikeRequests) {
+  Proxy proxy(config());
+  // 50 streams over one connection, 10 at a time: exactly the limit passes.
+  auto out = output_of("h2load -n 50 -c 1 -m 10 " + url(proxy.port(), "/five"));
+  EXPECT_EQ(h2load_statuses(out), std::make_pair(5, 45)) << out;
+  EXPECT_EQ(origin.requests(), 5u);
+  // A refusal carries the same headers as over HTTP/1.1, in lower case.
+  auto head =
+      output_of("curl -s --http2-prior-knowledge -D - -o /dev/null " + url(proxy.port(), "/five"));
+  EXPECT_NE(head.find("HTTP/2 429"), std::string::npos) << head;
+  EXPECT_NE(head.find("x-ratelimit-limit: 5"), std::string::npos) << head;
+  EXPECT_NE(head.find("retry-after: "), std::string::npos) << head;
+  EXPECT_NE(head.find("ratelimit-policy: \"five\";q=5;w=3600"), std::string::npos) << head;
+}
+
+TEST_F(Http2, AConcurrencyLimitCountsOpenStreams) {
+  Proxy proxy(config());
+  // Six streams at once, each held 300 ms by the origin: two are served.
+  auto out = output_of("h2load -n 6 -c 1 -m 6 " + url(proxy.port(), "/slow/300"));
+  EXPECT_EQ(h2load_statuses(out), std::make_pair(2, 4)) << out;
+  // Their units came back when the streams ended.
+  out = output_of("h2load -n 2 -c 1 -m 2 " + url(proxy.port(), "/slow/10"));
+  EXPECT_EQ(h2load_statuses(out), std::make_pair(2, 0)) << out;
+}
+
+TEST_F(Http2, ManyStreamsOverFewConnections) {
+  Proxy proxy(config());
+  auto out = output_of("h2load -n 20000 -c 4 -m 32 " + url(proxy.port(), "/hello"), 60);
+  EXPECT_NE(out.find("20000 succeeded, 0 failed, 0 errored"), std::string::npos) << out;
+  EXPECT_EQ(h2load_statuses(out), std::make_pair(20000, 0)) << out;
+}
+
+// RFC 9113 section 8.2: what no HTTP/2 request may carry is reset and never reaches the
+// upstream; a host that disagrees with :authority is answered 400.
+TEST_F(Http2, MalformedStreamsNeverBecomeUpstreamRequests) {
+  Proxy proxy(config());
+  const std::pair<const char*, const char*> cases[] = {
+      {"connection-header", "reset PROTOCOL_ERROR"}, {"transfer-encoding", "reset PROTOCOL_ERROR"},
+      {"te-gzip", "reset PROTOCOL_ERROR"},           {"upper-case-name", "reset PROTOCOL_ERROR"},
+      {"newline-in-value", "reset PROTOCOL_ERROR"},  {"duplicate-path", "reset PROTOCOL_ERROR"},
+      {"length-mismatch", "reset PROTOCOL_ERROR"},   {"host-disagrees", "status 400"},
+  };
+  for (const auto& [which, expected] : cases)
+    EXPECT_EQ(hostile(proxy.port(), which), expected) << which;
+  EXPECT_EQ(origin.requests(), 0u);
+  // What is allowed passes.
+  EXPECT_EQ(hostile(proxy.port(), "te-trailers"), "status 200");
+  EXPECT_EQ(hostile(proxy.port(), "host-agrees"), "status 200");
+  EXPECT_EQ(origin.requests(), 2u);
+}
+
+TEST_F(Http2, FloodsEndTheConnection) {
+  Proxy proxy(config("  http2: { max_concurrent_streams: 4, max_resets_per_second: 50 }\n"));
+  // Rapid reset (CVE-2023-44487): GOAWAY, and the reset streams reach nobody.
+  EXPECT_EQ(hostile(proxy.port(), "rapid-reset").rfind("goaway ", 0), 0u);
+  // Past max_concurrent_streams, streams are refused, not queued.
+  auto streams = hostile(proxy.port(), "too-many-streams");
+  EXPECT_EQ(streams, "answered 4 refused 16") << streams;
+  EXPECT_LE(origin.requests(), 4u);
+}
+
+TEST(Http2Tls, AlpnNegotiatesH2ByDefault) {
+  Origin origin;
+  TestPki pki;
+  auto cert = pki.issue("shop.test", {"shop.test"});
+  Proxy proxy(ProxyYaml{.upstream_url = http_url(origin), .listen = tls_listen({cert})}.text());
+  const std::string base =
+      "curl -s --cacert " + pki.ca_file() + " --resolve shop.test:" + std::to_string(proxy.port()) +
+      ":127.0.0.1 -o /dev/null -w " +
+      "'%{http_code} %{http_version}' https://shop.test:" + std::to_string(proxy.port()) + "/hello";
+  EXPECT_EQ(output_of(base + " --http2"), "200 2");
+  EXPECT_EQ(output_of(base + " --http1.1"), "200 1.1");
+}
+
+}  // namespace
