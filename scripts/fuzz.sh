@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
-targets=(fuzz_request fuzz_config fuzz_jwt fuzz_redis_reply fuzz_cluster_reply fuzz_log_line)
+targets=(fuzz_request fuzz_config fuzz_jwt fuzz_redis_reply fuzz_cluster_reply fuzz_log_line fuzz_h2_frames)
 
 scripts/install-deps.sh >/dev/null
 # Optimised but with line tables for the reports, and with assertions kept (no -DNDEBUG):

@@ -7,6 +7,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
 
 #include <cstring>
 #include <vector>
@@ -158,7 +159,15 @@ struct H2Callbacks {
   // The response body: what the stream's coroutine has put in `out` so far.
   static ssize_t read_body(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
                            std::uint32_t* flags, nghttp2_data_source* source, void*) {
-    auto* s = static_cast<H2Stream*>(source->ptr);
+    try {
+      return read_body_of(*static_cast<H2Stream*>(source->ptr), buf, length, flags);
+    } catch (...) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+  }
+  static ssize_t read_body_of(H2Stream& stream, std::uint8_t* buf, std::size_t length,
+                              std::uint32_t* flags) {
+    auto* s = &stream;
     const auto left = s->out.size() - s->out_sent;
     const auto n = std::min(left, length);
     std::memcpy(buf, s->out.data() + s->out_sent, n);
@@ -289,7 +298,7 @@ asio::awaitable<void> H2Connection::read_loop(boost::beast::flat_buffer& already
     if (ec) {
       // A drain cancels the wait of a connection with nothing open: say GOAWAY first.
       if (ec == asio::error::operation_aborted && w_.draining && client_.socket().is_open() &&
-          !watch_.translate(ec))
+          watch_.translate(ec) != boost::beast::error::timeout)
         continue;
       break;
     }

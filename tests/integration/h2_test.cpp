@@ -9,6 +9,7 @@
 #include <fstream>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "floodgate_process.hpp"
 #include "harness.hpp"
@@ -163,6 +164,21 @@ TEST_F(Http2, FloodsEndTheConnection) {
   auto streams = hostile(proxy.port(), "too-many-streams");
   EXPECT_EQ(streams, "answered 4 refused 16") << streams;
   EXPECT_LE(origin.requests(), 4u);
+}
+
+// SIGTERM's drain: open streams finish (GOAWAY tells the client to open no more).
+TEST_F(Http2, ADrainLetsOpenStreamsFinish) {
+  Proxy proxy(config());
+  std::string out;
+  std::thread client(
+      [&] { out = output_of("h2load -n 2 -c 1 -m 2 " + url(proxy.port(), "/slow/400")); });
+  std::this_thread::sleep_for(150ms);
+  const auto started = std::chrono::steady_clock::now();
+  proxy.drain(5s);
+  const auto took = std::chrono::steady_clock::now() - started;
+  client.join();
+  EXPECT_EQ(h2load_statuses(out), std::make_pair(2, 0)) << out;
+  EXPECT_LT(took, 2s);  // it waited for the streams, not for the grace
 }
 
 TEST(Http2Tls, AlpnNegotiatesH2ByDefault) {
