@@ -12,11 +12,9 @@
 #include <cstring>
 #include <vector>
 
-namespace floodgate::http {
+#include "coro_names.hpp"
 
-namespace asio = boost::asio;
-using asio::as_tuple;
-using asio::use_awaitable;
+namespace floodgate::http {
 
 namespace {
 

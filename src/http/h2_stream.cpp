@@ -14,6 +14,7 @@
 #include <charconv>
 #include <optional>
 
+#include "coro_names.hpp"
 #include "forwarding.hpp"
 #include "h2_connection.hpp"
 #include "http1_client.hpp"
@@ -29,12 +30,6 @@
 #endif
 
 namespace floodgate::http {
-
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace bhttp = beast::http;
-using asio::as_tuple;
-using asio::use_awaitable;
 
 namespace {
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstring>
 
+#include "coro_names.hpp"
 #include "error_response.hpp"
 #include "floodgate/tls/contexts.hpp"
 #include "forwarding.hpp"
@@ -19,11 +20,6 @@
 
 namespace floodgate::http {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace bhttp = beast::http;
-using asio::as_tuple;
-using asio::use_awaitable;
 using tcp = asio::ip::tcp;
 
 namespace {

@@ -10,17 +10,12 @@
 #include <array>
 #include <memory>
 
+#include "coro_names.hpp"
 #include "forwarding.hpp"
 #include "pipeline.hpp"
 #include "wire.hpp"
 
 namespace floodgate::http {
-
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace bhttp = beast::http;
-using asio::as_tuple;
-using asio::use_awaitable;
 
 namespace {
 

@@ -8,6 +8,7 @@
 
 #include <optional>
 
+#include "coro_names.hpp"
 #include "forwarding.hpp"
 #include "pipeline.hpp"
 #include "relay.hpp"
@@ -15,12 +16,6 @@
 #include "wire.hpp"
 
 namespace floodgate::http {
-
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace bhttp = beast::http;
-using asio::as_tuple;
-using asio::use_awaitable;
 
 namespace {
 

@@ -21,17 +21,8 @@ namespace {
 using namespace floodgate::testing;
 using namespace std::chrono_literals;
 
-// What a command printed on stdout; it is killed after `seconds`.
 std::string output_of(const std::string& command, int seconds = 30) {
-  std::string out;
-  std::string cmd = "timeout " + std::to_string(seconds) + " " + command + " 2>/dev/null";
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    while (auto n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-    pclose(p);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
+  return command_output(command, seconds);
 }
 
 std::string url(std::uint16_t port, const std::string& path) {

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cstdio>
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/base_sink.h>
@@ -305,6 +306,18 @@ std::map<int, int> burst(const std::vector<std::uint16_t>& ports, const std::str
   }
   ioc.run_for(std::chrono::seconds(30));
   return statuses;
+}
+
+std::string command_output(const std::string& command, int timeout_seconds) {
+  std::string cmd = "timeout " + std::to_string(timeout_seconds) + " " + command + " 2>/dev/null";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (auto n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
 }
 
 }  // namespace floodgate::testing

@@ -109,6 +109,10 @@ class Proxy {
 };
 
 std::string substitute(std::string text, const std::string& from, const std::string& to);
+
+// What a shell command printed on stdout (stderr dropped), trailing newlines removed; it is
+// killed after `timeout_seconds`.
+std::string command_output(const std::string& command, int timeout_seconds);
 // A proxy with one route, "all" (every path), to `origin`. `server_extra` is YAML lines under
 // `server:` (two-space indented), `upstream_extra` more keys of the upstream's flow map.
 std::string one_route_config(const Origin& origin, const std::string& server_extra = "",

@@ -65,16 +65,7 @@ void RedisServer::restart() {
 }
 
 std::string redis_cli(std::uint16_t port, const std::string& args, int timeout_seconds) {
-  std::string cmd = "timeout " + std::to_string(timeout_seconds) + " redis-cli -p " +
-                    std::to_string(port) + " " + args + " 2>/dev/null";
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    while (auto n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-    pclose(p);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
+  return command_output("redis-cli -p " + std::to_string(port) + " " + args, timeout_seconds);
 }
 
 }  // namespace floodgate::testing
