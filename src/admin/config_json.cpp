@@ -57,8 +57,13 @@ std::string redacted_config_json(const config::Config& c) {
   json::object root;
   root["source"] = c.source;
   json::array listen;
-  for (const auto& l : c.server.listen)
-    listen.push_back(json::object{{"address", l.address.to_string()}, {"tls", l.tls.has_value()}});
+  for (const auto& l : c.server.listen) {
+    json::array protocols;
+    for (auto p : l.protocols) protocols.emplace_back(config::to_string(p));
+    listen.push_back(json::object{{"address", l.address.to_string()},
+                                  {"tls", l.tls.has_value()},
+                                  {"protocols", std::move(protocols)}});
+  }
   root["server"] = json::object{{"listen", std::move(listen)},
                                 {"threads", c.server.threads},
                                 {"pop", c.server.pop},

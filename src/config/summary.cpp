@@ -37,8 +37,12 @@ std::string summarize(const Config& c) {
   std::ostringstream o;
   o << c.source << ": OK\n";
   o << "  listen:";
-  for (const auto& l : c.server.listen)
-    o << " " << l.address.to_string() << (l.tls ? " (tls)" : "");
+  for (const auto& l : c.server.listen) {
+    o << " " << l.address.to_string() << " (" << (l.tls ? "tls: " : "");
+    for (std::size_t i = 0; i < l.protocols.size(); ++i)
+      o << (i ? " " : "") << to_string(l.protocols[i]);
+    o << ")";
+  }
   o << "\n  threads: "
     << (c.server.threads == 0 ? "one per core" : std::to_string(c.server.threads))
     << ", pop: " << c.server.pop << ", max_connections: "

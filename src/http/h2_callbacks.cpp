@@ -1,0 +1,149 @@
+#include "h2_callbacks.hpp"
+
+#include <cstring>
+#include <memory>
+#include <string_view>
+
+namespace floodgate::http {
+
+namespace {
+
+std::string_view view(const std::uint8_t* p, std::size_t n) {
+  return {reinterpret_cast<const char*>(p), n};
+}
+
+}  // namespace
+
+H2Connection& H2Callbacks::self(void* user) {
+  return *static_cast<H2Connection*>(user);
+}
+
+H2Stream* H2Callbacks::find(H2Connection& c, std::int32_t id) {
+  auto it = c.streams_.find(id);
+  return it == c.streams_.end() ? nullptr : it->second.get();
+}
+
+int H2Callbacks::on_begin_headers(nghttp2_session* session, const nghttp2_frame* frame,
+                                  void* user) {
+  return guarded([&] {
+    auto& c = self(user);
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    if (c.closing_ || c.goaway_sent_) {
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                NGHTTP2_REFUSED_STREAM);
+      return 0;
+    }
+    c.streams_[frame->hd.stream_id] =
+        std::make_shared<H2Stream>(frame->hd.stream_id, c.client_.get_executor());
+    return 0;
+  });
+}
+
+int H2Callbacks::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                           std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
+                           std::uint8_t, void* user) {
+  return guarded([&] {
+    auto& c = self(user);
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    auto* s = find(c, frame->hd.stream_id);
+    if (!s || s->head_done) return 0;  // trailers of a request are not forwarded
+    auto n = view(name, namelen);
+    auto v = view(value, valuelen);
+    s->header_bytes += namelen + valuelen + 32;
+    if (s->header_bytes > c.max_header_bytes_) return 0;  // answered 431 once complete
+    if (n == ":method")
+      s->method = v;
+    else if (n == ":scheme")
+      s->scheme = v;
+    else if (n == ":authority")
+      s->authority = v;
+    else if (n == ":path")
+      s->path = v;
+    else if (n == ":protocol")
+      s->extended_connect = true;
+    else if (n == "cookie")
+      s->cookies += (s->cookies.empty() ? "" : "; ") + std::string(v);
+    else
+      s->fields.insert(n, v);
+    return 0;
+  });
+}
+
+int H2Callbacks::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+  return guarded([&] {
+    auto& c = self(user);
+    auto* s = find(c, frame->hd.stream_id);
+    if (!s) return 0;
+    const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST &&
+        !s->head_done) {
+      s->head_done = true;
+      s->body_done = end;
+      c.start_stream(c.streams_[frame->hd.stream_id]);
+      return 0;
+    }
+    if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) && end) {
+      s->body_done = true;
+      s->wake.cancel();
+    }
+    return 0;
+  });
+}
+
+int H2Callbacks::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t id,
+                               const std::uint8_t* data, std::size_t len, void* user) {
+  return guarded([&] {
+    auto& c = self(user);
+    auto* s = find(c, id);
+    if (!s || s->discard_body) {
+      nghttp2_session_consume(session, id, len);
+      return 0;
+    }
+    s->body.append(reinterpret_cast<const char*>(data), len);
+    s->wake.cancel();
+    return 0;
+  });
+}
+
+int H2Callbacks::on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t code,
+                                 void* user) {
+  return guarded([&] {
+    auto& c = self(user);
+    auto it = c.streams_.find(id);
+    if (it == c.streams_.end()) return 0;
+    it->second->closed = true;
+    it->second->close_code = code;
+    it->second->wake.cancel();
+    c.streams_.erase(it);  // the stream's coroutine keeps it alive until it ends
+    return 0;
+  });
+}
+
+ssize_t H2Callbacks::read_body(nghttp2_session*, std::int32_t, std::uint8_t* buf,
+                               std::size_t length, std::uint32_t* flags,
+                               nghttp2_data_source* source, void*) {
+  try {
+    return read_body_of(*static_cast<H2Stream*>(source->ptr), buf, length, flags);
+  } catch (...) {
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+}
+
+ssize_t H2Callbacks::read_body_of(H2Stream& stream, std::uint8_t* buf, std::size_t length,
+                                  std::uint32_t* flags) {
+  auto* s = &stream;
+  const auto left = s->out.size() - s->out_sent;
+  const auto n = std::min(left, length);
+  std::memcpy(buf, s->out.data() + s->out_sent, n);
+  s->out_sent += n;
+  if (s->out_sent == s->out.size()) {
+    s->out.clear();
+    s->out_sent = 0;
+    if (s->out_done) *flags |= NGHTTP2_DATA_FLAG_EOF;
+  }
+  s->wake.cancel();  // room for more
+  if (n == 0 && !s->out_done) return NGHTTP2_ERR_DEFERRED;
+  return static_cast<ssize_t>(n);
+}
+
+}  // namespace floodgate::http
