@@ -23,103 +23,6 @@
 namespace floodgate::config {
 namespace {
 
-std::optional<Endpoint> endpoint(YamlReader& r, const YAML::Node& n, const std::string& path) {
-  return r.parsed<Endpoint>(n, path, parse_endpoint);
-}
-
-// A listener's `protocols`: h2 needs TLS (ALPN), h2c a plain listener (prior knowledge).
-std::vector<Protocol> protocols(YamlReader& r, const Section& s, bool tls) {
-  std::vector<Protocol> out;
-  if (!s.has("protocols")) {
-    if (tls) return {Protocol::h2, Protocol::http1};
-    return {Protocol::http1};
-  }
-  for (const auto& item : r.sequence(s["protocols"], s.at("protocols"))) {
-    std::string name = item.IsScalar() ? item.Scalar() : "";
-    std::optional<Protocol> p;
-    if (name == "http1") p = Protocol::http1;
-    if (name == "h2") p = Protocol::h2;
-    if (name == "h2c") p = Protocol::h2c;
-    if (!p) {
-      r.error(item, s.at("protocols"), "expected http1, h2 or h2c, got \"" + name + "\"");
-      continue;
-    }
-    if (*p == Protocol::h2 && !tls)
-      r.error(item, s.at("protocols"),
-              "h2 is HTTP/2 over TLS (ALPN): this listener has no tls; h2c is HTTP/2 with prior "
-              "knowledge on a plain listener");
-    else if (*p == Protocol::h2c && tls)
-      r.error(item, s.at("protocols"),
-              "h2c is HTTP/2 with prior knowledge on a plain listener: with tls, use h2");
-    else if (std::find(out.begin(), out.end(), *p) != out.end())
-      r.error(item, s.at("protocols"), "\"" + name + "\" is listed twice");
-    else
-      out.push_back(*p);
-  }
-  if (out.empty() && s["protocols"].IsSequence() && s["protocols"].size() == 0)
-    r.error(s["protocols"], s.at("protocols"), "at least one protocol is required");
-  if (out.empty()) out.push_back(Protocol::http1);  // an error was reported: nothing is served
-  return out;
-}
-
-std::optional<Listener> listener(YamlReader& r, const YAML::Node& n, const std::string& path) {
-  if (n.IsScalar()) {
-    auto ep = endpoint(r, n, path);
-    if (!ep) return std::nullopt;
-    return Listener{*ep, std::nullopt, {Protocol::http1}};
-  }
-  Section s(r, n, path);
-  if (!r.map(n, path, {"address", "tls", "protocols"}) || !s.require("address"))
-    return std::nullopt;
-  auto ep = endpoint(r, s["address"], s.at("address"));
-  if (!ep) return std::nullopt;
-  Listener l{*ep, std::nullopt, {}};
-  if (s.has("tls")) {
-    Section t(r, s["tls"], s.at("tls"));
-    if (!r.map(t.node(), t.path(), {"certificates", "min_version"})) return l;
-    TlsSettings tls;
-    std::vector<tls::Certificate> loaded_certs;
-    t.choice<std::string>("min_version", tls.min_version, {{"1.2", "1.2"}, {"1.3", "1.3"}});
-    if (t.require("certificates")) {
-      auto certs = r.sequence(t["certificates"], t.at("certificates"));
-      for (std::size_t i = 0; i < certs.size(); ++i) {
-        Section c(r, certs[i], t.at("certificates") + "[" + std::to_string(i) + "]");
-        if (!r.map(c.node(), c.path(), {"cert", "key"})) continue;
-        TlsCertificate cert;
-        if (c.require("cert")) c.string("cert", cert.cert);
-        if (c.require("key")) c.string("key", cert.key);
-        if (cert.cert.empty() || cert.key.empty()) continue;
-        cert.cert = r.resolve_path(cert.cert);
-        cert.key = r.resolve_path(cert.key);
-        tls.certificates.push_back(cert);
-        auto loaded = tls::load_certificate(cert.cert, cert.key, tls.min_version);
-        if (auto* e = std::get_if<tls::CertificateError>(&loaded)) {
-          const char* field = e->file == tls::CertificateError::File::cert ? "cert" : "key";
-          r.error(c[field], c.at(field), e->message);
-          continue;
-        }
-        auto& ok = std::get<tls::Certificate>(loaded);
-        if (ok.expired)
-          r.warn(c["cert"], c.at("cert"),
-                 "certificate " + cert.cert + " expired on " + ok.not_after + " (served anyway)");
-        loaded_certs.push_back(std::move(ok));
-      }
-      if (certs.empty() && t["certificates"].IsSequence())
-        r.error(t["certificates"], t.at("certificates"), "at least one certificate is required");
-    }
-    l.protocols = protocols(r, s, true);
-    std::vector<std::string> alpn;
-    for (auto p : l.protocols) alpn.emplace_back(p == Protocol::h2 ? "h2" : "http/1.1");
-    if (!loaded_certs.empty() && loaded_certs.size() == tls.certificates.size())
-      tls.contexts =
-          std::make_shared<const tls::ServerContexts>(std::move(loaded_certs), std::move(alpn));
-    l.tls = tls;
-  } else {
-    l.protocols = protocols(r, s, false);
-  }
-  return l;
-}
-
 // A PEM public key ("BEGIN PUBLIC KEY") or certificate, RSA (>= 2048 bits) or EC P-256.
 std::variant<std::shared_ptr<evp_pkey_st>, std::string> read_public_key(const std::string& file) {
   constexpr std::size_t max_bytes = 1 << 20;
@@ -225,7 +128,7 @@ void read_server(const Section& s, ServerSettings& out) {
     const auto& n = s["listen"];
     auto items = n.IsSequence() ? r.sequence(n, s.at("listen")) : std::vector<YAML::Node>{n};
     for (std::size_t i = 0; i < items.size(); ++i)
-      if (auto l = listener(r, items[i], s.at("listen") + "[" + std::to_string(i) + "]"))
+      if (auto l = read_listener(r, items[i], s.at("listen") + "[" + std::to_string(i) + "]"))
         out.listen.push_back(*l);
     if (items.empty()) r.error(n, s.at("listen"), "at least one address is required");
   }
@@ -275,7 +178,7 @@ void read_server(const Section& s, ServerSettings& out) {
 void read_admin(const Section& s, AdminSettings& out) {
   auto& r = s.reader();
   if (!r.map(s.node(), s.path(), {"listen"})) return;
-  if (s.has("listen")) out.listen = endpoint(r, s["listen"], s.at("listen"));
+  if (s.has("listen")) out.listen = read_endpoint(r, s["listen"], s.at("listen"));
 }
 
 void read_log(const Section& s, LogSettings& out) {
@@ -379,10 +282,10 @@ void read_store(const Section& s, StoreSettings& out) {
     Section rs(r, s["redis"], s.at("redis"));
     if (r.map(rs.node(), rs.path(), {"address", "nodes", "username", "password", "timeout"})) {
       if (rs.has("address"))
-        if (auto ep = endpoint(r, rs["address"], rs.at("address"))) out.redis.address = *ep;
+        if (auto ep = read_endpoint(r, rs["address"], rs.at("address"))) out.redis.address = *ep;
       if (rs.has("nodes"))
         for (const auto& e : r.sequence(rs["nodes"], rs.at("nodes")))
-          if (auto ep = endpoint(r, e, rs.at("nodes"))) out.redis.nodes.push_back(*ep);
+          if (auto ep = read_endpoint(r, e, rs.at("nodes"))) out.redis.nodes.push_back(*ep);
       rs.string("username", out.redis.username);
       rs.string("password", out.redis.password);
       rs.duration("timeout", out.redis.timeout);

@@ -8,6 +8,9 @@
 namespace floodgate::config {
 
 void read_server(const Section& s, ServerSettings& out);
+// HOST:PORT or [V6]:PORT; one entry of server.listen (load_listeners.cpp).
+std::optional<Endpoint> read_endpoint(YamlReader& r, const YAML::Node& n, const std::string& path);
+std::optional<Listener> read_listener(YamlReader& r, const YAML::Node& n, const std::string& path);
 void read_admin(const Section& s, AdminSettings& out);
 void read_log(const Section& s, LogSettings& out);
 void read_upstreams(const Section& s, std::vector<Upstream>& out);

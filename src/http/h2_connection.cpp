@@ -251,20 +251,23 @@ void H2Connection::submit_head(H2Stream& s, int status, const limit::HeaderList&
   kick();
 }
 
-void H2Connection::submit_reply(H2Stream& s, int status, const limit::HeaderList& headers,
-                                std::string_view content_type, std::string body) {
-  auto all = headers;
-  all.emplace_back("server", "floodgate");
-  all.emplace_back("content-type", std::string(content_type));
-  all.emplace_back("content-length", std::to_string(body.size()));
-  s.out = std::move(body);
+void H2Connection::submit_reply(H2Stream& s, const Reply& reply) {
+  s.x.status = reply.status;
+  limit::HeaderList headers;
+  reply_headers(reply,
+                [&headers](std::string_view n, std::string_view v) { headers.emplace_back(n, v); });
+  std::string storage;
+  s.out = std::string(reply_body(reply, storage));
   s.out_sent = 0;
   s.out_done = true;
+  headers.emplace_back("server", "floodgate");
+  headers.emplace_back("content-type", std::string(reply_content_type(reply)));
+  headers.emplace_back("content-length", std::to_string(s.out.size()));
   // The request's body, if any, is not needed: its DATA is consumed as it comes.
   s.discard_body = true;
   consumed(s, s.body.size());
   s.body.clear();
-  submit_head(s, status, all, true);
+  submit_head(s, reply.status, headers, true);
 }
 
 void H2Connection::resume(H2Stream& s) {

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "exchange.hpp"
+#include "reply.hpp"
 #include "session_registry.hpp"
 #include "transport.hpp"
 #include "upstream_pool.hpp"
@@ -72,8 +73,8 @@ class H2Connection {
   void abort_streams();
 
   // For the stream coroutines (h2_stream.cpp).
-  void submit_reply(H2Stream& s, int status, const limit::HeaderList& headers,
-                    std::string_view content_type, std::string body);
+  // An answer of ours (reply.hpp) as HEADERS and DATA; it becomes the exchange's status.
+  void submit_reply(H2Stream& s, const Reply& reply);
   void submit_head(H2Stream& s, int status, const limit::HeaderList& headers, bool has_body);
   void resume(H2Stream& s);                   // more of s.out (or its end) is there
   void consumed(H2Stream& s, std::size_t n);  // n body bytes forwarded: the window reopens

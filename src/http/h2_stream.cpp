@@ -55,13 +55,6 @@ std::optional<std::uint64_t> content_length(const bhttp::fields& f) {
   return n;
 }
 
-// The headers of a reply of ours: its rate-limit headers and Retry-After.
-limit::HeaderList reply_header_list(const Reply& r) {
-  limit::HeaderList out;
-  reply_headers(r, [&out](std::string_view n, std::string_view v) { out.emplace_back(n, v); });
-  return out;
-}
-
 int status_for_upstream_error(const beast::error_code& ec) {
   return ec == beast::error::timeout ? 504 : 502;
 }
@@ -91,12 +84,6 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
   x.protocol = "h2";
   const auto& config = *x.config;
 
-  auto answer = [&](const Reply& r) {
-    x.status = r.status;
-    std::string storage;
-    auto body = std::string(reply_body(r, storage));
-    submit_reply(s, r.status, reply_header_list(r), reply_content_type(r), std::move(body));
-  };
   std::optional<Reply> reply;
   auto host = s.fields.find(bhttp::field::host);
   if (s.header_bytes > config.server.max_header_bytes)
@@ -114,7 +101,7 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
     reply = co_await w_.gate.decide(x);
 
   if (reply) {
-    answer(*reply);
+    submit_reply(s, *reply);
   } else {
     // Held until the response ends: an open stream counts against a concurrency limit.
     struct Leases {
@@ -139,11 +126,7 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
     if (s.responded) {
       reset(s, NGHTTP2_INTERNAL_ERROR);
     } else {
-      x.status = status;
-      submit_reply(s, status, {}, reply_content_type(Reply{status}), [&] {
-        std::string storage;
-        return std::string(reply_body(Reply{status}, storage));
-      }());
+      submit_reply(s, Reply{status});
     }
   };
   // The upstream's HTTP/1.1 request: the stream's fields, :authority as Host.

@@ -64,7 +64,10 @@ boost::asio::awaitable<std::optional<store::Outcome>> LimitGate::degraded(
 boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   const auto& config = *x.config;
   const auto& route = *x.route;
-  auto& stats = *bind(x.config).routes[static_cast<std::size_t>(&route - config.routes.data())];
+  const auto& bound = bind(x.config);
+  auto& stats = *bound.routes[static_cast<std::size_t>(&route - config.routes.data())];
+  // Taken now: another request may bind a newer snapshot while this one awaits the store.
+  auto* decision_seconds = bound.decision;
   auto& a = x.admission;
   const auto now = x.arrived;
   FieldHeaders headers(*x.fields);
@@ -93,7 +96,7 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   const auto started = std::chrono::steady_clock::now();
   auto result = co_await store_->acquire(plan.items, boost::asio::use_awaitable);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-  bind(x.config).decision->observe(took.count());
+  decision_seconds->observe(took.count());
   std::optional<store::Outcome> outcome;
   if (auto* e = std::get_if<store::StoreError>(&result)) {
     log_.debug("store error on route {}: {}", route.name, store::to_string(*e));
