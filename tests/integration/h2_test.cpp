@@ -128,6 +128,16 @@ TEST_F(Http2, ManyStreamsOverFewConnections) {
   EXPECT_EQ(h2load_statuses(out), std::make_pair(20000, 0)) << out;
 }
 
+// A header list over max_header_bytes gets 431, as over HTTP/1.1, and is not forwarded.
+TEST_F(Http2, AnOversizedHeaderListIsAnswered431) {
+  Proxy proxy(config());
+  const auto big = " -H 'x-big: " + std::string(20'000, 'a') + "' ";
+  EXPECT_EQ(output_of("curl -s --http2-prior-knowledge -o /dev/null -w '%{http_code}'" + big +
+                      url(proxy.port(), "/hello")),
+            "431");
+  EXPECT_EQ(origin.requests(), 0u);
+}
+
 // RFC 9113 section 8.2: what no HTTP/2 request may carry is reset and never reaches the
 // upstream; a host that disagrees with :authority is answered 400.
 TEST_F(Http2, MalformedStreamsNeverBecomeUpstreamRequests) {
