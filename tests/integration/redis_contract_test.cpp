@@ -69,6 +69,8 @@ struct DeadStore : ::testing::Test {
     fg = std::make_unique<ChildProcess>(
         std::vector<std::string>{FLOODGATE_BINARY, "--config", path});
     wait_serving(port);
+    // The admin listener starts on its own thread: serving traffic does not mean it is up yet.
+    wait_serving(admin, "/healthz");
   }
 
   std::string metrics() {
