@@ -55,10 +55,6 @@ std::optional<std::uint64_t> content_length(const bhttp::fields& f) {
   return n;
 }
 
-int status_for_upstream_error(const beast::error_code& ec) {
-  return ec == beast::error::timeout ? 504 : 502;
-}
-
 }  // namespace
 
 asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {

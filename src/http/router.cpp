@@ -1,5 +1,7 @@
 #include "floodgate/http/router.hpp"
 
+#include <boost/beast/core/string.hpp>
+
 #include <algorithm>
 
 #include "floodgate/http/path_normalize.hpp"
@@ -7,16 +9,9 @@
 namespace floodgate::http {
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 bool matches(const config::RouteMatch& m, std::string_view method, std::string_view host,
              std::string_view path) {
-  if (!m.host.empty() && !iequals(m.host, host_name(host))) return false;
+  if (!m.host.empty() && !boost::beast::iequals(m.host, host_name(host))) return false;
   if (!m.methods.empty() &&
       std::find(m.methods.begin(), m.methods.end(), method) == m.methods.end())
     return false;

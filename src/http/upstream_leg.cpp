@@ -40,10 +40,6 @@ bool is_stale_connection(const beast::error_code& ec) {
          ec == asio::error::broken_pipe || ec == asio::ssl::error::stream_truncated;
 }
 
-int status_for_upstream_error(const beast::error_code& ec) {
-  return ec == beast::error::timeout ? 504 : 502;
-}
-
 // One request's way to its upstream and back.
 class Leg {
  public:

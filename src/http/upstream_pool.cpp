@@ -14,6 +14,10 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 
+int status_for_upstream_error(const boost::system::error_code& ec) {
+  return ec == beast::error::timeout ? 504 : 502;
+}
+
 namespace {
 
 // Connections back in the pool for less than this are used without the peek below: an

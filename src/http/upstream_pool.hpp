@@ -29,6 +29,10 @@ struct UpstreamConnection {
 };
 using UpstreamConnectionPtr = std::unique_ptr<UpstreamConnection>;
 
+// What a client is answered when its upstream failed before a response head reached it:
+// 504 for a timeout (beast::error::timeout, as the watchdogs report one), 502 for the rest.
+int status_for_upstream_error(const boost::system::error_code& ec);
+
 class UpstreamPool {
  public:
   explicit UpstreamPool(boost::asio::any_io_executor ex) : ex_(ex), resolver_(ex) {}

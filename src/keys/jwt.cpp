@@ -11,6 +11,7 @@
 #include <openssl/hmac.h>
 #include <openssl/obj_mac.h>
 #include <openssl/objects.h>
+#include <boost/beast/core/string.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
@@ -36,13 +37,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 int b64url_value(char c) {
@@ -204,9 +198,9 @@ JwtResult verify(std::string_view header_value, const config::JwtSettings& setti
   std::string_view token = trim(header_value);
   if (token.empty()) return fail(JwtError::missing);
   if (auto sp = token.find_first_of(" \t"); sp != std::string_view::npos) {
-    if (!iequals(token.substr(0, sp), "bearer")) return fail(JwtError::missing);
+    if (!boost::beast::iequals(token.substr(0, sp), "bearer")) return fail(JwtError::missing);
     token = trim(token.substr(sp));
-  } else if (iequals(token, "bearer")) {
+  } else if (boost::beast::iequals(token, "bearer")) {
     return fail(JwtError::missing);
   }
   if (token.size() > max_jwt_length) return fail(JwtError::malformed);
@@ -235,7 +229,7 @@ JwtResult verify(std::string_view header_value, const config::JwtSettings& setti
                   settings.algorithms.end())
     return fail(JwtError::algorithm_not_allowed);
   if (auto typ = header->find("typ"); typ != header->end())
-    if (!typ->value().is_string() || !iequals(typ->value().get_string(), "JWT"))
+    if (!typ->value().is_string() || !boost::beast::iequals(typ->value().get_string(), "JWT"))
       return fail(JwtError::malformed);
   // No extension is understood, so a token that declares one critical cannot be accepted.
   if (header->contains("crit")) return fail(JwtError::malformed);

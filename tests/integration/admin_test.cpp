@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <regex>
@@ -90,14 +91,13 @@ struct Running {
     std::ofstream(path) << text;
     fg = std::make_unique<ChildProcess>(
         std::vector<std::string>{FLOODGATE_BINARY, "--config", path});
-    for (int i = 0; i < 200; ++i) {
-      try {
-        if (get(admin, "/healthz")) return;
-      } catch (const std::exception&) {
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    FAIL() << "floodgate did not start";
+    // The admin listener and the workers' listeners start on their own threads: wait for both.
+    wait_serving(admin, "/healthz");
+    wait_listening(port);
+  }
+  ~Running() {
+    fg.reset();
+    std::filesystem::remove(path);
   }
 };
 

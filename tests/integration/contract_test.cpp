@@ -214,7 +214,9 @@ TEST(Reload, ARejectedReloadIsCountedAndChangesNothing) {
   };
   auto path = write_temp_file("reload-counted", config("/a"));
   ChildProcess fg({FLOODGATE_BINARY, "--config", path});
+  // The admin listener and the workers' listeners start on their own threads: wait for both.
   wait_serving(admin, "/healthz");
+  wait_serving(port);
   auto reloads = [&](const char* result) {
     auto m = get(admin, "/metrics");
     return m ? metric(m->body(),

@@ -29,6 +29,18 @@ void wait_serving(std::uint16_t port, const std::string& target) {
   FAIL() << "floodgate on " << port << " did not start";
 }
 
+void wait_listening(std::uint16_t port) {
+  for (int i = 0; i < 200; ++i) {
+    try {
+      Client probe(port);  // a connection, not a request: nothing is counted or logged
+      return;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(25ms);
+  }
+  FAIL() << "nothing listens on " << port;
+}
+
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {

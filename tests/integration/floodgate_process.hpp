@@ -19,6 +19,8 @@ std::string write_temp_file(const std::string& name, const std::string& text);
 
 // Until `port` answers a GET of `target` (whatever the status): a test failure after 5 s.
 void wait_serving(std::uint16_t port, const std::string& target = "/__up");
+// Until `port` accepts a connection (no request is sent): a test failure after 5 s.
+void wait_listening(std::uint16_t port);
 
 // Polls `condition` every few milliseconds until it holds or `timeout` has passed; returns
 // its last value. For conditions a loaded machine reaches at its own pace.
