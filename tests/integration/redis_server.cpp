@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <random>
 #include <thread>
 
 namespace floodgate::testing {
@@ -12,7 +13,20 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 std::uint16_t free_port() {
+  // Below Linux's ephemeral range (32768-60999): a port the kernel hands out for bind(0) or
+  // as an outgoing connection's local port can be taken again before the server meant to
+  // listen on it binds it, and tests running side by side open thousands of connections
+  // (a cluster node that could not bind its port was a CI failure).
+  thread_local std::mt19937 pick(std::random_device{}());
   asio::io_context ioc;
+  for (int i = 0; i < 200; ++i) {
+    const auto port = static_cast<std::uint16_t>(20000 + pick() % 12768);
+    tcp::acceptor a(ioc);
+    boost::system::error_code ec;
+    a.open(tcp::v4(), ec);
+    if (!ec) a.bind(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+    if (!ec) return port;
+  }
   tcp::acceptor a(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   return a.local_endpoint().port();
 }

@@ -34,7 +34,7 @@ class RedisServer {
   std::unique_ptr<ChildProcess> process_;
 };
 
-// A port that was free a moment ago (bound, read, released).
+// A port that was free a moment ago (bound, then released), below the ephemeral range.
 std::uint16_t free_port();
 
 }  // namespace floodgate::testing
