@@ -8,6 +8,10 @@ namespace floodgate::http {
 
 namespace {
 
+// Empty DATA frames without END_STREAM a connection may send in a row: a client has no use
+// for them (netty's default allows 10).
+constexpr int kMaxEmptyFrames = 16;
+
 std::string_view view(const std::uint8_t* p, std::size_t n) {
   return {reinterpret_cast<const char*>(p), n};
 }
@@ -69,12 +73,22 @@ int H2Callbacks::on_header(nghttp2_session*, const nghttp2_frame* frame, const s
   });
 }
 
-int H2Callbacks::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+int H2Callbacks::on_frame_recv(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
   return guarded([&] {
     auto& c = self(user);
+    const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (frame->hd.type == NGHTTP2_DATA) {
+      // Empty DATA frames cost the sender nothing and the receiver a frame each
+      // (CVE-2019-9518): past a few in a row, the connection ends.
+      const bool empty = frame->hd.length == frame->data.padlen && !end;
+      c.empty_frames_ = empty ? c.empty_frames_ + 1 : 0;
+      if (c.empty_frames_ > kMaxEmptyFrames) {
+        nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM);
+        return 0;
+      }
+    }
     auto* s = find(c, frame->hd.stream_id);
     if (!s) return 0;
-    const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST &&
         !s->head_done) {
       s->head_done = true;

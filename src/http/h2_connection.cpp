@@ -112,6 +112,12 @@ void H2Connection::abort_streams() {
   streams_.clear();
 }
 
+bool H2Connection::heads_pending() const {
+  for (const auto& [id, s] : streams_)
+    if (!s->head_done) return true;
+  return false;
+}
+
 void H2Connection::update_state() {
   entry_.state = streams_.empty() && tasks_ == 0 ? SessionRegistry::Entry::State::idle
                                                  : SessionRegistry::Entry::State::busy;
@@ -141,11 +147,14 @@ asio::awaitable<void> H2Connection::read_loop(boost::beast::flat_buffer& already
     if (goaway_sent_ && streams_.empty() && tasks_ == 0) break;
     if (!nghttp2_session_want_read(session_)) break;
     update_state();
-    // A connection with nothing open may stay silent for the idle timeout (the first request
-    // for header_read); one serving streams waits for them, each bounded by its own timeouts.
-    if (streams_.empty() && tasks_ == 0)
-      watch_.guard(client_.socket(),
-                   first ? config->server.timeouts.header_read : config->server.timeouts.idle);
+    // A header block must be finished within header_read, as an HTTP/1.1 head (a HEADERS
+    // frame without END_HEADERS, then silence, would otherwise hold the connection); a
+    // connection with nothing open may stay silent for the idle timeout (before its first
+    // request, header_read); one serving streams waits for them, each bounded by its own.
+    if (first || heads_pending())
+      watch_.guard(client_.socket(), config->server.timeouts.header_read);
+    else if (streams_.empty() && tasks_ == 0)
+      watch_.guard(client_.socket(), config->server.timeouts.idle);
     else
       watch_.relax();
     auto [ec, n] = co_await client_.async_read_some(asio::buffer(buf.data(), buf.size()),

@@ -93,6 +93,7 @@ class H2Connection {
   boost::asio::awaitable<void> forward(H2Stream& s, const config::Upstream& u);
   void start_stream(std::shared_ptr<H2Stream> s);
   void update_state();
+  bool heads_pending() const;  // a stream whose header block is still arriving
 
   WorkerContext& w_;
   Transport& client_;
@@ -109,6 +110,7 @@ class H2Connection {
   int tasks_ = 0;         // stream coroutines still running
   bool closing_ = false;  // the read side ended: flush what is left, then stop
   bool goaway_sent_ = false;
+  int empty_frames_ = 0;  // DATA frames in a row that carried nothing and ended nothing
   std::string outbuf_;
 };
 

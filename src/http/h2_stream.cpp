@@ -86,6 +86,9 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
     reply = Reply{431};
   else if (s.method == "CONNECT" || s.extended_connect)
     reply = Reply{400};  // floodgate forwards requests, not tunnels
+  else if (!valid_host(s.authority) || s.fields.count(bhttp::field::host) > 1 ||
+           (host != s.fields.end() && !valid_host(host->value())))
+    reply = Reply{400};  // as HTTP/1.1's Host (forwarding.hpp): no userinfo, path or spaces
   else if (host != s.fields.end() && !s.authority.empty() &&
            !beast::iequals(host->value(), s.authority))
     reply = Reply{400};  // RFC 9113 8.3.1: they must name the same

@@ -13,6 +13,7 @@ what the cases need; nothing is sent that HTTP/2 framing itself cannot carry.
 
 import socket
 import sys
+import time
 
 import h2.config
 import h2.connection
@@ -136,7 +137,152 @@ def case_too_many_streams(port):
     return f"answered {answered} refused {refused}"
 
 
+def case_empty_data_flood(port):
+    # A request body sent as empty DATA frames that never end it (CVE-2019-9518).
+    sock, conn, sid = send_headers(port, request(port, "POST"), end_stream=False)
+    for _ in range(200):
+        conn.send_data(sid, b"", end_stream=False)
+    try:
+        sock.sendall(conn.data_to_send())
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    return outcome(sock, conn, sid)
+
+
+def case_stalled_header_block(port):
+    # A HEADERS frame without END_HEADERS, then silence: the header block never ends. The
+    # server's SETTINGS is acknowledged first: nothing but CONTINUATION may follow the HEADERS.
+    sock, conn = connect(port)
+    conn.receive_data(sock.recv(65536))
+    sock.sendall(conn.data_to_send())
+    block = conn.encoder.encode(request(port))
+    frame = len(block).to_bytes(3, "big") + bytes([0x1, 0x0]) + (1).to_bytes(4, "big") + block
+    sock.sendall(frame)
+    sock.settimeout(10)
+    started = time.monotonic()
+    while True:
+        try:
+            data = sock.recv(65536)
+        except socket.timeout:
+            result = "still open"
+            break
+        except ConnectionResetError:
+            data = b""
+        if not data:
+            result = "closed"
+            break
+    return f"{result} after {int((time.monotonic() - started) * 1000)} ms"
+
+
+def request(port, method="GET", path="/echo", authority=True):
+    headers = [(":method", method), (":scheme", "http")]
+    if authority:
+        headers.append((":authority", f"{HOST}:{port}"))
+    return headers + [(":path", path)]
+
+
+def without(headers, name):
+    return [h for h in headers if h[0] != name]
+
+
+def replaced(headers, name, value):
+    return [(n, value if n == name else v) for n, v in headers]
+
+
+def stream(port, headers, body=None):
+    """One stream on a fresh connection: the head, then `body` (if any) as one DATA frame."""
+    sock, conn, sid = send_headers(port, headers, end_stream=body is None)
+    if body is not None:
+        conn.send_data(sid, body, end_stream=True)
+        sock.sendall(conn.data_to_send())
+    try:
+        return outcome(sock, conn, sid)
+    finally:
+        sock.close()
+
+
+# The HTTP/2 smuggling matrix: what an HTTP/2-to-HTTP/1.1 proxy must never turn into an
+# upstream request (RFC 9113 sections 8.1-8.3 and the h2-downgrade attacks: a field or
+# pseudo-header that would split, reframe or re-target the HTTP/1.1 request), then what is
+# allowed. Each case: (headers, body or None).
+def matrix(p):
+    r = request(p)
+    post = request(p, "POST")
+    return {
+        # connection-specific fields (8.2.2)
+        "connection": (r + [("connection", "keep-alive")], None),
+        "keep-alive": (r + [("keep-alive", "timeout=5")], None),
+        "proxy-connection": (r + [("proxy-connection", "keep-alive")], None),
+        "upgrade": (r + [("upgrade", "h2c")], None),
+        "transfer-encoding-chunked": (post + [("transfer-encoding", "chunked")], b"0\r\n\r\n"),
+        "transfer-encoding-identity": (r + [("transfer-encoding", "identity")], None),
+        "te-gzip": (r + [("te", "gzip")], None),
+        "te-trailers-and-gzip": (r + [("te", "trailers, gzip")], None),
+        # field names and values (8.2.1)
+        "upper-case-name": (r + [("X-Upper", "1")], None),
+        "space-in-name": (r + [("x a", "1")], None),
+        "colon-in-name": (r + [("x:a", "1")], None),
+        "empty-name": (r + [("", "1")], None),
+        "crlf-in-value": (r + [("x-a", "1\r\nx-b: 2")], None),
+        "lf-in-value": (r + [("x-a", "1\nx-b: 2")], None),
+        "cr-in-value": (r + [("x-a", "1\rx-b: 2")], None),
+        "nul-in-value": (r + [("x-a", "1\x00")], None),
+        "crlf-in-cookie": (r + [("cookie", "a=1\r\nx-b: 2")], None),
+        # pseudo-header fields (8.3)
+        "missing-method": (without(r, ":method"), None),
+        "missing-scheme": (without(r, ":scheme"), None),
+        "missing-path": (without(r, ":path"), None),
+        "empty-path": (replaced(r, ":path", ""), None),
+        "duplicate-method": (r + [(":method", "POST")], None),
+        "duplicate-path": (r + [(":path", "/other")], None),
+        "duplicate-authority": (r + [(":authority", "elsewhere.example")], None),
+        "unknown-pseudo": (r + [(":foo", "1")], None),
+        "status-in-request": (r + [(":status", "200")], None),
+        "pseudo-after-field": (without(r, ":path") + [("x-a", "1"), (":path", "/echo")], None),
+        "upper-case-pseudo": (replaced(r, ":path", "/echo") + [(":Path", "/x")], None),
+        # a request line or Host smuggled into a pseudo-header (the h2 downgrade)
+        "space-in-path": (replaced(r, ":path", "/echo HTTP/1.1"), None),
+        "crlf-in-path": (replaced(r, ":path", "/echo HTTP/1.1\r\nHost: x\r\n\r\nGET /b"), None),
+        "space-in-method": (replaced(r, ":method", "GET /x"), None),
+        "crlf-in-method": (replaced(r, ":method", "GET\r\nx: y"), None),
+        "space-in-authority": (replaced(r, ":authority", "a b"), None),
+        "crlf-in-authority": (replaced(r, ":authority", "a\r\nx: y"), None),
+        "userinfo-in-authority": (replaced(r, ":authority", f"user@{HOST}:{p}"), None),
+        "path-in-authority": (replaced(r, ":authority", f"{HOST}/admin"), None),
+        "port-not-a-number": (replaced(r, ":authority", f"{HOST}:80x"), None),
+        "host-twice": (without(r, ":authority") + [("host", HOST), ("host", HOST)], None),
+        "host-invalid": (without(r, ":authority") + [("host", f"user@{HOST}")], None),
+        # content-length against DATA (8.1.1)
+        "length-short": (post + [("content-length", "10")], b"abcd"),
+        "length-long": (post + [("content-length", "2")], b"abcd"),
+        "length-without-data": (post + [("content-length", "5")], None),
+        "length-not-a-number": (post + [("content-length", "abc")], b"abc"),
+        "length-two-values": (post + [("content-length", "4"), ("content-length", "5")], b"abcd"),
+        # host against :authority (8.3.1), methods floodgate does not forward
+        "host-disagrees": (r + [("host", "elsewhere.example")], None),
+        "connect": ([(":method", "CONNECT"), (":authority", f"{HOST}:{p}")], None),
+        "extended-connect": (replaced(request(p, "CONNECT"), ":path", "/ws")
+                             + [(":protocol", "websocket")], None),
+        # allowed
+        "ok-te-trailers": (r + [("te", "trailers")], None),
+        "ok-host-agrees": (r + [("host", f"{HOST}:{p}")], None),
+        "ok-host-only": (without(r, ":authority") + [("host", f"{HOST}:{p}")], None),
+        "ok-cookie-crumbs": (r + [("cookie", "a=1"), ("cookie", "b=2")], None),
+        "ok-post-with-length": (post + [("content-length", "4")], b"abcd"),
+    }
+
+
+def case_matrix(port):
+    lines = []
+    for name, (headers, body) in matrix(port).items():
+        lines.append(f"{name}: {stream(port, headers, body)}")
+    return "\n".join(lines)
+
+
 CASES = {
+    "matrix": case_matrix,
+    "empty-data-flood": case_empty_data_flood,
+    "stalled-header-block": case_stalled_header_block,
     "connection-header": lambda p: case_headers(p, [("connection", "keep-alive")]),
     "transfer-encoding": lambda p: case_headers(p, [("transfer-encoding", "chunked")]),
     "te-gzip": lambda p: case_headers(p, [("te", "gzip")]),
