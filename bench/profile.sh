@@ -24,7 +24,8 @@ out=${OUT:-$(mktemp -d /tmp/floodgate-profile.XXXXXX)}
 [[ -f bench/configs/$mode.yaml ]] || { echo "no bench/configs/$mode.yaml" >&2; exit 2; }
 command -v wrk >/dev/null || { echo "profile.sh needs wrk (apt-get install wrk)" >&2; exit 2; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh  # free_port
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT

@@ -45,6 +45,8 @@ set -euo pipefail
 caller=$PWD
 cd "$(dirname "$0")/.."
 repo=$PWD
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 out_dir='' md_out=''
@@ -79,83 +81,19 @@ busy_pattern=${BUSY_PATTERN-cc1plus|ninja|integration_tests|unit_tests|micro_ben
 busy_wait=${BUSY_WAIT:-900}
 out_dir=${out_dir:-/tmp/floodgate-tls-bench/$(date +%Y%m%d-%H%M%S)}
 
-die() { echo "tls.sh: $*" >&2; exit 2; }
-note() { echo "tls.sh: $*" >&2; }
 read -ra scen_list <<<"$scenarios"
 for s in "${scen_list[@]}"; do
   case $s in http-ka|tls-ka|tls-full|tls-resume) ;; *) die "unknown scenario $s" ;; esac
 done
 has_scenario() { [[ " ${scen_list[*]} " == *" $1 "* ]]; }
-for tool in wrk openssl curl python3 timeout "$nginx_bin"; do
-  command -v "$tool" >/dev/null || die "needs $tool"
-done
+need_tools wrk openssl curl python3 timeout "$nginx_bin"
 [[ $(ldd "$(command -v wrk)" 2>/dev/null) == *libssl* ]] || die "this wrk has no TLS (not linked with libssl)"
-[[ -x $origin_bin ]] || die "no origin at $origin_bin: cmake --build build --target floodgate-test-origin"
-if [[ $fg_skip == 0 && ! -x $fg_bin ]]; then
-  die "no floodgate at $fg_bin (build it, or FG_SKIP=1 / --nginx-only to measure nginx alone)"
-fi
+check_binaries
 
-mkdir -p "$out_dir/wrk"
-out_dir=$(cd "$out_dir" && pwd)
-tmp=$(mktemp -d /tmp/floodgate-tls.XXXXXX)
-pids=()
-wrk_pid='' sampler_pid=''
-cleanup() {
-  local p
-  if [[ -n $wrk_pid ]]; then kill -TERM "$wrk_pid" 2>/dev/null || true; fi
-  if [[ -n $sampler_pid ]]; then kill -TERM "$sampler_pid" 2>/dev/null || true; fi
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for _ in $(seq 50); do
-    local alive=0
-    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    ((alive)) || break
-    sleep 0.1
-  done
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# Waits while a build or the tests run (numbers taken next to them are noise). 0 = idle.
-# BUSY_WAIT is one budget for the whole run: once spent, nothing waits any more.
-busy_left=$busy_wait
-wait_idle() {
-  [[ -n $busy_pattern ]] || return 0
-  pgrep -f "$busy_pattern" >/dev/null || return 0
-  ((busy_left > 0)) || return 1
-  note "a build or test run is going on (pgrep -f '$busy_pattern'); waiting (at most ${busy_left}s more)"
-  while pgrep -f "$busy_pattern" >/dev/null; do
-    if ((busy_left <= 0)); then
-      note "still busy; measuring anyway (such rows are marked noisy)"
-      return 1
-    fi
-    sleep 5; busy_left=$((busy_left - 5))
-  done
-  return 0
-}
-# Notes, once a second, whether one runs while wrk does: start_sampler / stop_sampler.
-start_sampler() {
-  rm -f "$tmp/busy"
-  [[ -n $busy_pattern ]] || return 0
-  (while :; do pgrep -f "$busy_pattern" >/dev/null && : >"$tmp/busy"; sleep 1; done) &
-  sampler_pid=$!
-}
-stop_sampler() {  # 0 = one was seen
-  if [[ -n $sampler_pid ]]; then kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; fi
-  sampler_pid=
-  [[ -e $tmp/busy ]]
-}
+bench_init wrk floodgate-tls
 wait_idle || true
 
-# --- certificate: EC P-256, self-signed, for localhost and 127.0.0.1 ------------------------
-cert=$tmp/cert.pem key=$tmp/key.pem
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-  -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-  -keyout "$key" -out "$cert" 2>"$tmp/openssl.log" || { cat "$tmp/openssl.log" >&2; die "openssl req failed"; }
+make_cert   # the same for both servers
 
 # --- full-handshake wrapper for wrk -------------------------------------------------------
 # wrk keeps one SSL object per connection slot and, after a close, SSL_clear() keeps its
@@ -191,47 +129,31 @@ C
   fi
 fi
 
-# --- origin: the shared backend ------------------------------------------------------------
-"$origin_bin" --port 0 >"$tmp/origin.port" 2>"$out_dir/origin.log" & origin_pid=$!; pids+=("$origin_pid")
-for _ in $(seq 50); do [[ -s $tmp/origin.port ]] && break; sleep 0.1; done
-origin_port=$(head -n1 "$tmp/origin.port")
-[[ $origin_port =~ ^[0-9]+$ ]] || die "the origin did not print its port (see $out_dir/origin.log)"
+start_origin  # the shared backend
 
 # --- floodgate ----------------------------------------------------------------------------
 declare -A tls_port plain_port proc_pid
 servers=()
 if [[ $fg_skip == 0 ]]; then
-  export FG_TLS_PORT FG_PORT FG_ADMIN_PORT FG_ORIGIN_PORT=$origin_port FG_TLS_CERT=$cert FG_TLS_KEY=$key
-  export FG_THREADS=$threads
-  FG_TLS_PORT=$(free_port) FG_PORT=$(free_port) FG_ADMIN_PORT=$(free_port)
-  "$fg_bin" --config bench/configs/tls.yaml >"$out_dir/floodgate.log" 2>&1 & fg_pid=$!; pids+=("$fg_pid")
-  ready=0
-  for _ in $(seq 100); do
-    kill -0 "$fg_pid" 2>/dev/null || break
-    curl -fso /dev/null "http://127.0.0.1:$FG_ADMIN_PORT/readyz" && { ready=1; break; }
-    sleep 0.1
-  done
-  if ((!ready)); then
+  floodgate_env
+  export FG_PORT  # the plain-HTTP listener
+  FG_PORT=$(free_port)
+  if ! start_floodgate bench/configs/tls.yaml; then
     if grep -q "TLS termination is not available" "$out_dir/floodgate.log"; then
       echo "tls.sh: $fg_bin has no TLS termination yet; it says:" >&2
       sed 's/^/    /' "$out_dir/floodgate.log" >&2
       echo "tls.sh: build floodgate with TLS termination, or run FG_SKIP=1 bench/tls.sh (nginx alone)" >&2
       exit 3
     fi
-    echo "tls.sh: floodgate did not become ready; its log ($out_dir/floodgate.log):" >&2
-    tail -n 20 "$out_dir/floodgate.log" | sed 's/^/    /' >&2
-    exit 1
+    floodgate_not_ready
   fi
   tls_port[floodgate]=$FG_TLS_PORT plain_port[floodgate]=$FG_PORT proc_pid[floodgate]=$fg_pid
   servers+=(floodgate)
 fi
 
 # --- nginx ----------------------------------------------------------------------------------
-ng=$tmp/nginx
-mkdir -p "$ng"
+nginx_dir
 ng_tls=$(free_port) ng_plain=$(free_port) ng_verify=$(free_port)
-reuseport=
-[[ ${NGINX_REUSEPORT:-0} == 1 ]] && reuseport=" reuseport"
 # server_block PORT_TLS PORT_PLAIN|"" ACCESS_LOG
 server_block() {
   local plain=
@@ -279,22 +201,11 @@ CONF
   server_block "$ng_verify" "" "$ng/verify.log verify"
   echo "}"
 } >"$ng/nginx.conf"
-cp "$ng/nginx.conf" "$out_dir/nginx.conf"
-"$nginx_bin" -p "$ng" -e "$out_dir/nginx-error.log" -c "$ng/nginx.conf" & ng_pid=$!; pids+=("$ng_pid")
-ready=0
-for _ in $(seq 50); do
-  kill -0 "$ng_pid" 2>/dev/null || break
-  curl -fso /dev/null "http://127.0.0.1:$ng_plain$url_path" && { ready=1; break; }
-  sleep 0.1
-done
-((ready)) || { tail -n 20 "$out_dir/nginx-error.log" >&2; die "nginx did not start (see $out_dir/nginx-error.log)"; }
+start_nginx "http://127.0.0.1:$ng_plain$url_path"
 tls_port[nginx]=$ng_tls plain_port[nginx]=$ng_plain proc_pid[nginx]=$ng_pid
 servers=(nginx "${servers[@]}")
 
 # --- checks: the certificate is served, Connection: close is honoured, TLS parameters -------
-meta_file=$out_dir/meta.txt
-: >"$meta_file"
-meta() { printf '%s\t%s\n' "$1" "$2" >>"$meta_file"; }
 declare -A tls_params resumes_of
 request=$'GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'
 for s in "${servers[@]}"; do
@@ -305,7 +216,8 @@ for s in "${servers[@]}"; do
   [[ $url_path != / || $body == ok ]] || die "$s: unexpected body through TLS: $body"
   curl -fsS --max-time 5 -o /dev/null "http://127.0.0.1:${plain_port[$s]}$url_path" || die "$s: plain HTTP failed"
   # wrk reconnects after a response only when that response says Connection: close
-  curl -fsS --max-time 5 -o /dev/null -D "$tmp/headers" --cacert "$cert" -H 'Connection: close' \
+  # (--http1.1: as wrk, which offers no ALPN; floodgate's TLS listener would pick h2 for curl)
+  curl --http1.1 -fsS --max-time 5 -o /dev/null -D "$tmp/headers" --cacert "$cert" -H 'Connection: close' \
     "https://127.0.0.1:$port$url_path" || die "$s: a request with Connection: close failed"
   grep -qi '^connection: *close' "$tmp/headers" ||
     die "$s does not answer 'Connection: close' to Connection: close; the handshake rows would be wrong"
@@ -338,11 +250,9 @@ if [[ $verify == 1 ]]; then
     : >"$ng/verify.log"   # nginx appends (O_APPEND): truncating is enough
     pre=()
     [[ $mode == tls-full ]] && pre=(env "LD_PRELOAD=$full_hs_lib")
-    timeout -k 5 30 "${pre[@]}" wrk -t"$wrk_threads" -c"$conns" -d2s -H 'Connection: close' \
-      "https://127.0.0.1:$ng_verify$url_path" >"$out_dir/wrk/verify-$mode.txt" &
-    wrk_pid=$!
-    wait "$wrk_pid" || die "wrk failed (see $out_dir/wrk/verify-$mode.txt)"
-    wrk_pid=
+    run_load timeout -k 5 30 "${pre[@]}" wrk -t"$wrk_threads" -c"$conns" -d2s -H 'Connection: close' \
+      "https://127.0.0.1:$ng_verify$url_path" >"$out_dir/wrk/verify-$mode.txt" ||
+      die "wrk failed (see $out_dir/wrk/verify-$mode.txt)"
     sleep 0.5
     line=$(awk '{ n++; conn[$1] = 1; if ($2 != 1) multi++; if ($3 == "r") reused++ }
                 END { c = 0; for (k in conn) c++;
@@ -354,17 +264,9 @@ if [[ $verify == 1 ]]; then
 fi
 
 # --- measurement -----------------------------------------------------------------------------
-proc_ticks() {  # user+system clock ticks of a process and its children (nginx: the workers)
-  local p list
-  list=("$1")
-  while read -r p; do list+=("$p"); done < <(pgrep -P "$1" || true)
-  for p in "${list[@]}"; do cat "/proc/$p/stat" 2>/dev/null || true; done |
-    awk '{ sub(/^.*\) /, ""); t += $12 + $13 } END { print t + 0 }'
-}
 to_ms() { awk -v v="$1" 'BEGIN { n = v + 0; u = v; sub(/^[0-9.]+/, "", u);
   if (u == "us") n /= 1000; else if (u == "s") n *= 1000; else if (u == "m") n *= 60000;
   printf "%.3f", n }'; }
-hz=$(getconf CLK_TCK)
 
 # run_wrk SERVER SCENARIO SECONDS OUTFILE
 run_wrk() {
@@ -376,26 +278,17 @@ run_wrk() {
               pre=(env "LD_PRELOAD=$full_hs_lib") ;;
     tls-resume) url=https://127.0.0.1:${tls_port[$s]}$url_path; hdr=(-H 'Connection: close') ;;
   esac
-  # in the background, so that a signal to this script is handled at once (cleanup stops it)
-  timeout -k 5 $((secs + 30)) "${pre[@]}" wrk -t"$wrk_threads" -c"$conns" -d"${secs}s" --latency \
-    "${hdr[@]}" "$url" >"$file" 2>&1 &
-  wrk_pid=$!
-  wait "$wrk_pid" || note "wrk exited with $? ($s $sc, see $file)"
-  wrk_pid=
+  run_load timeout -k 5 $((secs + 30)) "${pre[@]}" wrk -t"$wrk_threads" -c"$conns" -d"${secs}s" --latency \
+    "${hdr[@]}" "$url" >"$file" 2>&1 || note "wrk exited with $? ($s $sc, see $file)"
 }
 
 results=$out_dir/results.tsv
 printf 'round\tserver\tscenario\treq_s\tp50_ms\tp99_ms\trequests\tsocket_errors\tnon2xx\tproxy_us_req\torigin_cpu_pct\tnoisy\n' >"$results"
 measure() {  # ROUND SERVER SCENARIO
-  local r=$1 s=$2 sc=$3 file noisy=0 p0 p1 o0 o1 t0 t1
-  wait_idle || noisy=1
+  local r=$1 s=$2 sc=$3 file
   file=$out_dir/wrk/r$r-$s-$sc.txt
-  start_sampler
-  p0=$(proc_ticks "${proc_pid[$s]}") o0=$(proc_ticks "$origin_pid") t0=$(date +%s.%N)
-  run_wrk "$s" "$sc" "$duration" "$file"
-  p1=$(proc_ticks "${proc_pid[$s]}") o1=$(proc_ticks "$origin_pid") t1=$(date +%s.%N)
-  if stop_sampler; then noisy=1; fi
-  local rps p50 p99 reqs errs non2xx
+  timed_run "${proc_pid[$s]}" run_wrk "$s" "$sc" "$duration" "$file"
+  local noisy=$run_noisy rps p50 p99 reqs errs non2xx
   rps=$(awk '/^Requests\/sec:/ { print $2 }' "$file")
   reqs=$(awk '/ requests in / { print $1 }' "$file")
   p50=$(awk '$1 == "50%" { print $2 }' "$file")
@@ -405,106 +298,49 @@ measure() {  # ROUND SERVER SCENARIO
   [[ -n $rps && -n $p99 ]] || { note "no result from wrk for $s $sc (see $file)"; rps=0 reqs=0 p50=0 p99=0; }
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$s" "$sc" "$rps" \
     "$(to_ms "$p50")" "$(to_ms "$p99")" "$reqs" "${errs:-0}" "${non2xx:-0}" \
-    "$(awk -v t=$((p1 - p0)) -v n="$reqs" -v hz="$hz" 'BEGIN { printf "%.1f", n ? t / hz * 1e6 / n : 0 }')" \
-    "$(awk -v t=$((o1 - o0)) -v a="$t0" -v b="$t1" -v hz="$hz" 'BEGIN { printf "%.0f", 100 * t / hz / (b - a) }')" \
-    "$noisy" >>"$results"
+    "$(proxy_us_per_req "$reqs")" "$(origin_cpu_pct)" "$noisy" >>"$results"
   local flag=
   ((noisy)) && flag='  (noisy: a build or tests ran)'
   printf '  round %s  %-9s %-10s %10s req/s  p99 %8s ms  errors %s%s\n' "$r" "$s" "$sc" "$rps" \
     "$(to_ms "$p99")" "${errs:-0}" "$flag"
 }
 
-meta date "$(date -Iseconds)"
-meta host "$(uname -sr), $(nproc) cpus"
+meta_host
 meta versions "$("$nginx_bin" -v 2>&1 | sed 's/^nginx version: //'), $(wrk -v 2>&1 | head -n1 | awk '{print $2}'), $(openssl version | awk '{print $1 " " $2}')"
-if [[ $fg_skip == 0 ]]; then
-  meta floodgate "$("$fg_bin" --version 2>&1 | head -n1) ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ', uncommitted changes'))"
-fi
+meta_floodgate
 meta wrk "-t$wrk_threads -c$conns -d${duration}s --latency, $url_path, warm-up ${warmup}s, rounds $rounds"
 meta threads "$threads (floodgate server.threads, nginx worker_processes)"
 meta nginx "worker_processes $threads; listen ssl$reuseport; ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache none; ssl_session_tickets on; ciphers and curves default; keepalive_requests 1000000; upstream keepalive 64"
 meta scenarios "${scen_list[*]}"
 
-echo "results: $out_dir"
-wait_idle || true
-for s in "${servers[@]}"; do  # warm-up: the upstream pools, the allocators, the page cache
-  for sc in "${scen_list[@]}"; do
-    run_wrk "$s" "$sc" "$warmup" "$tmp/warmup.txt"
-  done
-done
-for ((r = 1; r <= rounds; r++)); do
-  order=("${servers[@]}")
-  ((${#servers[@]} == 2 && r % 2 == 0)) && order=("${servers[1]}" "${servers[0]}")
-  for sc in "${scen_list[@]}"; do
-    for s in "${order[@]}"; do
-      measure "$r" "$s" "$sc"
-      sleep 1
-    done
-  done
-done
-
-for f in nginx-error.log floodgate.log origin.log; do
-  [[ -f $out_dir/$f ]] && meta "log_$f" "$(wc -l <"$out_dir/$f") lines"
-done
+run_rounds run_wrk
+meta_log_sizes
 
 # --- summary -----------------------------------------------------------------------------------
-python3 - "$out_dir" "$md_out" <<'PY'
-import csv, os, statistics, sys
+# bench/summary_lib.py: the helpers both benchmarks' summaries share
+python3 - "$repo/bench" "$out_dir" "$md_out" <<'PY'
+import os, sys
 
-out, md = sys.argv[1], sys.argv[2]
-rows = list(csv.DictReader(open(os.path.join(out, "results.tsv")), delimiter="\t"))
-meta = dict(l.rstrip("\n").split("\t", 1) for l in open(os.path.join(out, "meta.txt")) if "\t" in l)
+sys.path.insert(0, sys.argv[1])
+sys.dont_write_bytecode = True  # no __pycache__ in bench/
+import summary_lib as sl
+from summary_lib import n, rt, rmed
+
+out, md = sys.argv[2], sys.argv[3]
+rows, meta = sl.load(out)
 WHAT = {
     "http-ka": "plain HTTP, keep-alive",
     "tls-ka": "TLS, keep-alive",
     "tls-full": "TLS, new connection + full handshake per request",
     "tls-resume": "TLS, new connection + resumed handshake per request",
 }
-scen = [s for s in meta["scenarios"].split() if any(r["scenario"] == s for r in rows)]
-servers = [s for s in ("nginx", "floodgate") if any(r["server"] == s for r in rows)]
-
-def med(s, sc, f):
-    v = [float(r[f]) for r in rows if r["server"] == s and r["scenario"] == sc]
-    return statistics.median(v) if v else None
-
-def ratios(sc, f):
-    by = {}
-    for r in rows:
-        if r["scenario"] == sc:
-            by.setdefault(r["round"], {})[r["server"]] = float(r[f])
-    v = [d["floodgate"] / d["nginx"] for d in by.values()
-         if "floodgate" in d and "nginx" in d and d["nginx"] > 0]
-    return (statistics.median(v), min(v), max(v)) if v else None
-
-def n(x, d=0):
-    return "-" if x is None else (f"{x:,.0f}" if d == 0 else f"{x:.{d}f}")
-
-def rt(x):
-    return "-" if x is None else f"{x[0]:.3f} ({x[1]:.2f}-{x[2]:.2f})"
-
-summary, table = [], []
-for sc in scen:
-    rec = {"scenario": sc}
-    for s in servers:
-        for f in ("req_s", "p50_ms", "p99_ms", "proxy_us_req", "origin_cpu_pct"):
-            rec[f"{s}_{f}"] = med(s, sc, f)
-    rec["ratio_req_s"] = ratios(sc, "req_s")
-    rec["ratio_p99"] = ratios(sc, "p99_ms")
-    rec["ratio_us_req"] = ratios(sc, "proxy_us_req")
-    summary.append(rec)
-
-with open(os.path.join(out, "summary.tsv"), "w") as f:
-    cols = ["scenario"] + [f"{s}_{x}" for s in servers
-                           for x in ("req_s", "p50_ms", "p99_ms", "proxy_us_req", "origin_cpu_pct")]
-    cols += ["ratio_req_s", "ratio_req_s_min", "ratio_req_s_max", "ratio_p99", "ratio_us_req"]
-    f.write("\t".join(cols) + "\n")
-    for rec in summary:
-        vals = [rec["scenario"]] + [n(rec[c], 3).replace(",", "") for c in cols[1:-5]]
-        rr = rec["ratio_req_s"]
-        vals += [n(rr and rr[0], 3), n(rr and rr[1], 3), n(rr and rr[2], 3),
-                 n(rec["ratio_p99"] and rec["ratio_p99"][0], 3),
-                 n(rec["ratio_us_req"] and rec["ratio_us_req"][0], 3)]
-        f.write("\t".join(vals) + "\n")
+scen, servers = sl.present(rows, meta)
+FIELDS = ("req_s", "p50_ms", "p99_ms", "proxy_us_req", "origin_cpu_pct")
+summary = sl.summarize(rows, scen, servers, FIELDS,
+                       {"ratio_req_s": "req_s", "ratio_p99": "p99_ms", "ratio_us_req": "proxy_us_req"})
+sl.write_summary(os.path.join(out, "summary.tsv"), summary,
+                 [f"{s}_{x}" for s in servers for x in FIELDS],
+                 [("ratio_p99", "ratio_p99"), ("ratio_us_req", "ratio_us_req")])
 
 hdr = ["scenario"]
 for s in servers:
@@ -517,26 +353,20 @@ for rec in summary:
     for s in servers:
         line += [n(rec[f"{s}_req_s"]), n(rec[f"{s}_p99_ms"], 2), n(rec[f"{s}_proxy_us_req"], 1)]
     if len(servers) == 2:
-        line += [rt(rec["ratio_req_s"]), n(rec["ratio_p99"] and rec["ratio_p99"][0], 3),
-                 n(rec["ratio_us_req"] and rec["ratio_us_req"][0], 3)]
+        line += [rt(rec["ratio_req_s"]), rmed(rec["ratio_p99"]), rmed(rec["ratio_us_req"])]
     lines.append(line)
-w = [max(len(str(x)) for x in col) for col in zip(hdr, *lines)]
-fmtl = lambda l: "  ".join(str(x).ljust(w[0]) if i == 0 else str(x).rjust(w[i]) for i, x in enumerate(l))
 text = [f"TLS termination, floodgate vs nginx: wrk {meta['wrk']}; medians over rounds",
-        "ratios: floodgate / nginx divided within each round, median (min-max over rounds)", "",
-        fmtl(hdr)] + [fmtl(l) for l in lines] + [""]
+        "ratios: floodgate / nginx divided within each round, median (min-max over rounds)", ""]
+text += sl.aligned(hdr, lines) + [""]
 for rec in summary:
     text.append(f"  {rec['scenario']:<10} {WHAT[rec['scenario']]}")
 text.append("")
-per = {}
 for s in servers:
-    a, b = med(s, "tls-ka", "proxy_us_req"), med(s, "http-ka", "proxy_us_req")
+    a, b = sl.med(rows, s, "tls-ka", "proxy_us_req"), sl.med(rows, s, "http-ka", "proxy_us_req")
     if a is not None and b is not None:
-        per[s] = a - b
         text.append(f"  TLS on a keep-alive connection costs {s} {a - b:+.1f} us of CPU per request")
-for k in sorted(meta):
-    if k.startswith(("tls_", "resumes_", "verify_", "log_")):
-        text.append(f"  {k}: {meta[k]}")
+PREFIXES = ("tls_", "resumes_", "verify_", "log_")
+text += ["  " + l for l in sl.details(meta, (), PREFIXES)]
 noisy = sum(int(r["noisy"]) for r in rows)
 errs = sum(int(r["socket_errors"]) + int(r["non2xx"]) for r in rows)
 if noisy:
@@ -549,32 +379,22 @@ print()
 print(text, end="")
 
 if md:
-    m = []
     hd = ["scenario", "what"]
     for s in servers:
         hd += [f"{s} req/s", f"{s} p99 ms", f"{s} CPU us/req"]
     if len(servers) == 2:
         hd += ["floodgate / nginx req/s", "per-round range", "p99 ratio", "CPU ratio"]
-    m.append("| " + " | ".join(hd) + " |")
-    m.append("|---|---|" + "---:|" * (len(hd) - 2))
+    cells = []
     for rec in summary:
         c = [rec["scenario"], WHAT[rec["scenario"]]]
         for s in servers:
             c += [n(rec[f"{s}_req_s"]), n(rec[f"{s}_p99_ms"], 2), n(rec[f"{s}_proxy_us_req"], 1)]
         if len(servers) == 2:
-            rr = rec["ratio_req_s"]
-            c += [n(rr and rr[0], 3), "-" if not rr else f"{rr[1]:.3f}-{rr[2]:.3f}",
-                  n(rec["ratio_p99"] and rec["ratio_p99"][0], 3),
-                  n(rec["ratio_us_req"] and rec["ratio_us_req"][0], 3)]
-        m.append("| " + " | ".join(c) + " |")
-    m.append("")
-    m.append("```")
-    for k in ("date", "host", "versions", "floodgate", "wrk", "threads", "nginx"):
-        if k in meta:
-            m.append(f"{k}: {meta[k]}")
-    for k in sorted(meta):
-        if k.startswith(("tls_", "resumes_", "verify_", "log_")):
-            m.append(f"{k}: {meta[k]}")
+            c += [rmed(rec["ratio_req_s"]), sl.rrange(rec["ratio_req_s"]),
+                  rmed(rec["ratio_p99"]), rmed(rec["ratio_us_req"])]
+        cells.append(c)
+    m = sl.markdown(hd, cells) + ["", "```"]
+    m += sl.details(meta, ("date", "host", "versions", "floodgate", "wrk", "threads", "nginx"), PREFIXES)
     if noisy:
         m.append(f"noisy runs (a build or tests overlapped): {noisy}")
     if errs:
