@@ -1,13 +1,14 @@
 #include "forwarding.hpp"
 
-#include <boost/beast/http/field.hpp>
-
 #include <boost/beast/core/string.hpp>
+#include <boost/beast/http/field.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <string>
 #include <vector>
+
+#include "floodgate/ascii.hpp"
 
 namespace floodgate::http {
 
@@ -37,8 +38,7 @@ bool any_token(const bhttp::fields& fields, bhttp::field name, Fn&& fn) {
 }
 
 bool has_token(const bhttp::fields& fields, bhttp::field name, std::string_view wanted) {
-  return any_token(fields, name,
-                   [&](std::string_view t) { return boost::beast::iequals(t, wanted); });
+  return any_token(fields, name, [&](std::string_view t) { return iequals(t, wanted); });
 }
 
 // Names a Connection list may not take away (RFC 9110 section 7.6.1 lets a sender list any
@@ -51,7 +51,7 @@ bool is_protected(std::string_view name) {
       "host", "content-length", "transfer-encoding", "x-forwarded-for", "x-forwarded-proto",
       "via",  "forwarded",      "x-real-ip"};
   return std::any_of(std::begin(kProtected), std::end(kProtected),
-                     [&](std::string_view p) { return boost::beast::iequals(p, name); });
+                     [&](std::string_view p) { return iequals(p, name); });
 }
 
 }  // namespace
@@ -137,7 +137,7 @@ bool framing_is_safe(const bhttp::request_header<>& req, bool chunked) {
   bool has_te = req.find(bhttp::field::transfer_encoding) != req.end();
   if (has_te &&
       (req.version() < 11 || !chunked || req.count(bhttp::field::transfer_encoding) != 1 ||
-       !boost::beast::iequals(req[bhttp::field::transfer_encoding], "chunked")))
+       !iequals(req[bhttp::field::transfer_encoding], "chunked")))
     return false;
   auto hosts = req.count(bhttp::field::host);
   if (hosts > 1 || (hosts == 0 && req.version() >= 11)) return false;

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "coro_names.hpp"
+#include "floodgate/ascii.hpp"
 #include "forwarding.hpp"
 #include "h2_connection.hpp"
 #include "http1_client.hpp"
@@ -89,8 +90,7 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
   else if (!valid_host(s.authority) || s.fields.count(bhttp::field::host) > 1 ||
            (host != s.fields.end() && !valid_host(host->value())))
     reply = Reply{400};  // as HTTP/1.1's Host (forwarding.hpp): no userinfo, path or spaces
-  else if (host != s.fields.end() && !s.authority.empty() &&
-           !beast::iequals(host->value(), s.authority))
+  else if (host != s.fields.end() && !s.authority.empty() && !iequals(host->value(), s.authority))
     reply = Reply{400};  // RFC 9113 8.3.1: they must name the same
   else if (auto unrouted = route_exchange(x))
     reply = Reply{unrouted->status};

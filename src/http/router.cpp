@@ -1,9 +1,8 @@
 #include "floodgate/http/router.hpp"
 
-#include <boost/beast/core/string.hpp>
-
 #include <algorithm>
 
+#include "floodgate/ascii.hpp"
 #include "floodgate/http/path_normalize.hpp"
 
 namespace floodgate::http {
@@ -11,7 +10,7 @@ namespace {
 
 bool matches(const config::RouteMatch& m, std::string_view method, std::string_view host,
              std::string_view path) {
-  if (!m.host.empty() && !boost::beast::iequals(m.host, host_name(host))) return false;
+  if (!m.host.empty() && !iequals(m.host, host_name(host))) return false;
   if (!m.methods.empty() &&
       std::find(m.methods.begin(), m.methods.end(), method) == m.methods.end())
     return false;

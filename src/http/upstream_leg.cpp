@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "coro_names.hpp"
+#include "floodgate/ascii.hpp"
 #include "forwarding.hpp"
 #include "pipeline.hpp"
 #include "relay.hpp"
@@ -50,7 +51,7 @@ class Leg {
   asio::awaitable<Forwarded> run() {
     auto& req = parser_.get();
     const bool has_body = !parser_.is_done();
-    const bool expect_continue = beast::iequals(req[bhttp::field::expect], "100-continue");
+    const bool expect_continue = iequals(req[bhttp::field::expect], "100-continue");
     const bool head = req.method() == bhttp::verb::head;
     const bool retryable = !has_body && is_idempotent(req.method());
     const bool upgrade = !has_body && is_websocket_upgrade(req);

@@ -11,7 +11,6 @@
 #include <openssl/hmac.h>
 #include <openssl/obj_mac.h>
 #include <openssl/objects.h>
-#include <boost/beast/core/string.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
@@ -22,6 +21,8 @@
 #include <cmath>
 #include <memory>
 #include <vector>
+
+#include "floodgate/ascii.hpp"
 
 namespace floodgate::keys {
 namespace {
@@ -198,9 +199,9 @@ JwtResult verify(std::string_view header_value, const config::JwtSettings& setti
   std::string_view token = trim(header_value);
   if (token.empty()) return fail(JwtError::missing);
   if (auto sp = token.find_first_of(" \t"); sp != std::string_view::npos) {
-    if (!boost::beast::iequals(token.substr(0, sp), "bearer")) return fail(JwtError::missing);
+    if (!iequals(token.substr(0, sp), "bearer")) return fail(JwtError::missing);
     token = trim(token.substr(sp));
-  } else if (boost::beast::iequals(token, "bearer")) {
+  } else if (iequals(token, "bearer")) {
     return fail(JwtError::missing);
   }
   if (token.size() > max_jwt_length) return fail(JwtError::malformed);
@@ -229,7 +230,7 @@ JwtResult verify(std::string_view header_value, const config::JwtSettings& setti
                   settings.algorithms.end())
     return fail(JwtError::algorithm_not_allowed);
   if (auto typ = header->find("typ"); typ != header->end())
-    if (!typ->value().is_string() || !boost::beast::iequals(typ->value().get_string(), "JWT"))
+    if (!typ->value().is_string() || !iequals(typ->value().get_string(), "JWT"))
       return fail(JwtError::malformed);
   // No extension is understood, so a token that declares one critical cannot be accepted.
   if (header->contains("crit")) return fail(JwtError::malformed);
