@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <thread>
 
@@ -20,26 +21,23 @@ RedisCluster::RedisCluster() {
   dir_ = fs::temp_directory_path() /
          ("floodgate-cluster-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
   fs::create_directories(dir_);
-  for (int i = 0; i < 6; ++i) {
-    auto port = free_port();
-    // The bus port is named explicitly: the default (port + 10000) may be taken or past 65535.
-    auto bus = free_port();
-    ports_.push_back(port);
-    auto node_dir = dir_ / std::to_string(port);
-    fs::create_directories(node_dir);
-    nodes_.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{
-        "/usr/bin/redis-server", "--port", std::to_string(port), "--cluster-port",
-        std::to_string(bus), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-        "--cluster-config-file", (node_dir / "nodes.conf").string(), "--cluster-node-timeout",
-        "1000",
-        // A replica just created may not have synced yet: let it take over all the same.
-        "--cluster-replica-validity-factor", "0", "--save", "", "--appendonly", "no", "--dir",
-        node_dir.string(), "--logfile", (node_dir / "redis.log").string()}));
-  }
-  for (auto port : ports_) {
-    for (int i = 0; i < 200 && cli(port, "PING") != "PONG"; ++i) std::this_thread::sleep_for(20ms);
-    if (cli(port, "PING") != "PONG")
-      throw std::runtime_error("cluster node " + std::to_string(port) + " did not start");
+  ports_.resize(6);
+  nodes_.resize(6);
+  for (std::size_t i = 0; i < 6; ++i) start_node(i);
+  for (std::size_t i = 0; i < 6; ++i) {
+    // A port another process took between free_port and the bind: the node exits at once
+    // ("Address already in use"); it gets new ports, twice at most.
+    for (int attempt = 0;; ++attempt) {
+      for (int t = 0; t < 200 && cli(ports_[i], "PING") != "PONG"; ++t)
+        std::this_thread::sleep_for(20ms);
+      if (cli(ports_[i], "PING") == "PONG") break;
+      std::ifstream log(dir_ / std::to_string(ports_[i]) / "redis.log");
+      std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+      if (attempt == 2)
+        throw std::runtime_error("cluster node " + std::to_string(ports_[i]) +
+                                 " did not start; its log:\n" + text);
+      start_node(i);
+    }
   }
   std::string create = "--cluster create";
   for (auto port : ports_) create += " 127.0.0.1:" + std::to_string(port);
@@ -48,6 +46,23 @@ RedisCluster::RedisCluster() {
   if (!wait_ok(20s)) throw std::runtime_error("the Redis cluster did not come up");
   if (!wait_replicas_known(20s))
     throw std::runtime_error("the Redis cluster's replicas were not known:\n" + describe());
+}
+
+void RedisCluster::start_node(std::size_t i) {
+  nodes_[i].reset();
+  const auto port = free_port();
+  // The bus port is named explicitly: the default (port + 10000) may be taken or past 65535.
+  const auto bus = free_port();
+  ports_[i] = port;
+  auto node_dir = dir_ / std::to_string(port);
+  fs::create_directories(node_dir);
+  nodes_[i] = std::make_unique<ChildProcess>(std::vector<std::string>{
+      "/usr/bin/redis-server", "--port", std::to_string(port), "--cluster-port",
+      std::to_string(bus), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+      "--cluster-config-file", (node_dir / "nodes.conf").string(), "--cluster-node-timeout", "1000",
+      // A replica just created may not have synced yet: let it take over all the same.
+      "--cluster-replica-validity-factor", "0", "--save", "", "--appendonly", "no", "--dir",
+      node_dir.string(), "--logfile", (node_dir / "redis.log").string()});
 }
 
 bool RedisCluster::wait_replicas_known(std::chrono::milliseconds limit) {

@@ -33,6 +33,7 @@ class RedisCluster {
   // Waits until every live node lists all 3 replicas as replicas, so a master killed next
   // already has a successor its peers will vote for.
   bool wait_replicas_known(std::chrono::milliseconds limit);
+  void start_node(std::size_t i);  // (again) on new ports
   std::filesystem::path dir_;
   std::vector<std::uint16_t> ports_;
   std::vector<std::unique_ptr<ChildProcess>> nodes_;

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 namespace floodgate::testing {
@@ -17,10 +19,16 @@ std::uint16_t free_port() {
   // as an outgoing connection's local port can be taken again before the server meant to
   // listen on it binds it, and tests running side by side open thousands of connections
   // (a cluster node that could not bind its port was a CI failure).
+  // Nor twice in one process: a port handed out is free until its server starts, and a Redis
+  // Cluster node's port was once drawn again as another node's bus port meanwhile.
+  static std::mutex mutex;
+  static std::set<std::uint16_t> given;
+  std::lock_guard lock(mutex);
   thread_local std::mt19937 pick(std::random_device{}());
   asio::io_context ioc;
   for (int i = 0; i < 200; ++i) {
     const auto port = static_cast<std::uint16_t>(20000 + pick() % 12768);
+    if (!given.insert(port).second) continue;
     tcp::acceptor a(ioc);
     boost::system::error_code ec;
     a.open(tcp::v4(), ec);
