@@ -17,6 +17,26 @@
 die() { echo "${0##*/}: $*" >&2; exit 2; }
 note() { echo "${0##*/}: $*" >&2; }
 
+# bench_args "$@": the options both scripts take (--dir DIR, --out FILE, --nginx-only, --help:
+# the script's header comment). Sets out_dir, md_out and fg_skip (FG_SKIP=1 too); --dir and
+# --out are relative to where the script was called from ($caller).
+bench_args() {
+  out_dir='' md_out=''
+  fg_skip=${FG_SKIP:-0}
+  while (($#)); do
+    case $1 in
+      --dir) out_dir=${2:?--dir needs a directory}; shift 2 ;;
+      --out) md_out=${2:?--out needs a file}; shift 2 ;;
+      --nginx-only) fg_skip=1; shift ;;
+      -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+      *) echo "${0##*/}: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+  done
+  [[ $fg_skip == 0 || $fg_skip == 1 ]] || fg_skip=1
+  [[ -z $out_dir || $out_dir == /* ]] || out_dir=$caller/$out_dir
+  [[ -z $md_out || $md_out == /* ]] || md_out=$caller/$md_out
+}
+
 # need_tools TOOL...: dies naming the first one that is not on PATH.
 need_tools() {
   local tool

@@ -48,22 +48,7 @@ repo=$PWD
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
 
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-out_dir='' md_out=''
-fg_skip=${FG_SKIP:-0}
-while (($#)); do
-  case $1 in
-    --dir) out_dir=${2:?--dir needs a directory}; shift 2 ;;
-    --out) md_out=${2:?--out needs a file}; shift 2 ;;
-    --nginx-only) fg_skip=1; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "tls.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
-[[ $fg_skip == 0 || $fg_skip == 1 ]] || fg_skip=1
-# --dir and --out are relative to where the script was called from
-[[ -z $out_dir || $out_dir == /* ]] || out_dir=$caller/$out_dir
-[[ -z $md_out || $md_out == /* ]] || md_out=$caller/$md_out
+bench_args "$@"
 
 duration=${DURATION:-10}
 rounds=${ROUNDS:-3}
