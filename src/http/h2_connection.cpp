@@ -9,6 +9,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 
+#include <charconv>
 #include <cstring>
 #include <vector>
 
@@ -24,18 +25,6 @@ constexpr std::size_t kWriteBatch = 64 * 1024;
 // CONTINUATION frames one header block may take (CVE-2024-27316): the header list size bounds
 // the bytes, this the frames.
 constexpr std::size_t kMaxContinuations = 8;
-
-nghttp2_nv nv(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
-          value.size(), NGHTTP2_NV_FLAG_NONE};
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 }  // namespace
 
@@ -240,43 +229,57 @@ void H2Connection::start_stream(std::shared_ptr<H2Stream> s) {
   });
 }
 
-void H2Connection::submit_head(H2Stream& s, int status, const limit::HeaderList& headers,
-                               bool has_body) {
+H2ResponseHead::H2ResponseHead(int status) {
+  arena_.reserve(256);
+  add(":status", std::to_string(status));
+}
+
+void H2ResponseHead::add(std::string_view name, std::string_view value) {
+  Entry e{static_cast<std::uint32_t>(arena_.size()), static_cast<std::uint32_t>(name.size()), 0,
+          static_cast<std::uint32_t>(value.size())};
+  for (char c : name) arena_ += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  e.value = static_cast<std::uint32_t>(arena_.size());
+  arena_ += value;
+  entries_.push_back(e);
+}
+
+std::span<const nghttp2_nv> H2ResponseHead::pairs() {
+  nva_.clear();
+  auto* base = reinterpret_cast<std::uint8_t*>(arena_.data());
+  for (const auto& e : entries_)
+    nva_.push_back({base + e.name, base + e.value, e.name_len, e.value_len, NGHTTP2_NV_FLAG_NONE});
+  return nva_;
+}
+
+void H2Connection::submit_head(H2Stream& s, H2ResponseHead& head, bool has_body) {
   if (s.closed || s.responded) return;
   s.responded = true;
-  std::vector<nghttp2_nv> nva;
-  const auto code = std::to_string(status);
-  nva.push_back(nv(":status", code));
-  std::vector<std::string> names;
-  names.reserve(headers.size());
-  for (const auto& [name, value] : headers) {
-    names.push_back(lower(name));
-    nva.push_back(nv(names.back(), value));
-  }
   nghttp2_data_provider provider{};
   provider.source.ptr = &s;
   provider.read_callback = &H2Callbacks::read_body;
+  const auto nva = head.pairs();
   nghttp2_submit_response(session_, s.id, nva.data(), nva.size(), has_body ? &provider : nullptr);
   kick();
 }
 
 void H2Connection::submit_reply(H2Stream& s, const Reply& reply) {
   s.x.status = reply.status;
-  limit::HeaderList headers;
-  reply_headers(reply,
-                [&headers](std::string_view n, std::string_view v) { headers.emplace_back(n, v); });
+  H2ResponseHead head(reply.status);
+  reply_headers(reply, [&head](std::string_view n, std::string_view v) { head.add(n, v); });
   std::string storage;
   s.out = std::string(reply_body(reply, storage));
   s.out_sent = 0;
   s.out_done = true;
-  headers.emplace_back("server", "floodgate");
-  headers.emplace_back("content-type", std::string(reply_content_type(reply)));
-  headers.emplace_back("content-length", std::to_string(s.out.size()));
+  head.add("server", "floodgate");
+  head.add("content-type", reply_content_type(reply));
+  char length[20];
+  auto [end, ec] = std::to_chars(length, length + sizeof length, s.out.size());
+  head.add("content-length", std::string_view(length, end));
   // The request's body, if any, is not needed: its DATA is consumed as it comes.
   s.discard_body = true;
   consumed(s, s.body.size());
   s.body.clear();
-  submit_head(s, reply.status, headers, true);
+  submit_head(s, head, true);
 }
 
 void H2Connection::resume(H2Stream& s) {

@@ -7,14 +7,18 @@
 // One worker thread only. nghttp2 calls back from inside mem_recv/mem_send; no exception
 // crosses those callbacks (each body catches and returns an nghttp2 error code).
 
+#include <nghttp2/nghttp2.h>
+
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "exchange.hpp"
@@ -25,8 +29,6 @@
 #include "watchdog.hpp"
 #include "worker_context.hpp"
 
-struct nghttp2_session;
-
 namespace floodgate::http {
 
 // One request stream, shared by the connection (which feeds it from nghttp2's callbacks) and
@@ -36,10 +38,12 @@ struct H2Stream {
   std::int32_t id;
   // The request head, as received.
   std::string method, scheme, authority, path;
-  bool extended_connect = false;      // :protocol (RFC 8441): not something floodgate forwards
-  boost::beast::http::fields fields;  // regular fields, names lower-case (nghttp2 checks)
-  std::string cookies;                // cookie fields joined with "; " (RFC 9113 8.2.3)
-  std::size_t header_bytes = 0;       // as SETTINGS_MAX_HEADER_LIST_SIZE counts them
+  bool extended_connect = false;  // :protocol (RFC 8441): not something floodgate forwards
+  // The regular fields, names lower-case (nghttp2 checks); method and target are set when
+  // it is forwarded, and it becomes the upstream's head, changed in place as HTTP/1.1's is.
+  boost::beast::http::request_header<> head;
+  std::string cookies;           // cookie fields joined with "; " (RFC 9113 8.2.3)
+  std::size_t header_bytes = 0;  // as SETTINGS_MAX_HEADER_LIST_SIZE counts them
   bool head_done = false;
   // The request body: bytes received and not yet forwarded; consumed from the flow-control
   // window only as they are forwarded, so a client can be at most one window ahead.
@@ -56,6 +60,25 @@ struct H2Stream {
   boost::asio::steady_timer wake;          // cancelled whenever something above changes
   UpstreamConnection* upstream = nullptr;  // while one is in use: closed by an abort
   Exchange x;
+};
+
+// A response head as nghttp2_submit_response takes it (names lower-case), built without an
+// allocation per field: every name and value is copied into one arena, and the name-value
+// pairs point into it once it is complete (nghttp2 copies them in turn).
+class H2ResponseHead {
+ public:
+  explicit H2ResponseHead(int status);
+  void add(std::string_view name, std::string_view value);
+  // The pairs, :status first; valid until the next add.
+  std::span<const nghttp2_nv> pairs();
+
+ private:
+  struct Entry {
+    std::uint32_t name, name_len, value, value_len;  // offsets into arena_
+  };
+  std::string arena_;
+  boost::container::small_vector<Entry, 16> entries_;
+  boost::container::small_vector<nghttp2_nv, 16> nva_;
 };
 
 class H2Connection {
@@ -75,7 +98,7 @@ class H2Connection {
   // For the stream coroutines (h2_stream.cpp).
   // An answer of ours (reply.hpp) as HEADERS and DATA; it becomes the exchange's status.
   void submit_reply(H2Stream& s, const Reply& reply);
-  void submit_head(H2Stream& s, int status, const limit::HeaderList& headers, bool has_body);
+  void submit_head(H2Stream& s, H2ResponseHead& head, bool has_body);
   void resume(H2Stream& s);                   // more of s.out (or its end) is there
   void consumed(H2Stream& s, std::size_t n);  // n body bytes forwarded: the window reopens
   void reset(H2Stream& s, std::uint32_t code);

@@ -56,6 +56,29 @@ std::optional<std::uint64_t> content_length(const bhttp::fields& f) {
   return n;
 }
 
+// Parses into s.out what `buffer` already holds of the response body, as far as the buffered
+// bound allows, without waiting for the socket; sets s.out_done. False on a malformed body.
+bool parse_buffered(ResponseParser& rp, beast::flat_buffer& buffer, H2Stream& s) {
+  auto& body = rp.get().body();
+  while (!rp.is_done() && buffer.size() > 0 && s.out.size() - s.out_sent < kMaxBuffered) {
+    // A body's bytes are no more than the bytes they are parsed from: straight into s.out.
+    const auto start = s.out.size();
+    const auto room = std::min(buffer.size(), kMaxBuffered - (start - s.out_sent));
+    s.out.resize(start + room);
+    body.data = s.out.data() + start;
+    body.size = room;
+    beast::error_code ec;
+    const auto used = rp.put(buffer.data(), ec);
+    buffer.consume(used);
+    s.out.resize(s.out.size() - body.size);
+    if (ec == bhttp::error::need_more) break;  // a chunk header cut short: the socket has it
+    if (ec && ec != bhttp::error::need_buffer) return false;
+    if (used == 0) break;
+  }
+  s.out_done = rp.is_done();
+  return true;
+}
+
 }  // namespace
 
 asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
@@ -69,11 +92,11 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
   x.config = w_.snapshot();  // a reload applies to the streams that start after it
   x.arrived = w_.clock.now();
   if (x.config->log.access_log) x.started = std::chrono::steady_clock::now();
-  x.fields = &s.fields;
-  if (!s.cookies.empty()) s.fields.set(bhttp::field::cookie, s.cookies);
+  x.fields = &s.head;
+  if (!s.cookies.empty()) s.head.set(bhttp::field::cookie, s.cookies);
   x.method = s.method;
   x.raw_target = s.path;
-  x.host_field = s.authority.empty() ? std::string_view(s.fields[bhttp::field::host])
+  x.host_field = s.authority.empty() ? std::string_view(s.head[bhttp::field::host])
                                      : std::string_view(s.authority);
   x.peer_ip = peer_ip_;
   x.peer = peer_;
@@ -82,15 +105,15 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
   const auto& config = *x.config;
 
   std::optional<Reply> reply;
-  auto host = s.fields.find(bhttp::field::host);
+  auto host = s.head.find(bhttp::field::host);
   if (s.header_bytes > config.server.max_header_bytes)
     reply = Reply{431};
   else if (s.method == "CONNECT" || s.extended_connect)
     reply = Reply{400};  // floodgate forwards requests, not tunnels
-  else if (!valid_host(s.authority) || s.fields.count(bhttp::field::host) > 1 ||
-           (host != s.fields.end() && !valid_host(host->value())))
+  else if (!valid_host(s.authority) || s.head.count(bhttp::field::host) > 1 ||
+           (host != s.head.end() && !valid_host(host->value())))
     reply = Reply{400};  // as HTTP/1.1's Host (forwarding.hpp): no userinfo, path or spaces
-  else if (host != s.fields.end() && !s.authority.empty() && !iequals(host->value(), s.authority))
+  else if (host != s.head.end() && !s.authority.empty() && !iequals(host->value(), s.authority))
     reply = Reply{400};  // RFC 9113 8.3.1: they must name the same
   else if (auto unrouted = route_exchange(x))
     reply = Reply{unrouted->status};
@@ -129,21 +152,20 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
     }
   };
   // The upstream's HTTP/1.1 request: the stream's fields, :authority as Host.
-  bhttp::request_header<> req;
+  auto& req = s.head;
   req.method_string(s.method);
   req.target(s.path);
-  for (const auto& f : s.fields) req.insert(f.name_string(), f.value());
   if (!s.authority.empty()) req.set(bhttp::field::host, s.authority);
   UpstreamFraming framing;
-  framing.content_length = content_length(s.fields);
+  framing.content_length = content_length(req);
   framing.chunked = !framing.content_length && !s.body_done;
   prepare_upstream_head(x, req, u, framing);
 
   if (s.closed) co_return;  // reset while the limits were decided
-  Watchdog watch(client_.get_executor());
   auto conn = w_.pool.take(u);
   if (!conn) {
-    auto fresh = co_await w_.pool.connect(u, watch);
+    Watchdog connecting(client_.get_executor());
+    auto fresh = co_await w_.pool.connect(u, connecting);
     if (fresh.error) {
       auto& stats = w_.upstream_stats(u.name);
       (fresh.error == beast::error::timeout ? stats.timeouts : stats.connect_errors)
@@ -153,17 +175,20 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
     }
     conn = std::move(fresh.conn);
   }
+  // A stream has no socket of its own to time: the upstream connection's watchdog times it.
+  auto& watch = conn->watch;
   s.upstream = conn.get();
   struct Unhook {
     H2Stream& s;
-    Watchdog& watch;
+    UpstreamConnectionPtr& conn;
     ~Unhook() {
       s.upstream = nullptr;
-      watch.relax();
+      if (conn) conn->watch.relax();  // still ours (not given back): dropped after this
     }
-  } unhook{s, watch};
+  } unhook{s, conn};
   if (s.closed) {  // reset (or the connection ended) while connecting: nothing was sent on it
     s.upstream = nullptr;
+    watch.relax();
     w_.pool.give_back(u, std::move(conn));
     co_return;
   }
@@ -171,6 +196,7 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
   // The head, then the body as it arrives.
   const auto sent_at = std::chrono::steady_clock::now();
   std::string head;
+  head.reserve(512);  // one allocation for a typical head, not one per doubling
   append_head(head, req);
   watch.guard(conn->stream.socket(), u.response_timeout);
   auto [hec, hn] =
@@ -257,33 +283,46 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
   strip_hop_by_hop(res);
   add_rate_headers(x, res);
   x.status = res.result_int();
-  limit::HeaderList headers;
-  for (const auto& f : res) headers.emplace_back(f.name_string(), f.value());
-  if (length) headers.emplace_back("content-length", std::to_string(*length));
+  H2ResponseHead response_head(x.status);
+  for (const auto& f : res) response_head.add(f.name_string(), f.value());
+  char length_text[20];
+  if (length) {
+    auto [end, ec] = std::to_chars(length_text, length_text + sizeof length_text, *length);
+    response_head.add("content-length", std::string_view(length_text, end));
+  }
   const bool has_body = !rp->is_done();
-  s.out_done = !has_body;
-  submit_head(s, x.status, headers, has_body);
-  std::string chunk(kChunk, '\0');
+  // The body that came in with the head goes into the same write as the HEADERS frame (a
+  // small response is then one TLS record and one send, not two).
+  if (!parse_buffered(*rp, conn->buffer, s)) {
+    reset(s, NGHTTP2_INTERNAL_ERROR);
+    co_return;
+  }
+  submit_head(s, response_head, has_body);
   while (!rp->is_done()) {
     while (s.out.size() - s.out_sent >= kMaxBuffered && !s.closed) co_await changed(s, idle);
     if (s.closed) co_return;  // the client went away: the upstream connection is dropped
-    auto& body = res.body();
-    body.data = chunk.data();
-    body.size = chunk.size();
     watch.guard(conn->stream.socket(), u.response_timeout);
-    auto [ec, n] =
-        co_await bhttp::async_read(conn->stream, conn->buffer, *rp, as_tuple(use_awaitable));
-    if (ec == bhttp::error::need_buffer) ec = {};
-    if (ec) {
+    auto [ec, n] = co_await conn->stream.async_read_some(conn->buffer.prepare(kChunk),
+                                                         as_tuple(use_awaitable));
+    conn->buffer.commit(n);
+    bool ok = parse_buffered(*rp, conn->buffer, s);
+    if (ok && ec == asio::error::eof && !rp->is_done()) {  // a body the connection's end ends
+      beast::error_code eof_ec;
+      rp->put_eof(eof_ec);
+      ok = !eof_ec;
+      s.out_done = rp->is_done();
+    } else if (ec) {
+      ok = false;
+    }
+    if (!ok) {
       reset(s, NGHTTP2_INTERNAL_ERROR);
       co_return;
     }
-    s.out.append(chunk.data(), chunk.size() - body.size);
-    s.out_done = rp->is_done();
     resume(s);
   }
   if (upstream_keep_alive && conn->buffer.size() == 0) {
     s.upstream = nullptr;
+    watch.relax();
     w_.pool.give_back(u, std::move(conn));
   }
 }

@@ -21,8 +21,12 @@
 namespace floodgate::http {
 
 struct UpstreamConnection {
-  explicit UpstreamConnection(boost::asio::any_io_executor ex) : stream(std::move(ex)) {}
-  Transport stream;                  // TLS for an https upstream
+  explicit UpstreamConnection(boost::asio::any_io_executor ex) : stream(ex), watch(ex) {}
+  Transport stream;  // TLS for an https upstream
+  // For a user without a watchdog of its own (an HTTP/2 stream; an HTTP/1.1 session times
+  // its upstream with the client connection's): made once per connection, not per use.
+  // Declared after `stream`, so it goes first: it never outlives the socket it guards.
+  Watchdog watch;
   boost::beast::flat_buffer buffer;  // bytes read past the previous response stay with it
   bool reused = false;               // came from the pool: may have been closed meanwhile
   std::chrono::steady_clock::time_point idle_since{};
