@@ -171,14 +171,15 @@ bool RedisCluster::wait_failover(std::chrono::milliseconds limit) {
 }
 
 std::string cluster_config(std::uint16_t listen, std::uint16_t origin, const RedisCluster& cluster,
-                           const std::string& routes) {
+                           const std::string& routes, const std::string& timeout) {
   std::string nodes;
   for (auto p : cluster.ports())
     nodes += (nodes.empty() ? "" : ", ") + ("\"127.0.0.1:" + std::to_string(p) + "\"");
   return "server:\n  listen: [127.0.0.1:" + std::to_string(listen) +
          "]\n  threads: 2\n  timeouts: { drain: 1s }\n" +
          "upstreams:\n  origin: { url: \"http://127.0.0.1:" + std::to_string(origin) + "\" }\n" +
-         "store:\n  backend: redis_cluster\n  redis: { nodes: [" + nodes + "], timeout: 500ms }\n" +
+         "store:\n  backend: redis_cluster\n  redis: { nodes: [" + nodes +
+         "], timeout: " + timeout + " }\n" +
          "  key_secret: cluster-test-secret-0123456789\n  instances: 2\nroutes:\n" + routes;
 }
 

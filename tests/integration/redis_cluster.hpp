@@ -40,8 +40,8 @@ class RedisCluster {
 };
 
 // A proxy on 127.0.0.1:`listen` (0: any) with 2 workers in front of the origin on `origin`,
-// deciding in `cluster` (every node a seed, 500 ms timeout), as one of 2 instances.
+// deciding in `cluster` (every node a seed, `timeout` per store call), as one of 2 instances.
 std::string cluster_config(std::uint16_t listen, std::uint16_t origin, const RedisCluster& cluster,
-                           const std::string& routes);
+                           const std::string& routes, const std::string& timeout = "500ms");
 
 }  // namespace floodgate::testing
