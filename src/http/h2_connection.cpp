@@ -231,7 +231,7 @@ void H2Connection::start_stream(std::shared_ptr<H2Stream> s) {
 
 H2ResponseHead::H2ResponseHead(int status) {
   arena_.reserve(256);
-  add(":status", std::to_string(status));
+  add(":status", static_cast<std::uint64_t>(status));
 }
 
 void H2ResponseHead::add(std::string_view name, std::string_view value) {
@@ -241,6 +241,12 @@ void H2ResponseHead::add(std::string_view name, std::string_view value) {
   e.value = static_cast<std::uint32_t>(arena_.size());
   arena_ += value;
   entries_.push_back(e);
+}
+
+void H2ResponseHead::add(std::string_view name, std::uint64_t number) {
+  char digits[20];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, number);
+  add(name, std::string_view(digits, static_cast<std::size_t>(end - digits)));
 }
 
 std::span<const nghttp2_nv> H2ResponseHead::pairs() {
@@ -272,9 +278,7 @@ void H2Connection::submit_reply(H2Stream& s, const Reply& reply) {
   s.out_done = true;
   head.add("server", "floodgate");
   head.add("content-type", reply_content_type(reply));
-  char length[20];
-  auto [end, ec] = std::to_chars(length, length + sizeof length, s.out.size());
-  head.add("content-length", std::string_view(length, end));
+  head.add("content-length", std::uint64_t{s.out.size()});
   // The request's body, if any, is not needed: its DATA is consumed as it comes.
   s.discard_body = true;
   consumed(s, s.body.size());

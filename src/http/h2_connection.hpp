@@ -69,6 +69,7 @@ class H2ResponseHead {
  public:
   explicit H2ResponseHead(int status);
   void add(std::string_view name, std::string_view value);
+  void add(std::string_view name, std::uint64_t number);  // the number in decimal
   // The pairs, :status first; valid until the next add.
   std::span<const nghttp2_nv> pairs();
 

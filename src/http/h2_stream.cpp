@@ -180,15 +180,10 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
   s.upstream = conn.get();
   struct Unhook {
     H2Stream& s;
-    UpstreamConnectionPtr& conn;
-    ~Unhook() {
-      s.upstream = nullptr;
-      if (conn) conn->watch.relax();  // still ours (not given back): dropped after this
-    }
-  } unhook{s, conn};
+    ~Unhook() { s.upstream = nullptr; }
+  } unhook{s};
   if (s.closed) {  // reset (or the connection ended) while connecting: nothing was sent on it
     s.upstream = nullptr;
-    watch.relax();
     w_.pool.give_back(u, std::move(conn));
     co_return;
   }
@@ -285,11 +280,7 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
   x.status = res.result_int();
   H2ResponseHead response_head(x.status);
   for (const auto& f : res) response_head.add(f.name_string(), f.value());
-  char length_text[20];
-  if (length) {
-    auto [end, ec] = std::to_chars(length_text, length_text + sizeof length_text, *length);
-    response_head.add("content-length", std::string_view(length_text, end));
-  }
+  if (length) response_head.add("content-length", std::uint64_t{*length});
   const bool has_body = !rp->is_done();
   // The body that came in with the head goes into the same write as the HEADERS frame (a
   // small response is then one TLS record and one send, not two).
@@ -305,14 +296,12 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
     auto [ec, n] = co_await conn->stream.async_read_some(conn->buffer.prepare(kChunk),
                                                          as_tuple(use_awaitable));
     conn->buffer.commit(n);
-    bool ok = parse_buffered(*rp, conn->buffer, s);
-    if (ok && ec == asio::error::eof && !rp->is_done()) {  // a body the connection's end ends
+    bool ok = (!ec || ec == asio::error::eof) && parse_buffered(*rp, conn->buffer, s);
+    if (ok && ec == asio::error::eof) {  // ends a body framed by the connection's end, or fails
       beast::error_code eof_ec;
       rp->put_eof(eof_ec);
       ok = !eof_ec;
       s.out_done = rp->is_done();
-    } else if (ec) {
-      ok = false;
     }
     if (!ok) {
       reset(s, NGHTTP2_INTERNAL_ERROR);
@@ -322,7 +311,6 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
   }
   if (upstream_keep_alive && conn->buffer.size() == 0) {
     s.upstream = nullptr;
-    watch.relax();
     w_.pool.give_back(u, std::move(conn));
   }
 }

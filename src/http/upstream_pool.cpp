@@ -59,6 +59,7 @@ void UpstreamPool::give_back(const config::Upstream& u, UpstreamConnectionPtr c)
   auto it = idle_.find(std::string_view(u.pool_key));
   if (it == idle_.end()) it = idle_.emplace(u.pool_key, std::vector<UpstreamConnectionPtr>{}).first;
   if (it->second.size() >= u.max_idle_connections) return;  // closed by its destructor
+  c->watch.relax();  // an idle connection has no deadline (its last user's is over)
   c->idle_since = std::chrono::steady_clock::now();
   it->second.push_back(std::move(c));
 }
