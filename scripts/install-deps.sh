@@ -14,7 +14,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev llvm
   redis-server curl ca-certificates
-  nghttp2-client python3-h2
+  nghttp2-client nghttp2-server python3-h2 python3-grpcio python3-grpc-tools
 )
 
 missing=()

@@ -208,9 +208,13 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
                   to_string(l.algorithm));
     } else if (settle && settle->rfind("response_header:", 0) == 0 && settle->size() > 16) {
       l.settle_header = settle->substr(16);
+    } else if (settle && settle->rfind("response_trailer:", 0) == 0 && settle->size() > 17) {
+      // Read where a streamed answer (gRPC, a chunked body) reports its true cost: last.
+      l.settle_header = settle->substr(17);
+      l.settle_from_trailer = true;
     } else if (settle) {
       r.error(s["settle"], s.at("settle"),
-              "expected response_header:NAME, got \"" + *settle + "\"");
+              "expected response_header:NAME or response_trailer:NAME, got \"" + *settle + "\"");
     }
   }
   return l;

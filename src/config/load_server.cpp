@@ -213,8 +213,11 @@ void read_upstreams(const Section& s, std::vector<Upstream>& out) {
       r.error_at(it->first.Mark(), "duplicate upstream \"" + u.name + "\"");
     Section us(r, it->second, path);
     if (!r.map(us.node(), path,
-               {"url", "connect_timeout", "response_timeout", "max_idle_connections", "ca_file"}))
+               {"url", "protocol", "connect_timeout", "response_timeout", "max_idle_connections",
+                "ca_file"}))
       continue;
+    us.choice<UpstreamProtocol>("protocol", u.protocol,
+                                {{"http1", UpstreamProtocol::http1}, {"h2", UpstreamProtocol::h2}});
     us.duration("connect_timeout", u.connect_timeout);
     us.duration("response_timeout", u.response_timeout);
     us.integer("max_idle_connections", u.max_idle_connections, 0, 100000);
@@ -258,6 +261,7 @@ void read_upstreams(const Section& s, std::vector<Upstream>& out) {
         u.tls_context = std::get<std::shared_ptr<ssl_ctx_st>>(std::move(ctx));
     }
     u.pool_key = u.tls ? u.url + " ca_file=" + u.ca_file : u.url;
+    if (u.protocol == UpstreamProtocol::h2) u.pool_key += " h2";
     out.push_back(std::move(u));
   }
 }

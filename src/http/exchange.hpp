@@ -38,8 +38,9 @@ struct Admission {
   std::vector<store::Item> leases;  // concurrency leases to return when the response ends
   struct Settle {
     store::Item item;
-    std::string header;  // response header carrying the true cost
+    std::string header;  // response header (or trailer) carrying the true cost
     std::int64_t charged = 0;
+    bool from_trailer = false;  // read from the response's trailers, once they arrive
   };
   std::vector<Settle> settles;
 };

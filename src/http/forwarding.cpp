@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,16 @@ bool is_protected(std::string_view name) {
 }
 
 }  // namespace
+
+std::optional<std::uint64_t> content_length_of(const bhttp::fields& fields) {
+  auto it = fields.find(bhttp::field::content_length);
+  if (it == fields.end()) return std::nullopt;
+  std::string_view v = it->value();
+  std::uint64_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc{} || p != v.data() + v.size()) return std::nullopt;
+  return n;
+}
 
 void strip_hop_by_hop(bhttp::fields& fields) {
   // Collect the names listed in Connection before erasing it: "Connection: close, X-Foo"

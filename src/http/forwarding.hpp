@@ -22,6 +22,9 @@ namespace floodgate::http {
 // X-Forwarded-Proto, Via, Forwarded, X-Real-IP): those names in it are ignored.
 void strip_hop_by_hop(boost::beast::http::fields& fields);
 
+// Content-Length as a number; nullopt when absent or not a number.
+std::optional<std::uint64_t> content_length_of(const boost::beast::http::fields& fields);
+
 // Every value of a possibly repeated list header, joined as one list (RFC 9110 section 5.3).
 std::string joined_values(const boost::beast::http::fields& fields, std::string_view name,
                           std::string_view separator = ", ");

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 namespace floodgate::http {
 
@@ -50,10 +51,18 @@ int H2Callbacks::on_header(nghttp2_session*, const nghttp2_frame* frame, const s
     auto& c = self(user);
     if (frame->hd.type != NGHTTP2_HEADERS) return 0;
     auto* s = find(c, frame->hd.stream_id);
-    if (!s || s->head_done) return 0;  // trailers of a request are not forwarded
+    if (!s) return 0;
     auto n = view(name, namelen);
     auto v = view(value, valuelen);
     s->header_bytes += namelen + valuelen + 32;
+    if (s->head_done) {
+      // Trailers (nghttp2 has refused pseudo-headers in them): kept for an h2 upstream, within
+      // the same bound as the head; past it the stream is reset.
+      if (s->header_bytes > c.max_header_bytes_)
+        return static_cast<int>(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE);
+      if (!s->discard_body) s->trailers.emplace_back(n, v);
+      return 0;
+    }
     if (s->header_bytes > c.max_header_bytes_) return 0;  // answered 431 once complete
     if (n == ":method")
       s->method = v;
@@ -133,11 +142,18 @@ int H2Callbacks::on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_
   });
 }
 
-ssize_t H2Callbacks::read_body(nghttp2_session*, std::int32_t, std::uint8_t* buf,
+ssize_t H2Callbacks::read_body(nghttp2_session* session, std::int32_t, std::uint8_t* buf,
                                std::size_t length, std::uint32_t* flags,
                                nghttp2_data_source* source, void*) {
   try {
-    return read_body_of(*static_cast<H2Stream*>(source->ptr), buf, length, flags);
+    auto& s = *static_cast<H2Stream*>(source->ptr);
+    auto n = read_body_of(s, buf, length, flags);
+    if ((*flags & NGHTTP2_DATA_FLAG_EOF) && !s.out_trailers.empty()) {
+      // The upstream's trailers (grpc-status) end the stream instead of the last DATA.
+      if (submit_trailers(session, s.id, s.out_trailers) == 0)
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    }
+    return n;
   } catch (...) {
     return NGHTTP2_ERR_CALLBACK_FAILURE;
   }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "coro_names.hpp"
+#include "grpc.hpp"
 #include "h2_callbacks.hpp"
 
 namespace floodgate::http {
@@ -229,35 +230,7 @@ void H2Connection::start_stream(std::shared_ptr<H2Stream> s) {
   });
 }
 
-H2ResponseHead::H2ResponseHead(int status) {
-  arena_.reserve(256);
-  add(":status", static_cast<std::uint64_t>(status));
-}
-
-void H2ResponseHead::add(std::string_view name, std::string_view value) {
-  Entry e{static_cast<std::uint32_t>(arena_.size()), static_cast<std::uint32_t>(name.size()), 0,
-          static_cast<std::uint32_t>(value.size())};
-  for (char c : name) arena_ += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  e.value = static_cast<std::uint32_t>(arena_.size());
-  arena_ += value;
-  entries_.push_back(e);
-}
-
-void H2ResponseHead::add(std::string_view name, std::uint64_t number) {
-  char digits[20];
-  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, number);
-  add(name, std::string_view(digits, static_cast<std::size_t>(end - digits)));
-}
-
-std::span<const nghttp2_nv> H2ResponseHead::pairs() {
-  nva_.clear();
-  auto* base = reinterpret_cast<std::uint8_t*>(arena_.data());
-  for (const auto& e : entries_)
-    nva_.push_back({base + e.name, base + e.value, e.name_len, e.value_len, NGHTTP2_NV_FLAG_NONE});
-  return nva_;
-}
-
-void H2Connection::submit_head(H2Stream& s, H2ResponseHead& head, bool has_body) {
+void H2Connection::submit_head(H2Stream& s, H2HeaderBlock& head, bool has_body) {
   if (s.closed || s.responded) return;
   s.responded = true;
   nghttp2_data_provider provider{};
@@ -270,7 +243,18 @@ void H2Connection::submit_head(H2Stream& s, H2ResponseHead& head, bool has_body)
 
 void H2Connection::submit_reply(H2Stream& s, const Reply& reply) {
   s.x.status = reply.status;
-  H2ResponseHead head(reply.status);
+  if (is_grpc(s.head)) {
+    // A gRPC call is answered trailers-only (grpc.hpp): :status 200, no body.
+    H2HeaderBlock head(200);
+    head.add("content-type", "application/grpc");
+    grpc_reply_fields(reply, [&head](std::string_view n, std::string_view v) { head.add(n, v); });
+    s.discard_body = true;
+    consumed(s, s.body.size());
+    s.body.clear();
+    submit_head(s, head, false);
+    return;
+  }
+  H2HeaderBlock head(reply.status);
   reply_headers(reply, [&head](std::string_view n, std::string_view v) { head.add(n, v); });
   std::string storage;
   s.out = std::string(reply_body(reply, storage));

@@ -22,9 +22,11 @@
 #include <string>
 
 #include "exchange.hpp"
+#include "h2_header_block.hpp"
 #include "reply.hpp"
 #include "session_registry.hpp"
 #include "transport.hpp"
+#include "upstream_h2.hpp"
 #include "upstream_pool.hpp"
 #include "watchdog.hpp"
 #include "worker_context.hpp"
@@ -49,11 +51,13 @@ struct H2Stream {
   // window only as they are forwarded, so a client can be at most one window ahead.
   std::string body;
   bool body_done = false;     // END_STREAM seen
+  H2Fields trailers;          // the request's trailers, when it has any (forwarded to an h2 upstream)
   bool discard_body = false;  // answered without the upstream: DATA is consumed on arrival
   // The response body nghttp2 reads from (its data provider), and whether it ends there.
   std::string out;
   std::size_t out_sent = 0;
   bool out_done = false;
+  H2Fields out_trailers;   // sent after the body, when out_done (an h2 upstream's trailers)
   bool responded = false;  // a response head was submitted
   bool closed = false;     // nghttp2 closed the stream (sent END_STREAM both ways, or reset)
   std::uint32_t close_code = 0;
@@ -62,25 +66,9 @@ struct H2Stream {
   Exchange x;
 };
 
-// A response head as nghttp2_submit_response takes it (names lower-case), built without an
-// allocation per field: every name and value is copied into one arena, and the name-value
-// pairs point into it once it is complete (nghttp2 copies them in turn).
-class H2ResponseHead {
- public:
-  explicit H2ResponseHead(int status);
-  void add(std::string_view name, std::string_view value);
-  void add(std::string_view name, std::uint64_t number);  // the number in decimal
-  // The pairs, :status first; valid until the next add.
-  std::span<const nghttp2_nv> pairs();
-
- private:
-  struct Entry {
-    std::uint32_t name, name_len, value, value_len;  // offsets into arena_
-  };
-  std::string arena_;
-  boost::container::small_vector<Entry, 16> entries_;
-  boost::container::small_vector<nghttp2_nv, 16> nva_;
-};
+// Waits until the stream changes (a callback cancels `wake`) or `timeout` passes; false on
+// the timeout.
+boost::asio::awaitable<bool> changed(H2Stream& s, std::chrono::milliseconds timeout);
 
 class H2Connection {
  public:
@@ -99,7 +87,7 @@ class H2Connection {
   // For the stream coroutines (h2_stream.cpp).
   // An answer of ours (reply.hpp) as HEADERS and DATA; it becomes the exchange's status.
   void submit_reply(H2Stream& s, const Reply& reply);
-  void submit_head(H2Stream& s, H2ResponseHead& head, bool has_body);
+  void submit_head(H2Stream& s, H2HeaderBlock& head, bool has_body);
   void resume(H2Stream& s);                   // more of s.out (or its end) is there
   void consumed(H2Stream& s, std::size_t n);  // n body bytes forwarded: the window reopens
   void reset(H2Stream& s, std::uint32_t code);
@@ -115,6 +103,7 @@ class H2Connection {
   boost::asio::awaitable<void> write_loop();
   boost::asio::awaitable<void> serve(std::shared_ptr<H2Stream> s);
   boost::asio::awaitable<void> forward(H2Stream& s, const config::Upstream& u);
+  boost::asio::awaitable<void> forward_h2(H2Stream& s, const config::Upstream& u);  // h2_to_h2.cpp
   void start_stream(std::shared_ptr<H2Stream> s);
   void update_state();
   bool heads_pending() const;  // a stream whose header block is still arriving

@@ -38,24 +38,6 @@ constexpr std::size_t kChunk = 16 * 1024;
 constexpr std::size_t kMaxBuffered = 64 * 1024;  // response bytes waiting for the client's window
 constexpr std::uint64_t kUpstreamHeaderLimit = 64 * 1024;
 
-// Waits until the stream changes (a callback cancels `wake`) or `timeout` passes; false on
-// the timeout.
-asio::awaitable<bool> changed(H2Stream& s, std::chrono::milliseconds timeout) {
-  s.wake.expires_after(timeout);
-  auto [ec] = co_await s.wake.async_wait(as_tuple(use_awaitable));
-  co_return ec == asio::error::operation_aborted;
-}
-
-std::optional<std::uint64_t> content_length(const bhttp::fields& f) {
-  auto it = f.find(bhttp::field::content_length);
-  if (it == f.end()) return std::nullopt;
-  std::string_view v = it->value();
-  std::uint64_t n = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc{} || p != v.data() + v.size()) return std::nullopt;
-  return n;
-}
-
 // Parses into s.out what `buffer` already holds of the response body, as far as the buffered
 // bound allows, without waiting for the socket; sets s.out_done. False on a malformed body.
 bool parse_buffered(ResponseParser& rp, beast::flat_buffer& buffer, H2Stream& s) {
@@ -80,6 +62,12 @@ bool parse_buffered(ResponseParser& rp, beast::flat_buffer& buffer, H2Stream& s)
 }
 
 }  // namespace
+
+asio::awaitable<bool> changed(H2Stream& s, std::chrono::milliseconds timeout) {
+  s.wake.expires_after(timeout);
+  auto [ec] = co_await s.wake.async_wait(as_tuple(use_awaitable));
+  co_return ec == asio::error::operation_aborted;
+}
 
 asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
   auto& s = *sp;
@@ -131,7 +119,11 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
       const Admission& a;
       ~Leases() { gate.release(a); }
     } leases{w_.gate, x.admission};
-    co_await forward(s, config.upstream_of(*x.route));
+    const auto& upstream = config.upstream_of(*x.route);
+    if (upstream.protocol == config::UpstreamProtocol::h2)
+      co_await forward_h2(s, upstream);
+    else
+      co_await forward(s, upstream);
   }
   // nghttp2 reads the body through `s` until the stream closes; a client that takes none of
   // it for the idle timeout gets the stream reset.
@@ -157,7 +149,7 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
   req.target(s.path);
   if (!s.authority.empty()) req.set(bhttp::field::host, s.authority);
   UpstreamFraming framing;
-  framing.content_length = content_length(req);
+  framing.content_length = content_length_of(req);
   framing.chunked = !framing.content_length && !s.body_done;
   prepare_upstream_head(x, req, u, framing);
 
@@ -278,7 +270,7 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
   strip_hop_by_hop(res);
   add_rate_headers(x, res);
   x.status = res.result_int();
-  H2ResponseHead response_head(x.status);
+  H2HeaderBlock response_head(x.status);
   for (const auto& f : res) response_head.add(f.name_string(), f.value());
   if (length) response_head.add("content-length", std::uint64_t{*length});
   const bool has_body = !rp->is_done();

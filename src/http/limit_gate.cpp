@@ -140,23 +140,33 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   limit::after_response(
       plan, *outcome, [&](std::size_t i) { a.leases.push_back(plan.items[i]); },
       [&](std::size_t i) {
-        a.settles.push_back({plan.items[i], plan.limits[i]->settle_header, plan.items[i].cost});
+        a.settles.push_back({plan.items[i], plan.limits[i]->settle_header, plan.items[i].cost,
+                             plan.limits[i]->settle_from_trailer});
       });
   co_return std::nullopt;
 }
 
 void LimitGate::settle(Exchange& x, const boost::beast::http::fields& response) {
+  settle(x, false, [&](std::string_view name) -> std::optional<std::string_view> {
+    auto it = response.find(name);
+    if (it == response.end()) return std::nullopt;
+    return it->value();
+  });
+}
+
+void LimitGate::settle(Exchange& x, bool trailers, const FieldLookup& field) {
   const auto& a = x.admission;
   const bool noted = x.config->log.access_log && !x.config->log.replay_fields.empty();
   for (const auto& s : a.settles) {
-    auto it = response.find(s.header);
-    if (it == response.end()) continue;
+    if (s.from_trailer != trailers) continue;
+    auto value = field(s.header);
+    if (!value) continue;
     if (noted) {
       std::string name = s.header;
       for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      x.settled.emplace_back(std::move(name), std::string(it->value()));
+      x.settled.emplace_back(std::move(name), std::string(*value));
     }
-    auto actual = limit::settled_cost(it->value());
+    auto actual = limit::settled_cost(*value);
     if (!actual || *actual == s.charged) continue;  // changes nothing
     charged_store(a).adjust(s.item, *actual - s.charged);
     // A refund may make room the deny cache does not know about (it may hold "refused until

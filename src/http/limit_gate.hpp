@@ -10,6 +10,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/fields.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +41,10 @@ class LimitGate {
   // The upstream's response head arrived: true costs from its settle headers are settled
   // (and cached refusals a refund made untrue forgotten), and noted for the access log.
   void settle(Exchange& x, const boost::beast::http::fields& response);
+  // The same for the settles read from trailers (`trailers`) or from the head, with the
+  // response's field named `name` (any case) looked up by `field`.
+  using FieldLookup = std::function<std::optional<std::string_view>(std::string_view name)>;
+  void settle(Exchange& x, bool trailers, const FieldLookup& field);
 
   // The response (or tunnel) ended: its concurrency units go back.
   void release(const Admission& a);

@@ -299,6 +299,9 @@ class Worker {
       }
     }
     ctx_.pool.clear();
+    // HTTP/2 upstream connections run coroutines of their own: ended, and waited for.
+    ctx_.h2_pool.close_all();
+    while (ctx_.h2_pool.running() > 0) co_await sleep_for(5ms);
     ioc_.stop();
   }
 

@@ -212,6 +212,8 @@ class Leg {
 
 asio::awaitable<Forwarded> forward(WorkerContext& w, Http1Client client, RequestParser& parser,
                                    Exchange& x, const config::Upstream& u) {
+  if (u.protocol == config::UpstreamProtocol::h2)
+    co_return co_await forward_to_h2(w, client, parser, x, u);
   Leg leg(w, client, parser, x, u);
   co_return co_await leg.run();
 }

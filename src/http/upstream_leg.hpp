@@ -25,4 +25,9 @@ boost::asio::awaitable<Forwarded> forward(WorkerContext& w, Http1Client client,
                                           RequestParser& parser, Exchange& x,
                                           const config::Upstream& u);
 
+// The same to an h2 upstream (`protocol: h2`; http1_to_h2.cpp).
+boost::asio::awaitable<Forwarded> forward_to_h2(WorkerContext& w, Http1Client client,
+                                                RequestParser& parser, Exchange& x,
+                                                const config::Upstream& u);
+
 }  // namespace floodgate::http

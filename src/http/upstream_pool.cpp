@@ -1,5 +1,6 @@
 #include "upstream_pool.hpp"
 
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -92,6 +93,9 @@ asio::awaitable<UpstreamPool::Connected> UpstreamPool::connect(const config::Ups
     if (!ssl) {
       ec = asio::error::no_memory;
     } else {
+      // An h2 upstream over TLS is asked for h2 by ALPN, and must agree (RFC 9113 3.2).
+      static constexpr unsigned char kH2[] = {2, 'h', '2'};
+      if (u.protocol == config::UpstreamProtocol::h2) SSL_set_alpn_protos(ssl, kH2, sizeof kH2);
       conn->stream.start_tls(ssl);
       watch.guard(socket, u.connect_timeout);
       auto [hec] = co_await conn->stream.tls().async_handshake(asio::ssl::stream_base::client,
@@ -100,6 +104,14 @@ asio::awaitable<UpstreamPool::Connected> UpstreamPool::connect(const config::Ups
       if (ec) {
         why = tls::verify_failure(conn->stream.tls_handle());
         why = "TLS handshake: " + (why.empty() ? ec.message() : "certificate: " + why);
+      } else if (u.protocol == config::UpstreamProtocol::h2) {
+        const unsigned char* alpn = nullptr;
+        unsigned alpn_len = 0;
+        SSL_get0_alpn_selected(conn->stream.tls_handle(), &alpn, &alpn_len);
+        if (std::string_view(reinterpret_cast<const char*>(alpn), alpn_len) != "h2") {
+          ec = asio::error::no_protocol_option;
+          why = "TLS handshake: the origin did not agree to h2 by ALPN";
+        }
       }
     }
   }

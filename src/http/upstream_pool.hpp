@@ -55,6 +55,7 @@ class UpstreamPool {
   };
   boost::asio::awaitable<Connected> connect(const config::Upstream& u, Watchdog& watch);
   void clear() { idle_.clear(); }
+  boost::asio::any_io_executor executor() const { return ex_; }
 
  private:
   struct Hash {

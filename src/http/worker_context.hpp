@@ -15,6 +15,7 @@
 #include "floodgate/limit/clock.hpp"
 #include "limit_gate.hpp"
 #include "session_registry.hpp"
+#include "upstream_h2.hpp"
 #include "upstream_pool.hpp"
 
 namespace floodgate::http {
@@ -49,6 +50,7 @@ struct WorkerContext {
   LimitGate gate;
   admin::Metrics& metrics;
   spdlog::logger* access_log = nullptr;
+  H2UpstreamPool h2_pool{pool};  // connections to `protocol: h2` upstreams
   // The snapshot a new request is served under (SnapshotCache: no lock per request).
   config::SnapshotCache snapshots{config};
   config::ConfigPtr snapshot() { return snapshots.get(); }

@@ -109,9 +109,14 @@ struct LogSettings {
   std::vector<ReplayField> replay_fields;
 };
 
+// How floodgate speaks to an origin: HTTP/1.1 keep-alive connections, one request each at a
+// time, or HTTP/2 (prior knowledge on http://, ALPN h2 on https://), many streams each.
+enum class UpstreamProtocol { http1, h2 };
+
 struct Upstream {
   std::string name;
   std::string url;
+  UpstreamProtocol protocol = UpstreamProtocol::http1;
   bool tls = false;  // https
   std::string host;
   std::uint16_t port = 80;
@@ -199,7 +204,8 @@ struct Limit {
   OnMissingKey on_missing_key = OnMissingKey::reject;
   std::optional<Overrides> overrides;
   Cost cost;
-  std::string settle_header;  // response header carrying the true cost; empty: none
+  std::string settle_header;  // response header (or trailer) carrying the true cost; empty: none
+  bool settle_from_trailer = false;  // settle: response_trailer:NAME
   LimitMode mode = LimitMode::enforce;
 };
 

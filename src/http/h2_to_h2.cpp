@@ -1,0 +1,190 @@
+// An admitted HTTP/2 stream forwarded to an h2 upstream (upstream_h2.hpp) as a stream of its
+// own: the head rewritten as for any upstream, then both directions relayed at once, so that
+// client-streaming, server-streaming and bidirectional gRPC calls work. Each direction holds
+// at most one window plus kMaxBuffered here: the client's window reopens only as its DATA
+// is handed to the upstream, the upstream's only as its DATA is handed to the client.
+// Trailers travel both ways; the response's are where a streamed answer reports its true
+// cost (settle: response_trailer:NAME).
+
+#include <nghttp2/nghttp2.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http.hpp>
+
+#include "coro_names.hpp"
+#include "floodgate/ascii.hpp"
+#include "forwarding.hpp"
+#include "grpc.hpp"
+#include "h2_connection.hpp"
+#include "pipeline.hpp"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // see h2_stream.cpp
+#endif
+
+namespace floodgate::http {
+
+namespace {
+
+constexpr std::size_t kMaxBuffered = 64 * 1024;
+// Attempts for a stream the origin refused unprocessed (GOAWAY, REFUSED_STREAM): each on a
+// connection the pool has not seen fail.
+constexpr int kAttempts = 3;
+
+// Fields a response must not carry over HTTP/2 (RFC 9113 8.2.2), whatever the origin sent.
+bool connection_specific(std::string_view name) {
+  return name == "connection" || name == "keep-alive" || name == "proxy-connection" ||
+         name == "transfer-encoding" || name == "upgrade";
+}
+
+bool asks_for_trailers(const bhttp::fields& f) {
+  auto it = f.find(bhttp::field::te);
+  return it != f.end() && iequals(it->value(), "trailers");
+}
+
+}  // namespace
+
+asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstream& u) {
+  auto& x = s.x;
+  const auto& config = *x.config;
+  const auto idle = config.server.timeouts.idle;
+  auto& stats = w_.upstream_stats(u.name);
+  auto fail = [&](int status) {
+    if (s.responded)
+      reset(s, NGHTTP2_INTERNAL_ERROR);
+    else
+      submit_reply(s, Reply{status});
+  };
+
+  // The upstream's request: the stream's fields rewritten as for any upstream (Host from
+  // :authority, forwarding fields), then as HTTP/2 pseudo-headers and lower-case fields.
+  const bool te_trailers = asks_for_trailers(s.head);
+  auto& req = s.head;
+  req.method_string(s.method);
+  req.target(s.path);
+  if (!s.authority.empty()) req.set(bhttp::field::host, s.authority);
+  UpstreamFraming framing;
+  framing.content_length = content_length_of(req);  // nghttp2 has checked DATA matches it
+  prepare_upstream_head(x, req, u, framing);
+  H2HeaderBlock block;
+  add_upstream_request(block, req, u, te_trailers);
+  const bool has_body = !s.body_done || !s.body.empty() || !s.trailers.empty();
+
+  auto call = std::make_shared<H2Call>();
+  call->waker = &s.wake;
+  std::shared_ptr<H2UpstreamConnection> conn;
+  H2CallGuard guard{call, conn};
+  const auto sent_at = std::chrono::steady_clock::now();
+  std::uint64_t forwarded = 0;
+  for (int attempt = 1;; ++attempt) {
+    if (s.closed) co_return;  // reset while the limits were decided or a connection was made
+    auto got = co_await w_.h2_pool.get(u);
+    if (!got.conn) {
+      (got.timeout ? stats.timeouts : stats.connect_errors).fetch_add(1, std::memory_order_relaxed);
+      if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
+        w_.log.warn("upstream {} ({}): connect failed: {} ({} similar lines suppressed)", u.name,
+                    u.url, got.why, quiet);
+      fail(got.timeout ? 504 : 502);
+      co_return;
+    }
+    conn = std::move(got.conn);
+    if (s.closed) co_return;
+    if (!conn->submit(call, block.pairs(), has_body)) {
+      if (attempt < kAttempts) continue;
+      fail(502);
+      co_return;
+    }
+    // Both directions, until the response has ended (or either side failed).
+    for (;;) {
+      if (s.closed) {  // the client reset the stream: so does the upstream's
+        conn->cancel(*call);
+        co_return;
+      }
+      // Request: what the client sent, as the upstream takes it.
+      if (!call->out_done && !s.body.empty() && call->out.size() < kMaxBuffered) {
+        forwarded += s.body.size();
+        if (forwarded > config.server.max_body_bytes) {
+          conn->cancel(*call);
+          fail(413);
+          co_return;
+        }
+        const auto n = s.body.size();
+        call->out += s.body;
+        s.body.clear();
+        consumed(s, n);
+        conn->resume(*call);
+      }
+      if (!call->out_done && s.body_done && s.body.empty()) {
+        call->out_trailers = std::move(s.trailers);
+        call->out_done = true;
+        conn->resume(*call);
+      }
+      if (call->closed && call->error != NGHTTP2_NO_ERROR && !call->in_done) break;
+      // Response: the head once, then the body as the client takes it, then the trailers.
+      if (call->head_done && !s.responded) {
+        x.upstream_took = std::chrono::steady_clock::now() - sent_at;
+        stats.latency.observe(std::chrono::duration<double>(x.upstream_took).count());
+        stats.by_class[std::min(5, call->status / 100)].fetch_add(1, std::memory_order_relaxed);
+        bhttp::fields res;
+        for (const auto& [n, v] : call->head)
+          if (!connection_specific(n)) res.insert(n, v);
+        w_.gate.settle(x, res);
+        add_rate_headers(x, res);
+        x.status = call->status;
+        H2HeaderBlock head(x.status);
+        for (const auto& f : res) head.add(f.name_string(), f.value());
+        const bool ends = call->in_done && call->in.empty() && call->trailers.empty();
+        if (ends) w_.gate.settle(x, true, [&](auto n) { return find_field(call->head, n); });  // trailers-only: they are here
+        submit_head(s, head, !ends);
+      }
+      if (s.responded && !call->in.empty() && s.out.size() - s.out_sent < kMaxBuffered) {
+        const auto n = call->in.size();
+        s.out += call->in;
+        call->in.clear();
+        conn->take(*call, n);
+        resume(s);
+      }
+      if (s.responded && call->in_done && call->in.empty()) {
+        if (!s.out_done) {
+          w_.gate.settle(x, true, [&](auto n) { return find_field(call->trailers, n); });
+          s.out_trailers = std::move(call->trailers);
+          s.out_done = true;
+          resume(s);
+        }
+        co_return;
+      }
+      // Waiting on the upstream (a head, body, room for the request) or on the client.
+      const bool upstream_owes = !call->head_done || (!call->in_done && call->in.empty());
+      const bool woke = co_await changed(s, upstream_owes ? u.response_timeout : idle);
+      if (!woke) {
+        conn->cancel(*call);
+        if (upstream_owes) stats.timeouts.fetch_add(1, std::memory_order_relaxed);
+        if (upstream_owes && !call->head_done) {
+          fail(504);
+        } else {
+          reset(s, NGHTTP2_CANCEL);
+        }
+        co_return;
+      }
+    }
+    // The upstream's stream failed. One the origin never processed goes again, body and
+    // all, when all of it was kept.
+    if (call->refused && call->replayable && !s.responded && attempt < kAttempts) {
+      auto next = std::make_shared<H2Call>();
+      next->waker = &s.wake;
+      next->out = std::move(call->sent) + call->out;
+      next->out_done = call->out_done;
+      next->out_trailers = std::move(call->out_trailers);
+      call = std::move(next);
+      continue;
+    }
+    if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
+      w_.log.warn("upstream {} ({}): stream failed: {} ({} similar lines suppressed)", u.name,
+                  u.url, nghttp2_http2_strerror(call->error), quiet);
+    fail(502);
+    co_return;
+  }
+}
+
+}  // namespace floodgate::http

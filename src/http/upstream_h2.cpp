@@ -1,0 +1,396 @@
+#include "upstream_h2.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include "coro_names.hpp"
+#include "floodgate/ascii.hpp"
+
+namespace floodgate::http {
+
+namespace {
+
+constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::size_t kWriteBatch = 64 * 1024;
+// A request body is kept for a retry after GOAWAY or REFUSED_STREAM up to this size (a gRPC
+// unary call fits many times over); a longer one that is refused fails instead.
+constexpr std::size_t kRetainedBody = 64 * 1024;
+// The connection's receive window: what all its streams together may have buffered here
+// (each stream's own is the protocol's default, 64 KiB).
+constexpr std::int32_t kConnectionWindow = 1 << 20;
+// The response head (or trailers) an origin may send, as on an HTTP/1.1 upstream.
+constexpr std::uint32_t kMaxHeaderList = 64 * 1024;
+// A connection with no stream open is closed after this (as nginx's keepalive_timeout).
+constexpr auto kIdleClose = std::chrono::seconds(60);
+// Streams a connection still connecting is assumed to take (the usual SETTINGS value).
+constexpr int kAssumedStreams = 100;
+
+std::string_view view(const std::uint8_t* p, std::size_t n) {
+  return {reinterpret_cast<const char*>(p), n};
+}
+
+}  // namespace
+
+// nghttp2's callbacks for an H2UpstreamConnection; none lets an exception out.
+struct H2UpstreamCallbacks {
+  template <typename F>
+  static int guarded(F&& f) noexcept {
+    try {
+      return f();
+    } catch (...) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+  }
+  static H2Call* find(void* user, std::int32_t id) {
+    auto& c = *static_cast<H2UpstreamConnection*>(user);
+    auto it = c.calls_.find(id);
+    return it == c.calls_.end() ? nullptr : it->second.get();
+  }
+
+  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    return guarded([&] {
+      if (auto* c = find(user, frame->hd.stream_id)) c->pending_status = 0;
+      return 0;
+    });
+  }
+
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                       std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
+                       std::uint8_t, void* user) {
+    return guarded([&] {
+      auto* c = find(user, frame->hd.stream_id);
+      if (!c || frame->hd.type != NGHTTP2_HEADERS) return 0;
+      auto n = view(name, namelen);
+      auto v = view(value, valuelen);
+      if (c->head_done) {  // nghttp2 has checked a trailer block carries no pseudo-header
+        c->trailers.emplace_back(n, v);
+      } else if (n == ":status") {
+        int status = 0;
+        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), status);
+        c->pending_status = ec == std::errc{} && end == v.data() + v.size() ? status : 0;
+      } else if (c->pending_status >= 200) {
+        c->head.emplace_back(n, v);
+      }
+      return 0;
+    });
+  }
+
+  static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    return guarded([&] {
+      auto& conn = *static_cast<H2UpstreamConnection*>(user);
+      if (frame->hd.type == NGHTTP2_GOAWAY) {
+        // nghttp2 closes the streams above last_stream_id as REFUSED_STREAM; the rest finish.
+        conn.goaway_ = true;
+        return 0;
+      }
+      auto* c = find(user, frame->hd.stream_id);
+      if (!c) return 0;
+      if (frame->hd.type == NGHTTP2_HEADERS && !c->head_done && c->pending_status >= 200) {
+        c->status = c->pending_status;
+        c->head_done = true;
+      }
+      // A 1xx head is interim: its fields were not kept, the final head follows.
+      if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+          (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        c->in_done = true;
+      c->notify();
+      return 0;
+    });
+  }
+
+  static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    return guarded([&] {
+      if (frame->hd.type == NGHTTP2_HEADERS)
+        if (auto* c = find(user, frame->hd.stream_id)) c->head_sent = true;
+      return 0;
+    });
+  }
+
+  static int on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t id,
+                           const std::uint8_t* data, std::size_t len, void* user) {
+    return guarded([&] {
+      auto* c = find(user, id);
+      if (!c) {
+        nghttp2_session_consume(session, id, len);
+        return 0;
+      }
+      c->in.append(reinterpret_cast<const char*>(data), len);
+      c->notify();
+      return 0;
+    });
+  }
+
+  static int on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t code, void* user) {
+    return guarded([&] {
+      auto& conn = *static_cast<H2UpstreamConnection*>(user);
+      auto it = conn.calls_.find(id);
+      if (it == conn.calls_.end()) return 0;
+      auto& c = *it->second;
+      c.closed = true;
+      c.error = code;
+      // RFC 9113 8.7: REFUSED_STREAM (sent, or implied by GOAWAY) means not processed.
+      c.refused = code == NGHTTP2_REFUSED_STREAM && !c.head_done;
+      c.notify();
+      conn.calls_.erase(it);
+      return 0;
+    });
+  }
+
+  static ssize_t read_body(nghttp2_session* session, std::int32_t id, std::uint8_t* buf,
+                           std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
+                           void*) {
+    try {
+      auto& c = *static_cast<H2Call*>(source->ptr);
+      const auto n = std::min(c.out.size(), length);
+      std::memcpy(buf, c.out.data(), n);
+      if (c.replayable && c.sent.size() + n <= kRetainedBody) {
+        c.sent.append(c.out, 0, n);
+      } else {
+        c.replayable = false;
+        c.sent.clear();
+      }
+      c.out.erase(0, n);
+      if (c.out.empty() && c.out_done) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+        if (!c.out_trailers.empty() && submit_trailers(session, id, c.out_trailers) == 0)
+          *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      }
+      c.notify();  // room for more
+      if (n == 0 && !c.out_done) return NGHTTP2_ERR_DEFERRED;
+      return static_cast<ssize_t>(n);
+    } catch (...) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+  }
+};
+
+std::optional<std::string_view> find_field(const H2Fields& fields, std::string_view name) {
+  for (const auto& [n, v] : fields)
+    if (iequals(n, name)) return std::string_view(v);
+  return std::nullopt;
+}
+
+int submit_trailers(nghttp2_session* session, std::int32_t id, H2Fields& fields) {
+  std::vector<nghttp2_nv> nva;
+  nva.reserve(fields.size());
+  for (auto& [name, value] : fields)
+    nva.push_back({reinterpret_cast<std::uint8_t*>(name.data()),
+                   reinterpret_cast<std::uint8_t*>(value.data()), name.size(), value.size(),
+                   NGHTTP2_NV_FLAG_NONE});
+  return nghttp2_submit_trailer(session, id, nva.data(), nva.size());
+}
+
+H2UpstreamConnection::H2UpstreamConnection(H2UpstreamPool& pool, const config::Upstream& u)
+    : pool_(pool),
+      ex_(pool.connector_.executor()),
+      name_(u.name),
+      ready_(ex_),
+      write_wake_(ex_) {}
+
+H2UpstreamConnection::~H2UpstreamConnection() {
+  if (session_) nghttp2_session_del(session_);
+}
+
+bool H2UpstreamConnection::has_room() const {
+  if (state_ == State::connecting) return waiting_ + static_cast<int>(calls_.size()) < kAssumedStreams;
+  if (state_ != State::open || goaway_ || nghttp2_session_check_request_allowed(session_) == 0)
+    return false;
+  const auto limit =
+      nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  return calls_.size() < limit;
+}
+
+asio::awaitable<void> H2UpstreamConnection::ready() {
+  while (state_ == State::connecting) {
+    ready_.expires_at(asio::steady_timer::time_point::max());
+    co_await ready_.async_wait(as_tuple(use_awaitable));
+  }
+}
+
+asio::awaitable<void> H2UpstreamConnection::run(UpstreamPool& connector, config::Upstream u) {
+  {
+    Watchdog connecting(ex_);
+    auto got = co_await connector.connect(u, connecting);
+    if (got.error) {
+      why_ = got.why;
+      timed_out_ = got.error == boost::beast::error::timeout;
+      state_ = State::closed;
+      ready_.cancel();
+      co_return;
+    }
+    conn_ = std::move(got.conn);
+  }
+  nghttp2_session_callbacks* cb = nullptr;
+  nghttp2_session_callbacks_new(&cb);
+  using C = H2UpstreamCallbacks;
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &C::on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(cb, &C::on_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &C::on_frame_recv);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cb, &C::on_frame_send);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &C::on_data_chunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cb, &C::on_stream_close);
+  nghttp2_option* opt = nullptr;
+  nghttp2_option_new(&opt);
+  // A response's window reopens only as its user takes the bytes (take()).
+  nghttp2_option_set_no_auto_window_update(opt, 1);
+  nghttp2_option_set_max_continuations(opt, 8);
+  nghttp2_option_set_max_settings(opt, 32);
+  nghttp2_option_set_max_outbound_ack(opt, 1000);
+  nghttp2_session_client_new2(&session_, cb, this, opt);
+  nghttp2_option_del(opt);
+  nghttp2_session_callbacks_del(cb);
+  nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, kMaxHeaderList}};
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
+  write_watch_ = std::make_unique<Watchdog>(ex_);
+  state_ = State::open;
+  ready_.cancel();
+  using namespace asio::experimental::awaitable_operators;
+  co_await (read_loop() && write_loop(u.response_timeout));
+}
+
+asio::awaitable<void> H2UpstreamConnection::read_loop() {
+  std::vector<std::uint8_t> buf(kReadChunk);
+  auto& watch = conn_->watch;
+  while (nghttp2_session_want_read(session_) && state_ == State::open) {
+    if (goaway_ && calls_.empty()) break;
+    if (calls_.empty())
+      watch.guard(conn_->stream.socket(), kIdleClose);
+    else
+      watch.relax();  // each stream's user times its own wait
+    auto [ec, n] = co_await conn_->stream.async_read_some(asio::buffer(buf.data(), buf.size()),
+                                                          as_tuple(use_awaitable));
+    if (ec) break;
+    auto rv = nghttp2_session_mem_recv(session_, buf.data(), n);
+    kick();
+    if (rv < 0) break;
+  }
+  watch.relax();
+  finish(NGHTTP2_INTERNAL_ERROR);
+  state_ = State::closed;
+  boost::system::error_code ignored;
+  conn_->stream.socket().close(ignored);  // the writer stops too
+  kick();
+}
+
+asio::awaitable<void> H2UpstreamConnection::write_loop(std::chrono::milliseconds timeout) {
+  while (state_ == State::open) {
+    outbuf_.clear();
+    while (outbuf_.size() < kWriteBatch) {
+      const std::uint8_t* data = nullptr;
+      auto n = nghttp2_session_mem_send(session_, &data);
+      if (n <= 0) break;
+      outbuf_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+    }
+    if (!outbuf_.empty()) {
+      write_watch_->guard(conn_->stream.socket(), timeout);  // an origin that stops reading
+      auto [ec, n] =
+          co_await asio::async_write(conn_->stream, asio::buffer(outbuf_), as_tuple(use_awaitable));
+      write_watch_->relax();
+      if (ec) {
+        boost::system::error_code ignored;
+        conn_->stream.socket().close(ignored);  // the reader ends the streams
+        co_return;
+      }
+      continue;
+    }
+    write_wake_.expires_at(asio::steady_timer::time_point::max());
+    co_await write_wake_.async_wait(as_tuple(use_awaitable));
+  }
+}
+
+void H2UpstreamConnection::finish(std::uint32_t code) {
+  auto calls = std::move(calls_);
+  calls_.clear();
+  for (auto& [id, c] : calls) {
+    c->closed = true;
+    c->error = code;
+    c->refused = !c->head_sent;  // its request never left: the origin cannot have seen it
+    c->notify();
+  }
+}
+
+bool H2UpstreamConnection::submit(const H2CallPtr& call, std::span<const nghttp2_nv> nva,
+                                  bool has_body) {
+  if (!has_room()) return false;
+  nghttp2_data_provider provider{};
+  provider.source.ptr = call.get();
+  provider.read_callback = &H2UpstreamCallbacks::read_body;
+  auto id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(),
+                                   has_body ? &provider : nullptr, nullptr);
+  if (id < 0) return false;
+  call->id = id;
+  calls_[id] = call;
+  kick();
+  return true;
+}
+
+void H2UpstreamConnection::resume(H2Call& c) {
+  if (c.closed || state_ != State::open) return;
+  nghttp2_session_resume_data(session_, c.id);
+  kick();
+}
+
+void H2UpstreamConnection::take(H2Call& c, std::size_t n) {
+  // Also for a closed stream: its bytes counted against the connection's window.
+  if (n == 0 || c.id < 0 || state_ != State::open) return;
+  nghttp2_session_consume(session_, c.id, n);
+  kick();
+}
+
+void H2UpstreamConnection::cancel(H2Call& c) {
+  take(c, c.in.size());
+  c.in.clear();
+  if (c.closed || c.id < 0 || state_ != State::open) return;
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, c.id, NGHTTP2_CANCEL);
+  kick();
+}
+
+void H2UpstreamConnection::close() {
+  if (state_ != State::open) return;
+  boost::system::error_code ignored;
+  conn_->stream.socket().close(ignored);
+}
+
+asio::awaitable<H2UpstreamPool::Got> H2UpstreamPool::get(const config::Upstream& u) {
+  auto& list = conns_[u.pool_key];
+  std::erase_if(list, [](const auto& c) {
+    return c->state() == H2UpstreamConnection::State::closed;
+  });
+  for (auto& c : list)
+    if (c->state() == H2UpstreamConnection::State::open && c->has_room()) co_return Got{c};
+  std::shared_ptr<H2UpstreamConnection> conn;
+  for (auto& c : list)
+    if (c->state() == H2UpstreamConnection::State::connecting && c->has_room()) conn = c;
+  if (!conn) {
+    conn = std::make_shared<H2UpstreamConnection>(*this, u);
+    list.push_back(conn);
+    ++running_;
+    asio::co_spawn(connector_.executor(), conn->run(connector_, u),
+                   [this, keep = conn](std::exception_ptr) { --running_; });
+  }
+  ++conn->waiting_;
+  co_await conn->ready();
+  --conn->waiting_;
+  if (conn->state() != H2UpstreamConnection::State::open)
+    co_return Got{nullptr, conn->why().empty() ? "connection closed" : conn->why(),
+                  conn->timed_out()};
+  co_return Got{conn};
+}
+
+void H2UpstreamPool::close_all() {
+  for (auto& [key, list] : conns_)
+    for (auto& c : list) c->close();
+  conns_.clear();
+}
+
+}  // namespace floodgate::http
