@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared pieces of the proxy-against-nginx benchmarks (bench/tls.sh, bench/h2.sh): process
+# Shared pieces of the proxy-against-nginx benchmarks (bench/tls.sh, h2.sh, grpc.sh): process
 # bookkeeping, the busy-machine guard, CPU accounting, the certificate, starting the origin,
 # floodgate and nginx, and meta.txt. Sourced from the repository root after `cd`; it only
 # defines functions (bench/profile.sh sources it for free_port alone).
@@ -286,4 +286,30 @@ run_rounds() {
       done
     done
   done
+}
+
+# parse_h2load FILE: tab-separated req/s, done, errored, timeout, 2xx 3xx 4xx 5xx, mean and max
+# "time for request" in ms, the ALPN protocol, and the TLS parameters (last: it has spaces).
+# h2load prints, among others:
+#   finished in 10.00s, 12345.67 req/s, 1.23MB/s
+#   requests: N total, N started, N done, N succeeded, N failed, N errored, N timeout
+#   status codes: N 2xx, N 3xx, N 4xx, N 5xx
+#   time for request:   min   max   mean   sd   +/- sd      (values with us, ms or s)
+#   Application protocol: h2
+parse_h2load() {
+  awk '
+    function ms(v,  n) { n = v + 0
+      if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) ; else if (v ~ /s$/) n *= 1000
+      return sprintf("%.3f", n) }
+    /^finished in / { rps = $4 }
+    /^requests: / { done = $6; errored = $12; tmo = $14 }
+    /^status codes: / { s2 = $3; s3 = $5; s4 = $7; s5 = $9 }
+    /^time for request:/ { mx = ms($5); mean = ms($6) }
+    /^Application protocol:/ { proto = $3 }
+    /^TLS Protocol:/ { tlsp = $3 }
+    /^Cipher:/ { ciph = $2 }
+    /^Server Temp Key:/ { tk = $4 " " $5 " " $6 }
+    END { printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rps, done + 0, errored + 0,
+            tmo + 0, s2 + 0, s3 + 0, s4 + 0, s5 + 0, mean, mx, proto, tlsp == "" ? "" : tlsp " " ciph " " tk }
+  ' "$1"
 }
