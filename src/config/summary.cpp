@@ -26,6 +26,9 @@ std::string describe(const Limit& l) {
     o << ", cost from " << l.cost.from_header;
   else if (l.cost.fixed != 1)
     o << ", cost " << l.cost.fixed;
+  if (!l.settle_header.empty())
+    o << ", settled from response " << (l.settle_from_trailer ? "trailer " : "header ")
+      << l.settle_header;
   if (l.overrides) o << ", " << l.overrides->values.size() << " tiers by " << l.overrides->by.text;
   if (l.mode == LimitMode::shadow) o << " (shadow)";
   return o.str();
@@ -54,7 +57,8 @@ std::string summarize(const Config& c) {
   if (c.store.backend != StoreBackend::memory)
     o << ", timeout " << format_duration(c.store.redis.timeout);
   o << "\n  upstreams:";
-  for (const auto& u : c.upstreams) o << " " << u.name << "=" << u.url;
+  for (const auto& u : c.upstreams)
+    o << " " << u.name << "=" << u.url << (u.protocol == UpstreamProtocol::h2 ? " (h2)" : "");
   o << "\n  routes:\n";
   for (const auto& r : c.routes) {
     o << "    " << r.name << ": ";

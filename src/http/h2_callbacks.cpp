@@ -60,7 +60,7 @@ int H2Callbacks::on_header(nghttp2_session*, const nghttp2_frame* frame, const s
       // the same bound as the head; past it the stream is reset.
       if (s->header_bytes > c.max_header_bytes_)
         return static_cast<int>(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE);
-      if (!s->discard_body) s->trailers.emplace_back(n, v);
+      if (!s->discard_body) s->trailers.add(n, v);
       return 0;
     }
     if (s->header_bytes > c.max_header_bytes_) return 0;  // answered 431 once complete

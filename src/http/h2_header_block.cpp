@@ -1,21 +1,24 @@
 #include "h2_header_block.hpp"
 
-#include <cctype>
 #include <charconv>
+
+#include "floodgate/ascii.hpp"
 
 namespace floodgate::http {
 
 namespace bhttp = boost::beast::http;
 
 H2HeaderBlock::H2HeaderBlock(int status) {
-  arena_.reserve(256);
   add(":status", static_cast<std::uint64_t>(status));
 }
 
 void H2HeaderBlock::add(std::string_view name, std::string_view value) {
   Entry e{static_cast<std::uint32_t>(arena_.size()), static_cast<std::uint32_t>(name.size()), 0,
           static_cast<std::uint32_t>(value.size())};
-  for (char c : name) arena_ += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (arena_.empty()) arena_.reserve(256);  // one allocation for a typical block
+  arena_ += name;
+  for (auto i = e.name; i < arena_.size(); ++i)  // ASCII only: names are tokens
+    if (arena_[i] >= 'A' && arena_[i] <= 'Z') arena_[i] = static_cast<char>(arena_[i] + 32);
   e.value = static_cast<std::uint32_t>(arena_.size());
   arena_ += value;
   entries_.push_back(e);
@@ -25,6 +28,12 @@ void H2HeaderBlock::add(std::string_view name, std::uint64_t number) {
   char digits[20];
   auto [end, ec] = std::to_chars(digits, digits + sizeof digits, number);
   add(name, std::string_view(digits, static_cast<std::size_t>(end - digits)));
+}
+
+std::optional<std::string_view> H2HeaderBlock::find(std::string_view name) const {
+  for (std::size_t i = 0; i < entries_.size(); ++i)
+    if (iequals(this->name(i), name)) return value(i);
+  return std::nullopt;
 }
 
 std::span<const nghttp2_nv> H2HeaderBlock::pairs() {

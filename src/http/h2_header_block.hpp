@@ -1,5 +1,5 @@
 #pragma once
-// A header block as nghttp2_submit_response, _request or _trailer takes it.
+// Header blocks in the form nghttp2 takes and gives them.
 
 #include <nghttp2/nghttp2.h>
 
@@ -7,6 +7,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,17 +16,28 @@
 
 namespace floodgate::http {
 
-// A header block as nghttp2_submit_response or _request takes it (names lower-case), built
+// A header block as nghttp2_submit_response, _request or _trailer takes it (names lower-case), built
 // without an allocation per field: every name and value is copied into one arena, and the
 // name-value pairs point into it once it is complete (nghttp2 copies them in turn).
 class H2HeaderBlock {
  public:
-  H2HeaderBlock() { arena_.reserve(256); }
+  H2HeaderBlock() = default;  // nothing allocated until the first add
   explicit H2HeaderBlock(int status);  // a response's, :status first
   void add(std::string_view name, std::string_view value);
   void add(std::string_view name, std::uint64_t number);  // the number in decimal
   // The pairs in the order added; valid until the next add.
   std::span<const nghttp2_nv> pairs();
+  // Reading it back: fields received (a response's head, trailers) are kept in one too.
+  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  std::string_view name(std::size_t i) const {
+    return {arena_.data() + entries_[i].name, entries_[i].name_len};
+  }
+  std::string_view value(std::size_t i) const {
+    return {arena_.data() + entries_[i].value, entries_[i].value_len};
+  }
+  // The value of the first field named `name` (in any case).
+  std::optional<std::string_view> find(std::string_view name) const;
 
  private:
   struct Entry {

@@ -38,6 +38,13 @@ bool connection_specific(std::string_view name) {
          name == "transfer-encoding" || name == "upgrade";
 }
 
+// One of the rate-limit fields floodgate adds to an admitted request's response.
+bool is_rate_header(const Exchange& x, std::string_view name) {
+  for (const auto& [n, v] : x.admission.headers)
+    if (iequals(n, name)) return true;
+  return false;
+}
+
 bool asks_for_trailers(const bhttp::fields& f) {
   auto it = f.find(bhttp::field::te);
   return it != f.end() && iequals(it->value(), "trailers");
@@ -126,16 +133,18 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
         x.upstream_took = std::chrono::steady_clock::now() - sent_at;
         stats.latency.observe(std::chrono::duration<double>(x.upstream_took).count());
         stats.by_class[std::min(5, call->status / 100)].fetch_add(1, std::memory_order_relaxed);
-        bhttp::fields res;
-        for (const auto& [n, v] : call->head)
-          if (!connection_specific(n)) res.insert(n, v);
-        w_.gate.settle(x, res);
-        add_rate_headers(x, res);
+        const auto& from = call->head;
+        auto field = [&from](std::string_view n) { return from.find(n); };
+        w_.gate.settle(x, false, field);
         x.status = call->status;
+        // The origin's fields as they are (the rate-limit ones ours replace), then ours.
         H2HeaderBlock head(x.status);
-        for (const auto& f : res) head.add(f.name_string(), f.value());
+        for (std::size_t i = 0; i < from.size(); ++i)
+          if (!connection_specific(from.name(i)) && !is_rate_header(x, from.name(i)))
+            head.add(from.name(i), from.value(i));
+        for (const auto& [n, v] : x.admission.headers) head.add(n, v);
         const bool ends = call->in_done && call->in.empty() && call->trailers.empty();
-        if (ends) w_.gate.settle(x, true, [&](auto n) { return find_field(call->head, n); });  // trailers-only: they are here
+        if (ends) w_.gate.settle(x, true, field);  // trailers-only: they are in the head  // trailers-only: they are here
         submit_head(s, head, !ends);
       }
       if (s.responded && !call->in.empty() && s.out.size() - s.out_sent < kMaxBuffered) {
@@ -147,7 +156,7 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
       }
       if (s.responded && call->in_done && call->in.empty()) {
         if (!s.out_done) {
-          w_.gate.settle(x, true, [&](auto n) { return find_field(call->trailers, n); });
+          w_.gate.settle(x, true, [&](auto n) { return call->trailers.find(n); });
           s.out_trailers = std::move(call->trailers);
           s.out_done = true;
           resume(s);

@@ -160,10 +160,10 @@ class ToH2 {
   asio::awaitable<Forwarded> send_response(H2Call& call, bool keep_alive, bool te_trailers) {
     bhttp::response<bhttp::empty_body> res;  // a message: it has keep_alive()
     res.result(call.status);
-    std::optional<std::string> length;
-    for (const auto& [n, v] : call.head) {
-      if (n == "content-length") length = v;
-      res.insert(n, v);
+    std::optional<std::string_view> length;
+    for (std::size_t i = 0; i < call.head.size(); ++i) {
+      if (call.head.name(i) == "content-length") length = call.head.value(i);
+      res.insert(call.head.name(i), call.head.value(i));
     }
     w_.gate.settle(x_, res);
     strip_hop_by_hop(res);
@@ -190,7 +190,7 @@ class ToH2 {
     std::string out = std::move(client_.head);
     const auto idle = x_.config->server.timeouts.idle;
     bool finished = false;
-    while (!finished) {
+    while (!finished || !out.empty()) {
       if (!call.in.empty()) {
         const auto n = call.in.size();
         if (chunked) {
@@ -203,13 +203,17 @@ class ToH2 {
         call.in.clear();
         conn_->take(call, n);
       }
-      if (call.in_done && call.in.empty()) {
+      if (!finished && call.in_done && call.in.empty()) {
         finished = true;
         settle_trailers(call, ends_now);
         if (chunked) {
           out += "0\r\n";
           if (te_trailers)  // only a client that said it takes them gets them (RFC 9110 6.5.1)
-            for (const auto& [n, v] : call.trailers) out.append(n).append(": ").append(v).append("\r\n");
+            for (std::size_t i = 0; i < call.trailers.size(); ++i)
+              out.append(call.trailers.name(i))
+                  .append(": ")
+                  .append(call.trailers.value(i))
+                  .append("\r\n");
           out += "\r\n";
         }
       }
@@ -222,11 +226,13 @@ class ToH2 {
           co_return Forwarded{};
         }
         out.clear();
+        continue;  // the call may have changed during the write: look again before waiting
       }
       if (finished) break;
       if (call.closed && call.error != NGHTTP2_NO_ERROR) {
         co_return Forwarded{};  // a partial response: closing is the only honest end
       }
+      // Nothing awaited since the call was last looked at: no change can have been missed.
       const bool woke = co_await changed(u_.response_timeout);
       if (!woke) {
         conn_->cancel(call);
@@ -240,7 +246,7 @@ class ToH2 {
   void settle_trailers(const H2Call& call, bool trailers_only) {
     // A trailers-only response (gRPC) carries its trailers in the head.
     const auto& fields = trailers_only ? call.head : call.trailers;
-    w_.gate.settle(x_, true, [&](std::string_view name) { return find_field(fields, name); });
+    w_.gate.settle(x_, true, [&](std::string_view name) { return fields.find(name); });
   }
 
   WorkerContext& w_;

@@ -71,13 +71,13 @@ struct H2UpstreamCallbacks {
       auto n = view(name, namelen);
       auto v = view(value, valuelen);
       if (c->head_done) {  // nghttp2 has checked a trailer block carries no pseudo-header
-        c->trailers.emplace_back(n, v);
+        c->trailers.add(n, v);
       } else if (n == ":status") {
         int status = 0;
         auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), status);
         c->pending_status = ec == std::errc{} && end == v.data() + v.size() ? status : 0;
       } else if (c->pending_status >= 200) {
-        c->head.emplace_back(n, v);
+        c->head.add(n, v);
       }
       return 0;
     });
@@ -172,19 +172,8 @@ struct H2UpstreamCallbacks {
   }
 };
 
-std::optional<std::string_view> find_field(const H2Fields& fields, std::string_view name) {
-  for (const auto& [n, v] : fields)
-    if (iequals(n, name)) return std::string_view(v);
-  return std::nullopt;
-}
-
 int submit_trailers(nghttp2_session* session, std::int32_t id, H2Fields& fields) {
-  std::vector<nghttp2_nv> nva;
-  nva.reserve(fields.size());
-  for (auto& [name, value] : fields)
-    nva.push_back({reinterpret_cast<std::uint8_t*>(name.data()),
-                   reinterpret_cast<std::uint8_t*>(value.data()), name.size(), value.size(),
-                   NGHTTP2_NV_FLAG_NONE});
+  const auto nva = fields.pairs();
   return nghttp2_submit_trailer(session, id, nva.data(), nva.size());
 }
 

@@ -32,15 +32,14 @@
 #include <vector>
 
 #include "floodgate/config/config.hpp"
+#include "h2_header_block.hpp"
 #include "upstream_pool.hpp"
 #include "watchdog.hpp"
 
 namespace floodgate::http {
 
-using H2Fields = std::vector<std::pair<std::string, std::string>>;
-
-// The value of the field named `name` (in any case), if there is one.
-std::optional<std::string_view> find_field(const H2Fields& fields, std::string_view name);
+// Fields received or to send (a response's head, trailers): names lower-case, one arena.
+using H2Fields = H2HeaderBlock;
 
 // Queues `fields` as stream id's trailers (a HEADERS frame with END_STREAM); nghttp2 copies
 // them. From a data provider's callback, with NGHTTP2_DATA_FLAG_NO_END_STREAM on the last DATA.
