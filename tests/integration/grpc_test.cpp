@@ -159,6 +159,25 @@ TEST(Grpc, SettlementReadsTheTrueCostFromTheResponseTrailer) {
   EXPECT_EQ(code_of(r), "RESOURCE_EXHAUSTED") << json::serialize(r);
 }
 
+TEST(Grpc, KeysAndCostsReadTheCallsMetadata) {
+  GrpcServer server;
+  // Each tenant (x-tenant metadata) has 10 units; a call costs what its x-cost says.
+  Proxy proxy(grpc_config(h2_upstream("grpc", server.port()),
+                          "  - name: all\n    match: { path_prefix: / }\n    upstream: grpc\n"
+                          "    limits: [{ name: units, algorithm: token_bucket, capacity: 10, "
+                          "refill_rate: 1/h, key: [\"header:x-tenant\"], cost: { from: "
+                          "\"header:x-cost\", default: 1 } }]\n"));
+  EXPECT_EQ(code_of(call(proxy.port(), "unary", 1, "x-tenant=acme x-cost=6")), "OK");
+  auto second = call(proxy.port(), "unary", 1, "x-tenant=acme x-cost=6");
+  EXPECT_EQ(code_of(second), "RESOURCE_EXHAUSTED") << json::serialize(second);
+  EXPECT_EQ(trailing(second, "x-ratelimit-remaining"), "0");
+  // Another tenant has its own units; acme's last 4 still pass at cost 4.
+  EXPECT_EQ(code_of(call(proxy.port(), "unary", 1, "x-tenant=globex x-cost=6")), "OK");
+  EXPECT_EQ(code_of(call(proxy.port(), "unary", 1, "x-tenant=acme x-cost=4")), "OK");
+  // No tenant: the key is missing, and on_missing_key's default (reject) is UNAUTHENTICATED.
+  EXPECT_EQ(code_of(call(proxy.port(), "unary", 1, "x-cost=1")), "UNAUTHENTICATED");
+}
+
 TEST(Grpc, FloodgatesOwnAnswersAreGrpcStatuses) {
   GrpcServer server;
   const auto dead = free_port();  // nothing listens there
