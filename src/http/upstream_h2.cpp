@@ -57,7 +57,10 @@ struct H2UpstreamCallbacks {
 
   static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     return guarded([&] {
-      if (auto* c = find(user, frame->hd.stream_id)) c->pending_status = 0;
+      if (auto* c = find(user, frame->hd.stream_id)) {
+        c->pending_status = 0;
+        c->block_bytes = 0;
+      }
       return 0;
     });
   }
@@ -70,6 +73,11 @@ struct H2UpstreamCallbacks {
       if (!c || frame->hd.type != NGHTTP2_HEADERS) return 0;
       auto n = view(name, namelen);
       auto v = view(value, valuelen);
+      // What we said we take (SETTINGS_MAX_HEADER_LIST_SIZE) is all we keep: past it the
+      // stream is reset and its user answers 502.
+      c->block_bytes += namelen + valuelen + 32;
+      if (c->block_bytes > kMaxHeaderList)
+        return static_cast<int>(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE);
       if (c->head_done) {  // nghttp2 has checked a trailer block carries no pseudo-header
         c->trailers.add(n, v);
       } else if (n == ":status") {

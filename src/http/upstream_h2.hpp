@@ -75,6 +75,7 @@ struct H2Call {
   std::int32_t id = -1;
   bool head_sent = false;  // HEADERS left for the origin: it may have processed the request
   int pending_status = 0;  // the :status of the header block being received
+  std::size_t block_bytes = 0;  // of the header block being received, as HPACK counts them
 };
 using H2CallPtr = std::shared_ptr<H2Call>;
 

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "floodgate_process.hpp"
@@ -286,14 +287,67 @@ TEST(Grpc, AnHttpsH2UpstreamIsVerifiedAndAgreesOnH2ByAlpn) {
             "hello from nghttpd");
 }
 
+// grpc/h2_origin.py in one of its modes, on a port of its own choosing.
+class ScriptedOrigin {
+ public:
+  explicit ScriptedOrigin(const std::string& mode)
+      : process_({"/usr/bin/python3", FLOODGATE_SOURCE_DIR "/tests/integration/grpc/h2_origin.py",
+                  mode}) {
+    auto line = process_.read_line(10s);
+    port_ = line.empty() ? 0 : static_cast<std::uint16_t>(std::stoi(line));
+    if (port_ == 0) ADD_FAILURE() << "h2_origin.py " << mode << " did not start";
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  ChildProcess process_;
+  std::uint16_t port_ = 0;
+};
+
+// A broken or hostile h2 origin: the client gets 502 when nothing of a response reached it,
+// never a response that looks complete when it is not, and floodgate keeps serving.
+TEST(Grpc, ABrokenOriginIsA502OrACutResponseNeverAWholeOne) {
+  struct Case {
+    std::string mode;
+    bool before_head;  // nothing of a response can reach the client: a 502
+  };
+  const Case cases[] = {{"reset-before-head", true}, {"close-before-head", true},
+                        {"huge-head", true},         {"no-status", true},
+                        {"reset-mid-body", false},   {"close-mid-body", false}};
+  for (const auto& c : cases) {
+    ScriptedOrigin origin(c.mode);
+    Proxy proxy(grpc_config(h2_upstream("o", origin.port()),
+                            "  - name: all\n    match: { path_prefix: / }\n    upstream: o\n"));
+    const auto target = "http://127.0.0.1:" + std::to_string(proxy.port()) + "/x";
+    for (const std::string how : {"--http2-prior-knowledge", "--http1.1"}) {
+      // "STATUS BYTES CURL-EXIT"
+      auto out = command_output("curl -s " + how + " -o /dev/null -w '%{http_code} %{size_download}' " +
+                                    target + "; echo \" $?\"",
+                                20);
+      if (c.before_head) {
+        EXPECT_EQ(out.substr(0, 3), "502") << c.mode << " " << how << ": " << out;
+      } else {
+        // The origin promised 100000 bytes and sent 1000: a client must not take it as whole.
+        std::istringstream words(out);
+        std::string status, bytes, exit_code;
+        words >> status >> bytes >> exit_code;
+        const bool cut = status == "502" || exit_code != "0";
+        EXPECT_TRUE(cut) << c.mode << " " << how << ": " << out;
+        EXPECT_EQ(out.find("100000"), std::string::npos) << c.mode << " " << how << ": " << out;
+      }
+    }
+    // The worker is still serving.
+    EXPECT_EQ(command_output("curl -s --http1.1 -o /dev/null -w '%{http_code}' " + target, 20),
+              c.before_head ? "502" : "200")
+        << c.mode;
+  }
+}
+
 TEST(Grpc, StreamsAGoawayRefusedGoAgainOnANewConnectionAndNoneRunsTwice) {
   // Each of its connections processes at most one stream, then says GOAWAY (its first
-  // processes none): grpc/goaway_origin.py.
-  ChildProcess origin({"/usr/bin/python3",
-                       FLOODGATE_SOURCE_DIR "/tests/integration/grpc/goaway_origin.py"});
-  const auto line = origin.read_line(10s);
-  ASSERT_FALSE(line.empty());
-  const auto port = static_cast<std::uint16_t>(std::stoi(line));
+  // processes none): grpc/h2_origin.py.
+  ScriptedOrigin origin("goaway");
+  const auto port = origin.port();
   Proxy proxy(grpc_config(h2_upstream("goaway", port),
                           "  - name: all\n    match: { path_prefix: / }\n    upstream: goaway\n"));
   const auto base = "http://127.0.0.1:" + std::to_string(proxy.port());

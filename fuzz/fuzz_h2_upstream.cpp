@@ -1,0 +1,125 @@
+// HTTP/2 frames from an origin into the real h2 upstream connection (upstream_h2.hpp): a
+// hostile or broken origin. Each input is what the origin sends after its SETTINGS frame, on
+// a loopback TCP connection the worker's H2UpstreamPool opened; meanwhile one call is sent
+// on it (a POST with a body and trailers) and its response, whatever arrives, is taken as a
+// client would take it. The origin then closes; the run ends when the call and the
+// connection's coroutines have.
+
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "floodgate/admin/metrics.hpp"
+#include "floodgate/config/config_source.hpp"
+#include "floodgate/limit/clock.hpp"
+#include "floodgate/store/memory_store.hpp"
+#include "http/worker_context.hpp"
+#include "support.hpp"
+
+namespace {
+
+using namespace floodgate;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+// An empty SETTINGS frame: the server's connection preface, which the input follows.
+constexpr unsigned char kSettings[] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
+
+struct Fixture {
+  asio::io_context ioc;
+  tcp::acceptor origin{ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
+  config::ConfigSource source{fuzz::load_fixture(
+      "server: { listen: [127.0.0.1:8080] }\nupstreams:\n  origin: { url: \"http://127.0.0.1:" +
+          std::to_string(origin.local_endpoint().port()) +
+          "\", protocol: h2, connect_timeout: 200ms, response_timeout: 1s }\n"
+          "store: { key_secret: fuzz-key-secret-0123456789abcdef }\n"
+          "routes: [{ name: all, match: { path_prefix: / }, upstream: origin }]\n",
+      "fuzz-h2-upstream.yaml")};
+  admin::Metrics metrics{"fuzz", "fuzz"};
+  std::shared_ptr<spdlog::logger> log =
+      std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
+  limit::FakeClock clock{fuzz::kNowSeconds * limit::kMicrosPerSecond};
+  store::MemoryState state{clock, 1000};
+  http::WorkerContext w{
+      source,
+      *log,
+      clock,
+      http::UpstreamPool(ioc.get_executor()),
+      http::LimitGate(std::make_unique<store::MemoryStore>(state, ioc.get_executor()),
+                      std::make_unique<store::MemoryStore>(state, ioc.get_executor()), metrics,
+                      *log, "fuzz:"),
+      metrics};
+};
+
+// One call as a stream's user makes it: sent, then its response taken until it closes.
+asio::awaitable<void> one_call(http::WorkerContext& w, const config::Upstream& u) {
+  auto got = co_await w.h2_pool.get(u);
+  if (!got.conn) co_return;
+  asio::steady_timer wake(co_await asio::this_coro::executor);
+  auto call = std::make_shared<http::H2Call>();
+  call->waker = &wake;
+  http::H2CallGuard guard{call, got.conn};
+  call->out = std::string("\x00\x00\x00\x00\x02\x08\x01", 7);  // a gRPC message
+  call->out_done = true;
+  call->out_trailers.add("x-trailer", "1");
+  http::H2HeaderBlock head;
+  head.add(":method", "POST");
+  head.add(":scheme", "http");
+  head.add(":authority", "origin");
+  head.add(":path", "/pkg.Service/Method");
+  head.add("content-type", "application/grpc");
+  head.add("te", "trailers");
+  if (!got.conn->submit(call, head.pairs(), true)) co_return;
+  while (!call->closed) {
+    got.conn->take(*call, call->in.size());
+    call->in.clear();
+    wake.expires_after(std::chrono::seconds(2));
+    auto [ec] = co_await wake.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (!ec) co_return;  // nothing for 2 s: the guard resets the stream
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static Fixture fx;
+  const auto& u = fx.source.get()->upstreams.front();
+  bool called = false;
+  asio::co_spawn(fx.ioc, one_call(fx.w, u), [&called](std::exception_ptr) { called = true; });
+  // The origin: its SETTINGS and the input, then it closes its side.
+  std::string bytes(reinterpret_cast<const char*>(kSettings), sizeof kSettings);
+  bytes.append(reinterpret_cast<const char*>(data), size);
+  tcp::socket peer(fx.ioc);
+  bool sent = false;
+  fx.origin.async_accept(peer, [&](boost::system::error_code ec) {
+    if (ec) {
+      sent = true;
+      return;
+    }
+    asio::async_write(peer, asio::buffer(bytes), [&](boost::system::error_code, std::size_t) {
+      boost::system::error_code ignored;
+      peer.shutdown(tcp::socket::shutdown_send, ignored);
+      sent = true;
+    });
+  });
+  while (!(called && sent) && fx.ioc.run_one() > 0) {
+  }
+  fx.w.h2_pool.close_all();
+  while (fx.w.h2_pool.running() > 0 && fx.ioc.run_one() > 0) {
+  }
+  boost::system::error_code ignored;
+  peer.close(ignored);
+  fx.ioc.poll();
+  fx.ioc.restart();
+  return 0;
+}
