@@ -60,6 +60,7 @@ class ToH2 {
     auto call = std::make_shared<H2Call>();
     call->waker = &wake_;
     H2CallGuard guard{call, conn_};
+    bool body_read = !has_body;
     for (int attempt = 1;; ++attempt) {
       auto got = co_await w_.h2_pool.get(u_);
       if (!got.conn) {
@@ -75,8 +76,10 @@ class ToH2 {
         if (attempt < kAttempts) continue;
         co_return Forwarded{false, 502};
       }
-      if (attempt == 1 && has_body) {
-        if (auto failed = co_await send_body(*call, expect_continue)) co_return *failed;
+      if (!body_read) {  // once: a stream sent again takes the body kept from the first
+        auto failed = co_await send_body(*call, expect_continue);
+        if (failed) co_return *failed;
+        body_read = true;
       }
       const bool answered = co_await wait_head(*call);
       if (answered) break;

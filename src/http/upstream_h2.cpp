@@ -148,6 +148,7 @@ struct H2UpstreamCallbacks {
       c.refused = code == NGHTTP2_REFUSED_STREAM && !c.head_done;
       c.notify();
       conn.calls_.erase(it);
+      conn.idle_watch();  // the last stream ended: the idle clock starts
       return 0;
     });
   }
@@ -225,6 +226,11 @@ asio::awaitable<void> H2UpstreamConnection::run(UpstreamPool& connector, config:
     }
     conn_ = std::move(got.conn);
   }
+  if (closing_) {  // closed (a drain) while it was connecting
+    state_ = State::closed;
+    ready_.cancel();
+    co_return;
+  }
   nghttp2_session_callbacks* cb = nullptr;
   nghttp2_session_callbacks_new(&cb);
   using C = H2UpstreamCallbacks;
@@ -260,10 +266,7 @@ asio::awaitable<void> H2UpstreamConnection::read_loop() {
   auto& watch = conn_->watch;
   while (nghttp2_session_want_read(session_) && state_ == State::open) {
     if (goaway_ && calls_.empty()) break;
-    if (calls_.empty())
-      watch.guard(conn_->stream.socket(), kIdleClose);
-    else
-      watch.relax();  // each stream's user times its own wait
+    idle_watch();
     auto [ec, n] = co_await conn_->stream.async_read_some(asio::buffer(buf.data(), buf.size()),
                                                           as_tuple(use_awaitable));
     if (ec) break;
@@ -305,6 +308,14 @@ asio::awaitable<void> H2UpstreamConnection::write_loop(std::chrono::milliseconds
   }
 }
 
+void H2UpstreamConnection::idle_watch() {
+  if (state_ != State::open) return;
+  if (calls_.empty())
+    conn_->watch.guard(conn_->stream.socket(), kIdleClose);
+  else
+    conn_->watch.relax();  // each stream's user times its own waits
+}
+
 void H2UpstreamConnection::finish(std::uint32_t code) {
   auto calls = std::move(calls_);
   calls_.clear();
@@ -327,6 +338,7 @@ bool H2UpstreamConnection::submit(const H2CallPtr& call, std::span<const nghttp2
   if (id < 0) return false;
   call->id = id;
   calls_[id] = call;
+  idle_watch();  // busy now: no idle deadline while the read is pending
   kick();
   return true;
 }
@@ -353,6 +365,7 @@ void H2UpstreamConnection::cancel(H2Call& c) {
 }
 
 void H2UpstreamConnection::close() {
+  closing_ = true;
   if (state_ != State::open) return;
   boost::system::error_code ignored;
   conn_->stream.socket().close(ignored);

@@ -115,6 +115,9 @@ class H2UpstreamConnection : public std::enable_shared_from_this<H2UpstreamConne
   boost::asio::awaitable<void> read_loop();
   boost::asio::awaitable<void> write_loop(std::chrono::milliseconds timeout);
   void finish(std::uint32_t code);  // every open call fails with code (refused if unsent)
+  // A connection with no stream open is closed after a while; one with streams has no
+  // deadline of its own (each user times its own waits).
+  void idle_watch();
   void kick() { write_wake_.cancel(); }
 
   H2UpstreamPool& pool_;
@@ -127,6 +130,7 @@ class H2UpstreamConnection : public std::enable_shared_from_this<H2UpstreamConne
   bool timed_out_ = false;
   int waiting_ = 0;  // callers waiting for this connection to be ready (H2UpstreamPool::get)
   bool goaway_ = false;
+  bool closing_ = false;  // close() was called: a connection still connecting stops there
   std::map<std::int32_t, H2CallPtr> calls_;
   boost::asio::steady_timer ready_;
   boost::asio::steady_timer write_wake_;

@@ -262,6 +262,17 @@ TEST(Grpc, NghttpdIsAnH2OriginForHttp2AndHttp11Clients) {
                                base + "/big.bin",
                            20),
             "200 1000000");
+  // A body far past every window (64 KiB a stream) goes up as the origin takes it: the
+  // client's window reopens only as floodgate hands its DATA on.
+  auto upload = write_temp_file("h2-upstream-upload", std::string(3'000'000, 'u'));
+  EXPECT_EQ(command_output("curl -s --http2-prior-knowledge --data-binary @" + upload + " " + base +
+                               "/hello.txt",
+                           30),
+            "hello from nghttpd");
+  EXPECT_EQ(command_output("curl -s --http1.1 -H 'Transfer-Encoding: chunked' --data-binary @" +
+                               upload + " " + base + "/hello.txt",
+                           30),
+            "hello from nghttpd");
   // The rate headers are added to the origin's response, as for an HTTP/1.1 upstream.
   EXPECT_NE(command_output("curl -s -D - -o /dev/null --http2-prior-knowledge " + base +
                                "/hello.txt",
