@@ -86,7 +86,9 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
   std::uint64_t forwarded = 0;
   for (int attempt = 1;; ++attempt) {
     if (s.closed) co_return;  // reset while the limits were decided or a connection was made
-    auto got = co_await w_.h2_pool.get(u);
+    // Most calls find an open connection with room: no coroutine of the pool's for them.
+    H2UpstreamPool::Got got{w_.h2_pool.ready(u)};
+    if (!got.conn) got = co_await w_.h2_pool.get(u);
     if (!got.conn) {
       (got.timeout ? stats.timeouts : stats.connect_errors).fetch_add(1, std::memory_order_relaxed);
       if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)

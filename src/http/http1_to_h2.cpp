@@ -62,7 +62,8 @@ class ToH2 {
     H2CallGuard guard{call, conn_};
     bool body_read = !has_body;
     for (int attempt = 1;; ++attempt) {
-      auto got = co_await w_.h2_pool.get(u_);
+      H2UpstreamPool::Got got{w_.h2_pool.ready(u_)};
+      if (!got.conn) got = co_await w_.h2_pool.get(u_);
       if (!got.conn) {
         (got.timeout ? stats.timeouts : stats.connect_errors)
             .fetch_add(1, std::memory_order_relaxed);

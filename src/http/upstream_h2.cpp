@@ -371,13 +371,22 @@ void H2UpstreamConnection::close() {
   conn_->stream.socket().close(ignored);
 }
 
-asio::awaitable<H2UpstreamPool::Got> H2UpstreamPool::get(const config::Upstream& u) {
-  auto& list = conns_[u.pool_key];
+std::shared_ptr<H2UpstreamConnection> H2UpstreamPool::ready(const config::Upstream& u) {
+  auto it = conns_.find(u.pool_key);
+  if (it == conns_.end()) return nullptr;
+  auto& list = it->second;
+  // A closed one goes here (its coroutines have ended or are ending; they hold it till then).
   std::erase_if(list, [](const auto& c) {
     return c->state() == H2UpstreamConnection::State::closed;
   });
   for (auto& c : list)
-    if (c->state() == H2UpstreamConnection::State::open && c->has_room()) co_return Got{c};
+    if (c->state() == H2UpstreamConnection::State::open && c->has_room()) return c;
+  return nullptr;
+}
+
+asio::awaitable<H2UpstreamPool::Got> H2UpstreamPool::get(const config::Upstream& u) {
+  if (auto c = ready(u)) co_return Got{std::move(c)};
+  auto& list = conns_[u.pool_key];
   std::shared_ptr<H2UpstreamConnection> conn;
   for (auto& c : list)
     if (c->state() == H2UpstreamConnection::State::connecting && c->has_room()) conn = c;

@@ -161,6 +161,8 @@ class H2UpstreamPool {
     std::string why;                             // the failure in words
     bool timeout = false;
   };
+  // An open connection to `u` with room for one more stream, if there is one (no wait).
+  std::shared_ptr<H2UpstreamConnection> ready(const config::Upstream& u);
   // A connection to `u` with room for one more stream: an open one, one being connected, or
   // a new one.
   boost::asio::awaitable<Got> get(const config::Upstream& u);
