@@ -30,8 +30,11 @@ constexpr std::int32_t kConnectionWindow = 1 << 20;
 constexpr std::uint32_t kMaxHeaderList = 64 * 1024;
 // A connection with no stream open is closed after this (as nginx's keepalive_timeout).
 constexpr auto kIdleClose = std::chrono::seconds(60);
-// Streams a connection still connecting is assumed to take (the usual SETTINGS value).
-constexpr int kAssumedStreams = 100;
+// Streams a connection still connecting is assumed to take (nghttp2's assumption too, until
+// the origin's SETTINGS say otherwise).
+constexpr std::size_t kAssumedStreams = 100;
+// Times a stream looks for a connection with room before it fails (H2UpstreamPool::get).
+constexpr int kMaxRounds = 8;
 
 std::string_view view(const std::uint8_t* p, std::size_t n) {
   return {reinterpret_cast<const char*>(p), n};
@@ -94,6 +97,10 @@ struct H2UpstreamCallbacks {
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     return guarded([&] {
       auto& conn = *static_cast<H2UpstreamConnection*>(user);
+      if (frame->hd.type == NGHTTP2_SETTINGS && !(frame->hd.flags & NGHTTP2_FLAG_ACK)) {
+        conn.settings_received();
+        return 0;
+      }
       if (frame->hd.type == NGHTTP2_GOAWAY) {
         // nghttp2 closes the streams above last_stream_id as REFUSED_STREAM; the rest finish.
         conn.goaway_ = true;
@@ -189,7 +196,8 @@ int submit_trailers(nghttp2_session* session, std::int32_t id, H2Fields& fields)
 H2UpstreamConnection::H2UpstreamConnection(H2UpstreamPool& pool, const config::Upstream& u)
     : pool_(pool),
       ex_(pool.connector_.executor()),
-      name_(u.name),
+      key_(u.pool_key),
+      connect_timeout_(u.connect_timeout),
       ready_(ex_),
       write_wake_(ex_) {}
 
@@ -198,7 +206,8 @@ H2UpstreamConnection::~H2UpstreamConnection() {
 }
 
 bool H2UpstreamConnection::has_room() const {
-  if (state_ == State::connecting) return waiting_ + static_cast<int>(calls_.size()) < kAssumedStreams;
+  if (state_ == State::connecting)
+    return waiting_ + calls_.size() < pool_.assumed_streams(key_);
   if (state_ != State::open || goaway_ || nghttp2_session_check_request_allowed(session_) == 0)
     return false;
   const auto limit =
@@ -255,8 +264,8 @@ asio::awaitable<void> H2UpstreamConnection::run(UpstreamPool& connector, config:
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
   write_watch_ = std::make_unique<Watchdog>(ex_);
-  state_ = State::open;
-  ready_.cancel();
+  // Open once the origin's SETTINGS have arrived (below): until then its stream limit is
+  // not known, and streams sent past it would be refused.
   using namespace asio::experimental::awaitable_operators;
   co_await (read_loop() && write_loop(u.response_timeout));
 }
@@ -264,9 +273,12 @@ asio::awaitable<void> H2UpstreamConnection::run(UpstreamPool& connector, config:
 asio::awaitable<void> H2UpstreamConnection::read_loop() {
   std::vector<std::uint8_t> buf(kReadChunk);
   auto& watch = conn_->watch;
-  while (nghttp2_session_want_read(session_) && state_ == State::open) {
+  while (nghttp2_session_want_read(session_) && state_ != State::closed && !closing_) {
     if (goaway_ && calls_.empty()) break;
-    idle_watch();
+    if (state_ == State::connecting)
+      watch.guard(conn_->stream.socket(), connect_timeout_);  // for the origin's SETTINGS
+    else
+      idle_watch();
     auto [ec, n] = co_await conn_->stream.async_read_some(asio::buffer(buf.data(), buf.size()),
                                                           as_tuple(use_awaitable));
     if (ec) break;
@@ -276,14 +288,16 @@ asio::awaitable<void> H2UpstreamConnection::read_loop() {
   }
   watch.relax();
   finish(NGHTTP2_INTERNAL_ERROR);
+  if (state_ == State::connecting) why_ = "the origin sent no SETTINGS frame (is it HTTP/2?)";
   state_ = State::closed;
+  ready_.cancel();  // callers waiting for the SETTINGS that never came
   boost::system::error_code ignored;
   conn_->stream.socket().close(ignored);  // the writer stops too
   kick();
 }
 
 asio::awaitable<void> H2UpstreamConnection::write_loop(std::chrono::milliseconds timeout) {
-  while (state_ == State::open) {
+  while (state_ != State::closed) {
     outbuf_.clear();
     while (outbuf_.size() < kWriteBatch) {
       const std::uint8_t* data = nullptr;
@@ -306,6 +320,15 @@ asio::awaitable<void> H2UpstreamConnection::write_loop(std::chrono::milliseconds
     write_wake_.expires_at(asio::steady_timer::time_point::max());
     co_await write_wake_.async_wait(as_tuple(use_awaitable));
   }
+}
+
+void H2UpstreamConnection::settings_received() {
+  const auto limit =
+      nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  pool_.learned_[key_] = limit;  // what the next connection to this origin is assumed to take
+  if (state_ != State::connecting) return;
+  state_ = State::open;
+  ready_.cancel();
 }
 
 void H2UpstreamConnection::idle_watch() {
@@ -344,14 +367,14 @@ bool H2UpstreamConnection::submit(const H2CallPtr& call, std::span<const nghttp2
 }
 
 void H2UpstreamConnection::resume(H2Call& c) {
-  if (c.closed || state_ != State::open) return;
+  if (c.closed || state_ == State::closed || !session_) return;
   nghttp2_session_resume_data(session_, c.id);
   kick();
 }
 
 void H2UpstreamConnection::take(H2Call& c, std::size_t n) {
   // Also for a closed stream: its bytes counted against the connection's window.
-  if (n == 0 || c.id < 0 || state_ != State::open) return;
+  if (n == 0 || c.id < 0 || state_ == State::closed || !session_) return;
   nghttp2_session_consume(session_, c.id, n);
   kick();
 }
@@ -359,16 +382,21 @@ void H2UpstreamConnection::take(H2Call& c, std::size_t n) {
 void H2UpstreamConnection::cancel(H2Call& c) {
   take(c, c.in.size());
   c.in.clear();
-  if (c.closed || c.id < 0 || state_ != State::open) return;
+  if (c.closed || c.id < 0 || state_ == State::closed || !session_) return;
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, c.id, NGHTTP2_CANCEL);
   kick();
 }
 
 void H2UpstreamConnection::close() {
   closing_ = true;
-  if (state_ != State::open) return;
+  if (state_ == State::closed || !conn_) return;
   boost::system::error_code ignored;
   conn_->stream.socket().close(ignored);
+}
+
+std::size_t H2UpstreamPool::assumed_streams(const std::string& key) const {
+  auto it = learned_.find(key);
+  return it == learned_.end() ? kAssumedStreams : std::max<std::size_t>(it->second, 1);
 }
 
 std::shared_ptr<H2UpstreamConnection> H2UpstreamPool::ready(const config::Upstream& u) {
@@ -385,25 +413,30 @@ std::shared_ptr<H2UpstreamConnection> H2UpstreamPool::ready(const config::Upstre
 }
 
 asio::awaitable<H2UpstreamPool::Got> H2UpstreamPool::get(const config::Upstream& u) {
-  if (auto c = ready(u)) co_return Got{std::move(c)};
-  auto& list = conns_[u.pool_key];
-  std::shared_ptr<H2UpstreamConnection> conn;
-  for (auto& c : list)
-    if (c->state() == H2UpstreamConnection::State::connecting && c->has_room()) conn = c;
-  if (!conn) {
-    conn = std::make_shared<H2UpstreamConnection>(*this, u);
-    list.push_back(conn);
-    ++running_;
-    asio::co_spawn(connector_.executor(), conn->run(connector_, u),
-                   [this, keep = conn](std::exception_ptr) { --running_; });
+  // A connection that opens with fewer streams than were waiting for it sends the rest to
+  // look again (another connection, or a new one); an origin that allows none ends this.
+  for (int round = 0; round < kMaxRounds; ++round) {
+    if (auto c = ready(u)) co_return Got{std::move(c)};
+    auto& list = conns_[u.pool_key];
+    std::shared_ptr<H2UpstreamConnection> conn;
+    for (auto& c : list)
+      if (c->state() == H2UpstreamConnection::State::connecting && c->has_room()) conn = c;
+    if (!conn) {
+      conn = std::make_shared<H2UpstreamConnection>(*this, u);
+      list.push_back(conn);
+      ++running_;
+      asio::co_spawn(connector_.executor(), conn->run(connector_, u),
+                     [this, keep = conn](std::exception_ptr) { --running_; });
+    }
+    ++conn->waiting_;
+    co_await conn->ready();
+    --conn->waiting_;
+    if (conn->state() != H2UpstreamConnection::State::open)
+      co_return Got{nullptr, conn->why().empty() ? "connection closed" : conn->why(),
+                    conn->timed_out()};
+    if (conn->has_room()) co_return Got{conn};
   }
-  ++conn->waiting_;
-  co_await conn->ready();
-  --conn->waiting_;
-  if (conn->state() != H2UpstreamConnection::State::open)
-    co_return Got{nullptr, conn->why().empty() ? "connection closed" : conn->why(),
-                  conn->timed_out()};
-  co_return Got{conn};
+  co_return Got{nullptr, "the origin's connections take no more streams"};
 }
 
 void H2UpstreamPool::close_all() {

@@ -91,6 +91,7 @@ class H2UpstreamConnection : public std::enable_shared_from_this<H2UpstreamConne
   // Connects (TCP, TLS with ALPN h2 for https), then serves the connection until it ends.
   boost::asio::awaitable<void> run(UpstreamPool& connector, config::Upstream u);
 
+  // connecting: TCP (and TLS) under way, or waiting for the origin's SETTINGS.
   enum class State { connecting, open, closed };
   State state() const { return state_; }
   // A new stream may start here now (open, no GOAWAY, below the origin's stream limit).
@@ -118,17 +119,19 @@ class H2UpstreamConnection : public std::enable_shared_from_this<H2UpstreamConne
   // A connection with no stream open is closed after a while; one with streams has no
   // deadline of its own (each user times its own waits).
   void idle_watch();
+  void settings_received();  // the origin's SETTINGS: open now, its stream limit known
   void kick() { write_wake_.cancel(); }
 
   H2UpstreamPool& pool_;
   boost::asio::any_io_executor ex_;
-  std::string name_;
+  std::string key_;  // the upstream's pool_key
+  std::chrono::milliseconds connect_timeout_;  // also for the origin's first SETTINGS
   UpstreamConnectionPtr conn_;
   nghttp2_session* session_ = nullptr;
   State state_ = State::connecting;
   std::string why_;  // why connecting failed
   bool timed_out_ = false;
-  int waiting_ = 0;  // callers waiting for this connection to be ready (H2UpstreamPool::get)
+  std::size_t waiting_ = 0;  // callers waiting for this connection to be ready (H2UpstreamPool::get)
   bool goaway_ = false;
   bool closing_ = false;  // close() was called: a connection still connecting stops there
   std::map<std::int32_t, H2CallPtr> calls_;
@@ -172,6 +175,10 @@ class H2UpstreamPool {
 
  private:
   friend class H2UpstreamConnection;
+  // Streams a connection still connecting is taken to have room for: what the last
+  // connection to the same origin was allowed, or 100 before any.
+  std::size_t assumed_streams(const std::string& key) const;
+  std::unordered_map<std::string, std::uint32_t> learned_;
   UpstreamPool& connector_;
   std::unordered_map<std::string, std::vector<std::shared_ptr<H2UpstreamConnection>>> conns_;
   int running_ = 0;

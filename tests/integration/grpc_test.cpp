@@ -217,12 +217,14 @@ TEST(Grpc, FailClosedIsUnavailable) {
 class Nghttpd {
  public:
   explicit Nghttpd(const std::string& dir, const std::string& cert = "",
-                   const std::string& key = "")
+                   const std::string& key = "", int max_streams = 100)
       : port_(free_port()),
         process_(cert.empty()
                      ? std::vector<std::string>{"/usr/sbin/nghttpd", "--no-tls", "-d", dir,
+                                                "-m", std::to_string(max_streams),
                                                 std::to_string(port_)}
-                     : std::vector<std::string>{"/usr/sbin/nghttpd", "-d", dir,
+                     : std::vector<std::string>{"/usr/sbin/nghttpd", "-d", dir, "-m",
+                                                std::to_string(max_streams),
                                                 std::to_string(port_), key, cert}) {
     wait_listening(port_);
   }
@@ -282,6 +284,19 @@ TEST(Grpc, NghttpdIsAnH2OriginForHttp2AndHttp11Clients) {
   // Many streams at once over one client connection share the upstream's connection.
   auto h2load = command_output("h2load -n 200 -c 2 -m 20 " + base + "/hello.txt", 60);
   EXPECT_NE(h2load.find("200 succeeded"), std::string::npos) << h2load;
+}
+
+TEST(Grpc, AnOriginsStreamLimitIsKeptWithMoreConnections) {
+  if (!std::filesystem::exists("/usr/sbin/nghttpd")) GTEST_SKIP() << "nghttp2-server not installed";
+  // The origin takes 2 streams per connection; 40 arrive at once over 2 client connections.
+  Nghttpd origin(served_dir(), "", "", 2);
+  Proxy proxy(grpc_config(h2_upstream("h2", origin.port()),
+                          "  - name: all\n    match: { path_prefix: / }\n    upstream: h2\n"));
+  auto out = command_output("h2load -n 400 -c 2 -m 20 http://127.0.0.1:" +
+                                std::to_string(proxy.port()) + "/hello.txt",
+                            60);
+  EXPECT_NE(out.find("400 succeeded"), std::string::npos) << out;
+  EXPECT_NE(out.find("status codes: 400 2xx"), std::string::npos) << out;
 }
 
 TEST(Grpc, AnHttpsH2UpstreamIsVerifiedAndAgreesOnH2ByAlpn) {
@@ -352,6 +367,19 @@ TEST(Grpc, ABrokenOriginIsA502OrACutResponseNeverAWholeOne) {
               c.before_head ? "502" : "200")
         << c.mode;
   }
+}
+
+TEST(Grpc, AnOriginThatDoesNotSpeakHttp2IsA502) {
+  Origin origin;  // HTTP/1.1 only: it answers the HTTP/2 preface with an HTTP/1.1 error
+  Proxy proxy(grpc_config(h2_upstream("wrong", origin.port()),
+                          "  - name: all\n    match: { path_prefix: / }\n    upstream: wrong\n"));
+  const auto target = "http://127.0.0.1:" + std::to_string(proxy.port()) + "/x";
+  EXPECT_EQ(command_output("curl -s --http2-prior-knowledge -o /dev/null -w '%{http_code}' " +
+                               target,
+                           20),
+            "502");
+  EXPECT_EQ(command_output("curl -s --http1.1 -o /dev/null -w '%{http_code}' " + target, 20),
+            "502");
 }
 
 TEST(Grpc, StreamsAGoawayRefusedGoAgainOnANewConnectionAndNoneRunsTwice) {
