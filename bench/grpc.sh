@@ -105,23 +105,10 @@ if [[ $fg_skip == 0 ]]; then
 fi
 nginx_dir
 ng_port=$(free_port)
-cat >"$ng/nginx.conf" <<CONF
-# bench/grpc.sh: nginx's grpc_pass in front of the same origin (written by the script)
-worker_processes $threads;
-pid $ng/nginx.pid;
-error_log $out_dir/nginx-error.log warn;
-daemon off;
-events { worker_connections 4096; }
-http {
-  client_body_temp_path $ng; proxy_temp_path $ng; fastcgi_temp_path $ng;
-  uwsgi_temp_path $ng; scgi_temp_path $ng;
-  access_log off;
-  keepalive_timeout 65s;
-  keepalive_requests 1000000;
-  http2_max_concurrent_streams 128;
-  limit_req_zone \$server_name zone=one:1m rate=1r/m;
-  limit_req_status 429;
-  limit_req_log_level info;
+{
+  nginx_conf_start "bench/grpc.sh: nginx's grpc_pass in front of the same origin"
+  nginx_conf_h2 ""
+  cat <<CONF
   upstream grpc_origin {
     server 127.0.0.1:$origin_port;
     keepalive 64;
@@ -135,6 +122,7 @@ http {
   }
 }
 CONF
+} >"$ng/nginx.conf"
 cp "$ng/nginx.conf" "$out_dir/nginx.conf"
 "$nginx_bin" -p "$ng" -e "$out_dir/nginx-error.log" -c "$ng/nginx.conf" & ng_pid=$!; pids+=("$ng_pid")
 for _ in $(seq 50); do call "$ng_port" "$call_path" | grep -q '1 succeeded' && break; sleep 0.1; done

@@ -112,27 +112,10 @@ nginx_dir
 ng_tls=$(free_port)
 # write_nginx_conf EXTRA: EXTRA is http-level directives that this nginx may not take
 write_nginx_conf() {
-  cat >"$ng/nginx.conf" <<CONF
-# bench/h2.sh: nginx serving HTTP/2 over TLS in front of the test origin (written by the script)
-worker_processes $threads;
-pid $ng/nginx.pid;
-error_log $out_dir/nginx-error.log warn;
-daemon off;
-events { worker_connections 4096; }
-http {
-  client_body_temp_path $ng; proxy_temp_path $ng; fastcgi_temp_path $ng;
-  uwsgi_temp_path $ng; scgi_temp_path $ng;
-  access_log off;
-  keepalive_timeout 65s;
-  keepalive_requests 1000000;
-  http2_max_concurrent_streams 128;
-  $1
-  # one request a minute for the whole server: nearly everything on /limited is refused.
-  # (burst=0, nodelay's natural partner, is the default; nginx rejects it written out)
-  limit_req_zone \$server_name zone=one:1m rate=1r/m;
-  limit_req_status 429;
-  # below error_log's warn: a log line per refusal would be measured too (floodgate logs none)
-  limit_req_log_level info;
+  {
+    nginx_conf_start "bench/h2.sh: nginx serving HTTP/2 over TLS in front of the test origin"
+    nginx_conf_h2 "$1"
+    cat <<CONF
   upstream origin {
     server 127.0.0.1:$origin_port;
     keepalive 64;
@@ -157,6 +140,7 @@ http {
   }
 }
 CONF
+  } >"$ng/nginx.conf"
 }
 nginx_test() { "$nginx_bin" -t -p "$ng" -e "$tmp/nginx-t-error.log" -c "$ng/nginx.conf" >"$tmp/nginx-t.txt" 2>&1; }
 # http2_max_requests is obsolete since 1.19.7 (keepalive_requests took over): keep it only if

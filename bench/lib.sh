@@ -191,6 +191,43 @@ start_nginx() {
     { tail -n 20 "$out_dir/nginx-error.log" >&2; die "nginx did not start (see $out_dir/nginx-error.log)"; }
 }
 
+# nginx_conf_start WHAT: the start of every benchmark's nginx.conf, up to inside `http {`: a
+# first comment saying WHAT, $threads workers, logs and temp paths in the run's directories,
+# and keep-alive long enough that no load generator's connection is closed mid-run. The
+# caller writes the rest.
+nginx_conf_start() {
+  cat <<CONF
+# $1 (written by the script)
+worker_processes $threads;
+pid $ng/nginx.pid;
+error_log $out_dir/nginx-error.log warn;
+daemon off;
+events { worker_connections 4096; }
+http {
+  client_body_temp_path $ng; proxy_temp_path $ng; fastcgi_temp_path $ng;
+  uwsgi_temp_path $ng; scgi_temp_path $ng;
+  keepalive_timeout 65s;
+  keepalive_requests 1000000;
+CONF
+}
+
+# nginx_conf_h2 EXTRA: what the HTTP/2 benchmarks (h2.sh, grpc.sh) add inside `http {`: no
+# access log, floodgate's default streams per connection, EXTRA (more http-level
+# directives), and the limit_req zone "one": one request a minute for the whole server (key
+# $server_name), refused with 429 and logged below warn (a line per refusal would be
+# measured too; floodgate logs none).
+nginx_conf_h2() {
+  cat <<CONF
+  access_log off;
+  http2_max_concurrent_streams 128;
+  $1
+  # (burst=0, nodelay's natural partner, is the default; nginx rejects it written out)
+  limit_req_zone \$server_name zone=one:1m rate=1r/m;
+  limit_req_status 429;
+  limit_req_log_level info;
+CONF
+}
+
 # meta KEY VALUE: one line of meta.txt (the run's details, read by the summary).
 meta() { printf '%s\t%s\n' "$1" "$2" >>"$meta_file"; }
 

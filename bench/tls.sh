@@ -162,19 +162,9 @@ server_block() {
 BLOCK
 }
 {
+  nginx_conf_start "bench/tls.sh: nginx terminating TLS in front of the test origin"
   cat <<CONF
-# bench/tls.sh: nginx terminating TLS in front of the test origin (written by the script)
-worker_processes $threads;
-pid $ng/nginx.pid;
-error_log $out_dir/nginx-error.log warn;
-daemon off;
-events { worker_connections 4096; }
-http {
-  client_body_temp_path $ng; proxy_temp_path $ng; fastcgi_temp_path $ng;
-  uwsgi_temp_path $ng; scgi_temp_path $ng;
   log_format verify '\$connection \$connection_requests \$ssl_session_reused \$ssl_protocol \$ssl_cipher \$ssl_curve';
-  keepalive_timeout 65s;
-  keepalive_requests 1000000;
   upstream origin {
     server 127.0.0.1:$origin_port;
     keepalive 64;

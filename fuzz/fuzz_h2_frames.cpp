@@ -5,9 +5,6 @@
 // that refuses connections (a 502 path). The client side closes once the input is sent; the
 // run ends when the connection and every stream coroutine have.
 
-#include <spdlog/sinks/null_sink.h>
-#include <spdlog/spdlog.h>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -18,12 +15,9 @@
 #include <memory>
 #include <string_view>
 
-#include "floodgate/admin/metrics.hpp"
-#include "floodgate/config/config_source.hpp"
-#include "floodgate/limit/clock.hpp"
-#include "floodgate/store/memory_store.hpp"
 #include "http/h2_connection.hpp"
 #include "support.hpp"
+#include "worker_fixture.hpp"
 
 namespace {
 
@@ -65,24 +59,10 @@ class NoEntry final : public http::SessionRegistry::Entry {
 };
 
 struct Fixture {
-  config::ConfigSource source{fuzz::load_fixture(kConfig, "fuzz-h2.yaml")};
-  admin::Metrics metrics{"fuzz", "fuzz"};
-  std::shared_ptr<spdlog::logger> log =
-      std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
-  limit::FakeClock clock{fuzz::kNowSeconds * limit::kMicrosPerSecond};
-  store::MemoryState state{clock, 1000};
   boost::asio::io_context ioc;
   tcp::acceptor acceptor{ioc, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)};
-  http::WorkerContext w{
-      source,
-      *log,
-      clock,
-      http::UpstreamPool(ioc.get_executor()),
-      http::LimitGate(std::make_unique<store::MemoryStore>(state, ioc.get_executor()),
-                      std::make_unique<store::MemoryStore>(state, ioc.get_executor()), metrics,
-                      *log, "fuzz:"),
-      metrics};
-  Fixture() { w.access_log = log.get(); }
+  fuzz::WorkerFixture worker{ioc, fuzz::load_fixture(kConfig, "fuzz-h2.yaml")};
+  http::WorkerContext& w = worker.w;
 };
 
 }  // namespace

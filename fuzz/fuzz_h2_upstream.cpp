@@ -5,9 +5,6 @@
 // client would take it. The origin then closes; the run ends when the call and the
 // connection's coroutines have.
 
-#include <spdlog/sinks/null_sink.h>
-#include <spdlog/spdlog.h>
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -19,12 +16,8 @@
 #include <memory>
 #include <string>
 
-#include "floodgate/admin/metrics.hpp"
-#include "floodgate/config/config_source.hpp"
-#include "floodgate/limit/clock.hpp"
-#include "floodgate/store/memory_store.hpp"
-#include "http/worker_context.hpp"
 #include "support.hpp"
+#include "worker_fixture.hpp"
 
 namespace {
 
@@ -38,27 +31,16 @@ constexpr unsigned char kSettings[] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
 struct Fixture {
   asio::io_context ioc;
   tcp::acceptor origin{ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
-  config::ConfigSource source{fuzz::load_fixture(
-      "server: { listen: [127.0.0.1:8080] }\nupstreams:\n  origin: { url: \"http://127.0.0.1:" +
-          std::to_string(origin.local_endpoint().port()) +
-          "\", protocol: h2, connect_timeout: 200ms, response_timeout: 1s }\n"
-          "store: { key_secret: fuzz-key-secret-0123456789abcdef }\n"
-          "routes: [{ name: all, match: { path_prefix: / }, upstream: origin }]\n",
-      "fuzz-h2-upstream.yaml")};
-  admin::Metrics metrics{"fuzz", "fuzz"};
-  std::shared_ptr<spdlog::logger> log =
-      std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
-  limit::FakeClock clock{fuzz::kNowSeconds * limit::kMicrosPerSecond};
-  store::MemoryState state{clock, 1000};
-  http::WorkerContext w{
-      source,
-      *log,
-      clock,
-      http::UpstreamPool(ioc.get_executor()),
-      http::LimitGate(std::make_unique<store::MemoryStore>(state, ioc.get_executor()),
-                      std::make_unique<store::MemoryStore>(state, ioc.get_executor()), metrics,
-                      *log, "fuzz:"),
-      metrics};
+  fuzz::WorkerFixture worker{
+      ioc, fuzz::load_fixture(
+               "server: { listen: [127.0.0.1:8080] }\nupstreams:\n  origin: { url: "
+               "\"http://127.0.0.1:" +
+                   std::to_string(origin.local_endpoint().port()) +
+                   "\", protocol: h2, connect_timeout: 200ms, response_timeout: 1s }\n"
+                   "store: { key_secret: fuzz-key-secret-0123456789abcdef }\n"
+                   "routes: [{ name: all, match: { path_prefix: / }, upstream: origin }]\n",
+               "fuzz-h2-upstream.yaml")};
+  http::WorkerContext& w = worker.w;
 };
 
 // One call as a stream's user makes it: sent, then its response taken until it closes.
@@ -93,7 +75,7 @@ asio::awaitable<void> one_call(http::WorkerContext& w, const config::Upstream& u
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static Fixture fx;
-  const auto& u = fx.source.get()->upstreams.front();
+  const auto& u = fx.worker.source.get()->upstreams.front();
   bool called = false;
   asio::co_spawn(fx.ioc, one_call(fx.w, u), [&called](std::exception_ptr) { called = true; });
   // The origin: its SETTINGS and the input, then it closes its side.

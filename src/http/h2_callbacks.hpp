@@ -6,19 +6,17 @@
 #include <nghttp2/nghttp2.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "h2_connection.hpp"
+#include "nghttp2_util.hpp"
 
 namespace floodgate::http {
 
 struct H2Callbacks {
   template <typename F>
   static int guarded(F&& f) noexcept {
-    try {
-      return f();
-    } catch (...) {
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
-    }
+    return nghttp2_guarded(std::forward<F>(f));
   }
   static H2Connection& self(void* user);
   static H2Stream* find(H2Connection& c, std::int32_t id);

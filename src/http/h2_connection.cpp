@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "coro_names.hpp"
+#include "nghttp2_util.hpp"
 #include "grpc.hpp"
 #include "h2_callbacks.hpp"
 
@@ -176,12 +177,7 @@ asio::awaitable<void> H2Connection::write_loop() {
   const auto timeout = w_.snapshot()->server.timeouts.idle;
   for (;;) {
     outbuf_.clear();
-    while (outbuf_.size() < kWriteBatch) {
-      const std::uint8_t* data = nullptr;
-      auto n = nghttp2_session_mem_send(session_, &data);
-      if (n <= 0) break;
-      outbuf_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
-    }
+    take_output(session_, outbuf_, kWriteBatch);
     if (!outbuf_.empty()) {
       write_watch_.guard(client_.socket(), timeout);
       auto [ec, n] =

@@ -10,9 +10,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <utility>
 
 #include "coro_names.hpp"
 #include "floodgate/ascii.hpp"
+#include "nghttp2_util.hpp"
 
 namespace floodgate::http {
 
@@ -46,11 +48,7 @@ std::string_view view(const std::uint8_t* p, std::size_t n) {
 struct H2UpstreamCallbacks {
   template <typename F>
   static int guarded(F&& f) noexcept {
-    try {
-      return f();
-    } catch (...) {
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
-    }
+    return nghttp2_guarded(std::forward<F>(f));
   }
   static H2Call* find(void* user, std::int32_t id) {
     auto& c = *static_cast<H2UpstreamConnection*>(user);
@@ -299,12 +297,7 @@ asio::awaitable<void> H2UpstreamConnection::read_loop() {
 asio::awaitable<void> H2UpstreamConnection::write_loop(std::chrono::milliseconds timeout) {
   while (state_ != State::closed) {
     outbuf_.clear();
-    while (outbuf_.size() < kWriteBatch) {
-      const std::uint8_t* data = nullptr;
-      auto n = nghttp2_session_mem_send(session_, &data);
-      if (n <= 0) break;
-      outbuf_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
-    }
+    take_output(session_, outbuf_, kWriteBatch);
     if (!outbuf_.empty()) {
       write_watch_->guard(conn_->stream.socket(), timeout);  // an origin that stops reading
       auto [ec, n] =

@@ -1,0 +1,45 @@
+#pragma once
+// One worker's context as the fuzz targets that drive whole connections need it (the client
+// side's fuzz_h2_frames, the upstream side's fuzz_h2_upstream): the real WorkerContext over
+// an in-process store, a null log, a fixed clock, on the target's io_context.
+
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+
+#include <memory>
+
+#include "floodgate/admin/metrics.hpp"
+#include "floodgate/config/config_source.hpp"
+#include "floodgate/limit/clock.hpp"
+#include "floodgate/store/memory_store.hpp"
+#include "http/worker_context.hpp"
+#include "support.hpp"
+
+namespace floodgate::fuzz {
+
+struct WorkerFixture {
+  WorkerFixture(boost::asio::io_context& ioc, config::ConfigPtr config)
+      : source(std::move(config)),
+        w{source,
+          *log,
+          clock,
+          http::UpstreamPool(ioc.get_executor()),
+          http::LimitGate(std::make_unique<store::MemoryStore>(state, ioc.get_executor()),
+                          std::make_unique<store::MemoryStore>(state, ioc.get_executor()),
+                          metrics, *log, "fuzz:"),
+          metrics} {
+    w.access_log = log.get();
+  }
+  // Declaration order is construction order: `w` uses everything above it.
+  config::ConfigSource source;
+  admin::Metrics metrics{"fuzz", "fuzz"};
+  std::shared_ptr<spdlog::logger> log =
+      std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
+  limit::FakeClock clock{kNowSeconds * limit::kMicrosPerSecond};
+  store::MemoryState state{clock, 1000};
+  http::WorkerContext w;
+};
+
+}  // namespace floodgate::fuzz
