@@ -83,6 +83,13 @@ class H2UpstreamPool;
 
 class H2UpstreamConnection : public std::enable_shared_from_this<H2UpstreamConnection> {
  public:
+  // The response head (or trailers) an origin may send (SETTINGS_MAX_HEADER_LIST_SIZE), as on
+  // an HTTP/1.1 upstream; past it the stream is reset.
+  static constexpr std::uint32_t kMaxHeaderList = 64 * 1024;
+  // A request body is kept for a retry after GOAWAY or REFUSED_STREAM up to this size (a
+  // gRPC unary call fits many times over); a longer one that is refused fails instead.
+  static constexpr std::size_t kRetainedBody = 64 * 1024;
+
   H2UpstreamConnection(H2UpstreamPool& pool, const config::Upstream& u);
   ~H2UpstreamConnection();
   H2UpstreamConnection(const H2UpstreamConnection&) = delete;
