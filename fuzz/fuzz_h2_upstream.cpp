@@ -13,8 +13,10 @@
 #include <boost/asio/write.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "support.hpp"
 #include "worker_fixture.hpp"
@@ -76,32 +78,35 @@ asio::awaitable<void> one_call(http::WorkerContext& w, const config::Upstream& u
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static Fixture fx;
   const auto& u = fx.worker.source.get()->upstreams.front();
-  bool called = false;
-  asio::co_spawn(fx.ioc, one_call(fx.w, u), [&called](std::exception_ptr) { called = true; });
-  // The origin: its SETTINGS and the input, then it closes its side.
+  // The origin: on every connection the pool opens during this input (it opens another when
+  // one goes away before taking the call), its SETTINGS and the input, then it closes its
+  // side. Every connection is accepted here, so that none is left for the next input.
   std::string bytes(reinterpret_cast<const char*>(kSettings), sizeof kSettings);
   bytes.append(reinterpret_cast<const char*>(data), size);
-  tcp::socket peer(fx.ioc);
-  bool sent = false;
-  fx.origin.async_accept(peer, [&](boost::system::error_code ec) {
-    if (ec) {
-      sent = true;
-      return;
-    }
-    asio::async_write(peer, asio::buffer(bytes), [&](boost::system::error_code, std::size_t) {
-      boost::system::error_code ignored;
-      peer.shutdown(tcp::socket::shutdown_send, ignored);
-      sent = true;
+  std::vector<std::unique_ptr<tcp::socket>> peers;
+  std::function<void()> accept_next = [&] {
+    auto* peer = peers.emplace_back(std::make_unique<tcp::socket>(fx.ioc)).get();
+    fx.origin.async_accept(*peer, [&, peer](boost::system::error_code ec) {
+      if (ec) return;
+      asio::async_write(*peer, asio::buffer(bytes), [peer](boost::system::error_code, std::size_t) {
+        boost::system::error_code ignored;
+        peer->shutdown(tcp::socket::shutdown_send, ignored);
+      });
+      accept_next();
     });
-  });
-  while (!(called && sent) && fx.ioc.run_one() > 0) {
+  };
+  accept_next();
+  bool called = false;
+  asio::co_spawn(fx.ioc, one_call(fx.w, u), [&called](std::exception_ptr) { called = true; });
+  while (!called && fx.ioc.run_one() > 0) {
   }
   fx.w.h2_pool.close_all();
   while (fx.w.h2_pool.running() > 0 && fx.ioc.run_one() > 0) {
   }
   boost::system::error_code ignored;
-  peer.close(ignored);
-  fx.ioc.poll();
+  fx.origin.cancel(ignored);
+  for (auto& peer : peers) peer->close(ignored);
+  fx.ioc.poll();  // the cancelled accept and writes complete here, before `bytes` goes
   fx.ioc.restart();
   return 0;
 }
