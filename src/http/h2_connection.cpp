@@ -239,19 +239,23 @@ void H2Connection::submit_head(H2Stream& s, H2HeaderBlock& head, bool has_body) 
 
 void H2Connection::submit_reply(H2Stream& s, const Reply& reply) {
   s.x.status = reply.status;
+  // The request's body, if any, is not needed: its DATA is consumed as it comes.
+  s.discard_body = true;
+  consumed(s, s.body.size());
+  s.body.clear();
+  auto add = [](H2HeaderBlock& head) {
+    return [&head](std::string_view n, std::string_view v) { head.add(n, v); };
+  };
   if (is_grpc(s.head)) {
     // A gRPC call is answered trailers-only (grpc.hpp): :status 200, no body.
     H2HeaderBlock head(200);
     head.add("content-type", "application/grpc");
-    grpc_reply_fields(reply, [&head](std::string_view n, std::string_view v) { head.add(n, v); });
-    s.discard_body = true;
-    consumed(s, s.body.size());
-    s.body.clear();
+    grpc_reply_fields(reply, add(head));
     submit_head(s, head, false);
     return;
   }
   H2HeaderBlock head(reply.status);
-  reply_headers(reply, [&head](std::string_view n, std::string_view v) { head.add(n, v); });
+  reply_headers(reply, add(head));
   std::string storage;
   s.out = std::string(reply_body(reply, storage));
   s.out_sent = 0;
@@ -259,10 +263,6 @@ void H2Connection::submit_reply(H2Stream& s, const Reply& reply) {
   head.add("server", "floodgate");
   head.add("content-type", reply_content_type(reply));
   head.add("content-length", std::uint64_t{s.out.size()});
-  // The request's body, if any, is not needed: its DATA is consumed as it comes.
-  s.discard_body = true;
-  consumed(s, s.body.size());
-  s.body.clear();
   submit_head(s, head, true);
 }
 
