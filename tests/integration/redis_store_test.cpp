@@ -3,6 +3,7 @@
 // frozen and back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <iostream>
@@ -178,12 +179,20 @@ TEST_F(Policies, RedisFrozenThenThawed) {
   EXPECT_GE(first, Ms(45));
   EXPECT_LT(first, Ms(50 + 150));
   expect_policies_while_store_is_down(*this, "frozen");
-  // The breaker is open by now: no request waits for the deadline any more.
-  auto [s2, fast] = timed("/open/y");
-  EXPECT_EQ(s2, 200);
+  // Each worker has a breaker of its own, open after 3 failed decisions on that worker; the
+  // kernel spreads new connections over the workers, so one may have seen fewer so far (a
+  // request landing there paid the deadline: 2 % of runs). A few more decisions make sure
+  // both are open; from then on no request waits for the deadline.
+  for (int i = 0; i < 10; ++i) timed("/open/w");
+  Ms fast{0};
+  for (int i = 0; i < 4; ++i) {
+    auto [s2, took] = timed("/open/y");
+    EXPECT_EQ(s2, 200);
+    fast = std::max(fast, took);
+  }
   EXPECT_LT(fast, Ms(40));
   std::cout << "[ faults ] frozen Redis: first fail_open answer " << first.count()
-            << " ms, with the breaker open " << fast.count() << " ms\n";
+            << " ms, with the breakers open at most " << fast.count() << " ms\n";
   redis.thaw();
   auto took = wait_until_enforced();
   std::cout << "[ faults ] thawed Redis: limits enforced on every worker again after "
