@@ -7,10 +7,13 @@
                                    through 127.0.0.1:PORT and prints one JSON line: the
                                    status code, details, replies, initial and trailing metadata
 
-The stubs come from echo.proto, compiled by python3-grpc-tools into a temporary directory.
+The stubs come from echo.proto, compiled by python3-grpc-tools into a directory of the
+system's temp directory named after the file's digest, once.
 """
+import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -24,11 +27,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def load_stubs():
-    out = tempfile.mkdtemp(prefix="fg-grpc-")
-    rc = protoc.main(["protoc", "-I" + HERE, "--python_out=" + out, "--grpc_python_out=" + out,
-                      os.path.join(HERE, "echo.proto")])
-    if rc != 0:
-        sys.exit("protoc failed")
+    # Compiled once per version of echo.proto and kept in the temp directory: every call is a
+    # process of its own, and tests running beside these measure time.
+    proto = os.path.join(HERE, "echo.proto")
+    digest = hashlib.sha256(open(proto, "rb").read()).hexdigest()[:16]
+    out = os.path.join(tempfile.gettempdir(), "fg-grpc-stubs-" + digest)
+    if not os.path.exists(os.path.join(out, "echo_pb2_grpc.py")):
+        scratch = tempfile.mkdtemp(prefix="fg-grpc-")
+        rc = protoc.main(["protoc", "-I" + HERE, "--python_out=" + scratch,
+                          "--grpc_python_out=" + scratch, proto])
+        if rc != 0:
+            sys.exit("protoc failed")
+        try:
+            os.rename(scratch, out)  # atomic: a process compiling beside this one loses the race
+        except OSError:
+            shutil.rmtree(scratch, ignore_errors=True)
     sys.path.insert(0, out)
     import echo_pb2
     import echo_pb2_grpc
