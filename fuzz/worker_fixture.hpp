@@ -27,8 +27,8 @@ struct WorkerFixture {
           clock,
           http::UpstreamPool(ioc.get_executor()),
           http::LimitGate(std::make_unique<store::MemoryStore>(state, ioc.get_executor()),
-                          std::make_unique<store::MemoryStore>(state, ioc.get_executor()),
-                          metrics, *log, "fuzz:"),
+                          std::make_unique<store::MemoryStore>(state, ioc.get_executor()), metrics,
+                          *log, "fuzz:"),
           metrics} {
     w.access_log = log.get();
   }

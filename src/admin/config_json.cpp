@@ -36,7 +36,8 @@ json::object limit_json(const config::Limit& l) {
   cost["max"] = l.cost.max;
   o["cost"] = std::move(cost);
   if (!l.settle_header.empty())
-    o["settle"] = (l.settle_from_trailer ? "response_trailer:" : "response_header:") + l.settle_header;
+    o["settle"] =
+        (l.settle_from_trailer ? "response_trailer:" : "response_header:") + l.settle_header;
   if (l.overrides) {
     json::object tiers;
     for (const auto& [name, p] : l.overrides->values) {
@@ -73,11 +74,11 @@ std::string redacted_config_json(const config::Config& c) {
                                 {"max_connections", c.server.max_connections}};
   json::array upstreams;
   for (const auto& u : c.upstreams)
-    upstreams.push_back(json::object{
-        {"name", u.name},
-        {"url", u.url},
-        {"protocol", u.protocol == config::UpstreamProtocol::h2 ? "h2" : "http1"},
-        {"max_idle_connections", u.max_idle_connections}});
+    upstreams.push_back(
+        json::object{{"name", u.name},
+                     {"url", u.url},
+                     {"protocol", u.protocol == config::UpstreamProtocol::h2 ? "h2" : "http1"},
+                     {"max_idle_connections", u.max_idle_connections}});
   root["upstreams"] = std::move(upstreams);
   root["store"] = json::object{{"backend", config::to_string(c.store.backend)},
                                {"address", c.store.redis.address.to_string()},

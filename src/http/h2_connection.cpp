@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "coro_names.hpp"
-#include "nghttp2_util.hpp"
 #include "grpc.hpp"
 #include "h2_callbacks.hpp"
+#include "nghttp2_util.hpp"
 
 namespace floodgate::http {
 

@@ -50,8 +50,8 @@ struct H2Stream {
   // The request body: bytes received and not yet forwarded; consumed from the flow-control
   // window only as they are forwarded, so a client can be at most one window ahead.
   std::string body;
-  bool body_done = false;     // END_STREAM seen
-  H2Fields trailers;          // the request's trailers, when it has any (forwarded to an h2 upstream)
+  bool body_done = false;  // END_STREAM seen
+  H2Fields trailers;       // the request's trailers, when it has any (forwarded to an h2 upstream)
   bool discard_body = false;  // answered without the upstream: DATA is consumed on arrival
   // The response body nghttp2 reads from (its data provider), and whether it ends there.
   std::string out;

@@ -16,12 +16,12 @@
 
 namespace floodgate::http {
 
-// A header block as nghttp2_submit_response, _request or _trailer takes it (names lower-case), built
-// without an allocation per field: every name and value is copied into one arena, and the
+// A header block as nghttp2_submit_response, _request or _trailer takes it (names lower-case),
+// built without an allocation per field: every name and value is copied into one arena, and the
 // name-value pairs point into it once it is complete (nghttp2 copies them in turn).
 class H2HeaderBlock {
  public:
-  H2HeaderBlock() = default;  // nothing allocated until the first add
+  H2HeaderBlock() = default;           // nothing allocated until the first add
   explicit H2HeaderBlock(int status);  // a response's, :status first
   void add(std::string_view name, std::string_view value);
   void add(std::string_view name, std::uint64_t number);  // the number in decimal

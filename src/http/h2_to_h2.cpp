@@ -146,7 +146,10 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
             head.add(from.name(i), from.value(i));
         for (const auto& [n, v] : x.admission.headers) head.add(n, v);
         const bool ends = call->in_done && call->in.empty() && call->trailers.empty();
-        if (ends) w_.gate.settle(x, true, field);  // trailers-only: they are in the head  // trailers-only: they are here
+        if (ends)
+          w_.gate.settle(
+              x, true,
+              field);  // trailers-only: they are in the head  // trailers-only: they are here
         submit_head(s, head, !ends);
       }
       if (s.responded && !call->in.empty() && s.out.size() - s.out_sent < kMaxBuffered) {

@@ -41,7 +41,12 @@ class ToH2 {
  public:
   ToH2(WorkerContext& w, Http1Client client, RequestParser& parser, Exchange& x,
        const config::Upstream& u)
-      : w_(w), client_(client), parser_(parser), x_(x), u_(u), wake_(client.transport.get_executor()) {}
+      : w_(w),
+        client_(client),
+        parser_(parser),
+        x_(x),
+        u_(u),
+        wake_(client.transport.get_executor()) {}
 
   asio::awaitable<Forwarded> run() {
     auto& req = parser_.get();
@@ -223,8 +228,8 @@ class ToH2 {
       }
       if (!out.empty()) {
         client_.watch.guard(client_.transport.socket(), idle);
-        auto [ec, n] =
-            co_await asio::async_write(client_.transport, asio::buffer(out), as_tuple(use_awaitable));
+        auto [ec, n] = co_await asio::async_write(client_.transport, asio::buffer(out),
+                                                  as_tuple(use_awaitable));
         if (ec) {
           conn_->cancel(call);
           co_return Forwarded{};

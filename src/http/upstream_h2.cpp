@@ -54,8 +54,7 @@ H2UpstreamConnection::~H2UpstreamConnection() {
 }
 
 bool H2UpstreamConnection::has_room() const {
-  if (state_ == State::connecting)
-    return waiting_ + calls_.size() < pool_.assumed_streams(key_);
+  if (state_ == State::connecting) return waiting_ + calls_.size() < pool_.assumed_streams(key_);
   if (state_ != State::open || goaway_ || nghttp2_session_check_request_allowed(session_) == 0)
     return false;
   const auto limit =
@@ -245,9 +244,8 @@ std::shared_ptr<H2UpstreamConnection> H2UpstreamPool::ready(const config::Upstre
   if (it == conns_.end()) return nullptr;
   auto& list = it->second;
   // A closed one goes here (its coroutines have ended or are ending; they hold it till then).
-  std::erase_if(list, [](const auto& c) {
-    return c->state() == H2UpstreamConnection::State::closed;
-  });
+  std::erase_if(list,
+                [](const auto& c) { return c->state() == H2UpstreamConnection::State::closed; });
   for (auto& c : list)
     if (c->state() == H2UpstreamConnection::State::open && c->has_room()) return c;
   return nullptr;

@@ -73,8 +73,8 @@ struct H2Call {
   }
   // The connection's own.
   std::int32_t id = -1;
-  bool head_sent = false;  // HEADERS left for the origin: it may have processed the request
-  int pending_status = 0;  // the :status of the header block being received
+  bool head_sent = false;       // HEADERS left for the origin: it may have processed the request
+  int pending_status = 0;       // the :status of the header block being received
   std::size_t block_bytes = 0;  // of the header block being received, as HPACK counts them
 };
 using H2CallPtr = std::shared_ptr<H2Call>;
@@ -111,10 +111,10 @@ class H2UpstreamConnection : public std::enable_shared_from_this<H2UpstreamConne
   // Opens a stream for `call` with the request head `nva` (pseudo-headers first); false if
   // this connection cannot take it any more.
   bool submit(const H2CallPtr& call, std::span<const nghttp2_nv> nva, bool has_body);
-  void resume(H2Call& c);                 // more of c.out, or its end, is there
-  void take(H2Call& c, std::size_t n);    // n response body bytes taken: the window reopens
-  void cancel(H2Call& c);                 // the client went away: RST_STREAM CANCEL
-  void close();                           // ends the connection (a drain, a shutdown)
+  void resume(H2Call& c);               // more of c.out, or its end, is there
+  void take(H2Call& c, std::size_t n);  // n response body bytes taken: the window reopens
+  void cancel(H2Call& c);               // the client went away: RST_STREAM CANCEL
+  void close();                         // ends the connection (a drain, a shutdown)
   std::size_t streams() const { return calls_.size(); }
 
  private:
@@ -131,14 +131,15 @@ class H2UpstreamConnection : public std::enable_shared_from_this<H2UpstreamConne
 
   H2UpstreamPool& pool_;
   boost::asio::any_io_executor ex_;
-  std::string key_;  // the upstream's pool_key
+  std::string key_;                            // the upstream's pool_key
   std::chrono::milliseconds connect_timeout_;  // also for the origin's first SETTINGS
   UpstreamConnectionPtr conn_;
   nghttp2_session* session_ = nullptr;
   State state_ = State::connecting;
   std::string why_;  // why connecting failed
   bool timed_out_ = false;
-  std::size_t waiting_ = 0;  // callers waiting for this connection to be ready (H2UpstreamPool::get)
+  std::size_t waiting_ =
+      0;  // callers waiting for this connection to be ready (H2UpstreamPool::get)
   bool goaway_ = false;
   bool closing_ = false;  // close() was called: a connection still connecting stops there
   std::map<std::int32_t, H2CallPtr> calls_;

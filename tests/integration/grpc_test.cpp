@@ -22,7 +22,8 @@ using namespace floodgate::testing;
 using namespace std::chrono_literals;
 namespace json = boost::json;
 
-const std::string kPeer = "/usr/bin/python3 " FLOODGATE_SOURCE_DIR "/tests/integration/grpc/grpc_peer.py";
+const std::string kPeer =
+    "/usr/bin/python3 " FLOODGATE_SOURCE_DIR "/tests/integration/grpc/grpc_peer.py";
 
 // The Echo service on a free port of its own choosing.
 class GrpcServer {
@@ -101,12 +102,13 @@ TEST(Grpc, CallsOfEveryKindPassWithTheirTrailers) {
 
 TEST(Grpc, ARefusedCallIsResourceExhaustedWithPushback) {
   GrpcServer server;
-  Proxy proxy(grpc_config(h2_upstream("grpc", server.port()),
-                          "  - name: unary\n    match: { path_prefix: " + kEcho +
-                              "Unary }\n    upstream: grpc\n"
-                              "    limits: [{ name: two, algorithm: fixed_window, limit: 2, "
-                              "window: 1h, key: [ip] }]\n"
-                              "  - name: all\n    match: { path_prefix: / }\n    upstream: grpc\n"));
+  Proxy proxy(
+      grpc_config(h2_upstream("grpc", server.port()),
+                  "  - name: unary\n    match: { path_prefix: " + kEcho +
+                      "Unary }\n    upstream: grpc\n"
+                      "    limits: [{ name: two, algorithm: fixed_window, limit: 2, "
+                      "window: 1h, key: [ip] }]\n"
+                      "  - name: all\n    match: { path_prefix: / }\n    upstream: grpc\n"));
   EXPECT_EQ(code_of(call(proxy.port(), "unary")), "OK");
   auto second = call(proxy.port(), "unary");
   EXPECT_EQ(code_of(second), "OK");
@@ -171,9 +173,11 @@ TEST(Grpc, FloodgatesOwnAnswersAreGrpcStatuses) {
           "Count }\n    upstream: grpc\n"
           "    limits: [{ name: t, algorithm: fixed_window, limit: 9, window: 1h, key: "
           "[jwt:sub] }]\n"
-          "  - name: unreachable\n    match: { path_prefix: " + kEcho +
+          "  - name: unreachable\n    match: { path_prefix: " +
+          kEcho +
           "ServerStream }\n    upstream: dead\n"
-          "  - name: slow\n    match: { path_prefix: " + kEcho + "Unary }\n    upstream: grpc\n",
+          "  - name: slow\n    match: { path_prefix: " +
+          kEcho + "Unary }\n    upstream: grpc\n",
       "jwt: { algorithms: [HS256], hs256_secret: \"0123456789abcdef0123456789abcdef\" }\n"));
   EXPECT_EQ(code_of(call(proxy.port(), "count")), "UNAUTHENTICATED");
   EXPECT_EQ(code_of(call(proxy.port(), "server")), "UNAVAILABLE");

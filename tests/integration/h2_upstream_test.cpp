@@ -30,12 +30,11 @@ class Nghttpd {
                    const std::string& key = "", int max_streams = 100)
       : port_(free_port()),
         process_(cert.empty()
-                     ? std::vector<std::string>{"/usr/sbin/nghttpd", "--no-tls", "-d", dir,
-                                                "-m", std::to_string(max_streams),
-                                                std::to_string(port_)}
+                     ? std::vector<std::string>{"/usr/sbin/nghttpd", "--no-tls", "-d", dir, "-m",
+                                                std::to_string(max_streams), std::to_string(port_)}
                      : std::vector<std::string>{"/usr/sbin/nghttpd", "-d", dir, "-m",
-                                                std::to_string(max_streams),
-                                                std::to_string(port_), key, cert}) {
+                                                std::to_string(max_streams), std::to_string(port_),
+                                                key, cert}) {
     wait_listening(port_);
   }
   std::uint16_t port() const { return port_; }
@@ -46,8 +45,7 @@ class Nghttpd {
 };
 
 std::string served_dir() {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("fg-nghttpd-" + std::to_string(::getpid()));
+  auto dir = std::filesystem::temp_directory_path() / ("fg-nghttpd-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "hello.txt") << "hello from nghttpd\n";
   std::ofstream(dir / "big.bin") << std::string(1'000'000, 'b');
@@ -86,11 +84,10 @@ TEST(H2Upstream, NghttpdIsAnH2OriginForHttp2AndHttp11Clients) {
                            30),
             "hello from nghttpd");
   // The rate headers are added to the origin's response, as for an HTTP/1.1 upstream.
-  EXPECT_NE(command_output("curl -s -D - -o /dev/null --http2-prior-knowledge " + base +
-                               "/hello.txt",
-                           20)
-                .find("x-ratelimit-limit: 1000"),
-            std::string::npos);
+  EXPECT_NE(
+      command_output("curl -s -D - -o /dev/null --http2-prior-knowledge " + base + "/hello.txt", 20)
+          .find("x-ratelimit-limit: 1000"),
+      std::string::npos);
   // Many streams at once over one client connection share the upstream's connection.
   auto h2load = command_output("h2load -n 200 -c 2 -m 20 " + base + "/hello.txt", 60);
   EXPECT_NE(h2load.find("200 succeeded"), std::string::npos) << h2load;
@@ -102,9 +99,9 @@ TEST(H2Upstream, AnOriginsStreamLimitIsKeptWithMoreConnections) {
   Nghttpd origin(served_dir(), "", "", 2);
   Proxy proxy(grpc_config(h2_upstream("h2", origin.port()),
                           "  - name: all\n    match: { path_prefix: / }\n    upstream: h2\n"));
-  auto out = command_output("h2load -n 400 -c 2 -m 20 http://127.0.0.1:" +
-                                std::to_string(proxy.port()) + "/hello.txt",
-                            60);
+  auto out = command_output(
+      "h2load -n 400 -c 2 -m 20 http://127.0.0.1:" + std::to_string(proxy.port()) + "/hello.txt",
+      60);
   EXPECT_NE(out.find("400 succeeded"), std::string::npos) << out;
   EXPECT_NE(out.find("status codes: 400 2xx"), std::string::npos) << out;
 }
@@ -157,9 +154,10 @@ TEST(H2Upstream, ABrokenOriginIsA502OrACutResponseNeverAWholeOne) {
     const auto target = "http://127.0.0.1:" + std::to_string(proxy.port()) + "/x";
     for (const std::string how : {"--http2-prior-knowledge", "--http1.1"}) {
       // "STATUS BYTES CURL-EXIT"
-      auto out = command_output("curl -s " + how + " -o /dev/null -w '%{http_code} %{size_download}' " +
-                                    target + "; echo \" $?\"",
-                                20);
+      auto out =
+          command_output("curl -s " + how + " -o /dev/null -w '%{http_code} %{size_download}' " +
+                             target + "; echo \" $?\"",
+                         20);
       if (c.before_head) {
         EXPECT_EQ(out.substr(0, 3), "502") << c.mode << " " << how << ": " << out;
       } else {
@@ -184,9 +182,8 @@ TEST(H2Upstream, AnOriginThatDoesNotSpeakHttp2IsA502) {
   Proxy proxy(grpc_config(h2_upstream("wrong", origin.port()),
                           "  - name: all\n    match: { path_prefix: / }\n    upstream: wrong\n"));
   const auto target = "http://127.0.0.1:" + std::to_string(proxy.port()) + "/x";
-  EXPECT_EQ(command_output("curl -s --http2-prior-knowledge -o /dev/null -w '%{http_code}' " +
-                               target,
-                           20),
+  EXPECT_EQ(command_output(
+                "curl -s --http2-prior-knowledge -o /dev/null -w '%{http_code}' " + target, 20),
             "502");
   EXPECT_EQ(command_output("curl -s --http1.1 -o /dev/null -w '%{http_code}' " + target, 20),
             "502");
