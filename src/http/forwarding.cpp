@@ -67,6 +67,11 @@ std::optional<std::uint64_t> content_length_of(const bhttp::fields& fields) {
   return n;
 }
 
+bool asks_for_trailers(const bhttp::fields& fields) {
+  auto it = fields.find(bhttp::field::te);
+  return it != fields.end() && iequals(it->value(), "trailers");
+}
+
 void strip_hop_by_hop(bhttp::fields& fields) {
   // Collect the names listed in Connection before erasing it: "Connection: close, X-Foo"
   // makes X-Foo hop-by-hop too.

@@ -25,6 +25,9 @@ void strip_hop_by_hop(boost::beast::http::fields& fields);
 // Content-Length as a number; nullopt when absent or not a number.
 std::optional<std::uint64_t> content_length_of(const boost::beast::http::fields& fields);
 
+// TE: trailers, the one TE a proxy passes on (to an h2 upstream: gRPC needs it).
+bool asks_for_trailers(const boost::beast::http::fields& fields);
+
 // Every value of a possibly repeated list header, joined as one list (RFC 9110 section 5.3).
 std::string joined_values(const boost::beast::http::fields& fields, std::string_view name,
                           std::string_view separator = ", ");

@@ -53,7 +53,9 @@ struct H2Stream {
   bool body_done = false;  // END_STREAM seen
   H2Fields trailers;       // the request's trailers, when it has any (forwarded to an h2 upstream)
   bool discard_body = false;  // answered without the upstream: DATA is consumed on arrival
-  // The response body nghttp2 reads from (its data provider), and whether it ends there.
+  // The response body nghttp2 reads from (its data provider), and whether it ends there;
+  // an upstream is read only while fewer than kMaxOut bytes wait for the client's window.
+  static constexpr std::size_t kMaxOut = 64 * 1024;
   std::string out;
   std::size_t out_sent = 0;
   bool out_done = false;

@@ -35,17 +35,16 @@ namespace floodgate::http {
 namespace {
 
 constexpr std::size_t kChunk = 16 * 1024;
-constexpr std::size_t kMaxBuffered = 64 * 1024;  // response bytes waiting for the client's window
 constexpr std::uint64_t kUpstreamHeaderLimit = 64 * 1024;
 
 // Parses into s.out what `buffer` already holds of the response body, as far as the buffered
 // bound allows, without waiting for the socket; sets s.out_done. False on a malformed body.
 bool parse_buffered(ResponseParser& rp, beast::flat_buffer& buffer, H2Stream& s) {
   auto& body = rp.get().body();
-  while (!rp.is_done() && buffer.size() > 0 && s.out.size() - s.out_sent < kMaxBuffered) {
+  while (!rp.is_done() && buffer.size() > 0 && s.out.size() - s.out_sent < H2Stream::kMaxOut) {
     // A body's bytes are no more than the bytes they are parsed from: straight into s.out.
     const auto start = s.out.size();
-    const auto room = std::min(buffer.size(), kMaxBuffered - (start - s.out_sent));
+    const auto room = std::min(buffer.size(), H2Stream::kMaxOut - (start - s.out_sent));
     s.out.resize(start + room);
     body.data = s.out.data() + start;
     body.size = room;
@@ -259,10 +258,7 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
     }
   }
   x.upstream_took = std::chrono::steady_clock::now() - sent_at;
-  auto& stats = w_.upstream_stats(u.name);
-  stats.latency.observe(std::chrono::duration<double>(x.upstream_took).count());
-  stats.by_class[std::min<unsigned>(5, rp->get().result_int() / 100)].fetch_add(
-      1, std::memory_order_relaxed);
+  w_.upstream_answered(u, x.upstream_took, rp->get().result_int());
   auto& res = rp->get();
   const bool upstream_keep_alive = rp->keep_alive();
   const auto length = rp->content_length();
@@ -282,7 +278,7 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
   }
   submit_head(s, response_head, has_body);
   while (!rp->is_done()) {
-    while (s.out.size() - s.out_sent >= kMaxBuffered && !s.closed) co_await changed(s, idle);
+    while (s.out.size() - s.out_sent >= H2Stream::kMaxOut && !s.closed) co_await changed(s, idle);
     if (s.closed) co_return;  // the client went away: the upstream connection is dropped
     watch.guard(conn->stream.socket(), u.response_timeout);
     auto [ec, n] = co_await conn->stream.async_read_some(conn->buffer.prepare(kChunk),

@@ -1,10 +1,10 @@
 // An admitted HTTP/2 stream forwarded to an h2 upstream (upstream_h2.hpp) as a stream of its
 // own: the head rewritten as for any upstream, then both directions relayed at once, so that
 // client-streaming, server-streaming and bidirectional gRPC calls work. Each direction holds
-// at most one window plus kMaxBuffered here: the client's window reopens only as its DATA
-// is handed to the upstream, the upstream's only as its DATA is handed to the client.
-// Trailers travel both ways; the response's are where a streamed answer reports its true
-// cost (settle: response_trailer:NAME).
+// at most one window plus 64 KiB here (H2Stream::kMaxOut): the client's window reopens only as its
+// DATA is handed to the upstream, the upstream's only as its DATA is handed to the client. Trailers
+// travel both ways; the response's are where a streamed answer reports its true cost (settle:
+// response_trailer:NAME).
 
 #include <nghttp2/nghttp2.h>
 
@@ -27,11 +27,6 @@ namespace floodgate::http {
 
 namespace {
 
-constexpr std::size_t kMaxBuffered = 64 * 1024;
-// Attempts for a stream the origin refused unprocessed (GOAWAY, REFUSED_STREAM): each on a
-// connection the pool has not seen fail.
-constexpr int kAttempts = 3;
-
 // Fields a response must not carry over HTTP/2 (RFC 9113 8.2.2), whatever the origin sent.
 bool connection_specific(std::string_view name) {
   return name == "connection" || name == "keep-alive" || name == "proxy-connection" ||
@@ -43,11 +38,6 @@ bool is_rate_header(const Exchange& x, std::string_view name) {
   for (const auto& [n, v] : x.admission.headers)
     if (iequals(n, name)) return true;
   return false;
-}
-
-bool asks_for_trailers(const bhttp::fields& f) {
-  auto it = f.find(bhttp::field::te);
-  return it != f.end() && iequals(it->value(), "trailers");
 }
 
 }  // namespace
@@ -90,31 +80,24 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
     H2UpstreamPool::Got got{w_.h2_pool.ready(u)};
     if (!got.conn) got = co_await w_.h2_pool.get(u);
     if (!got.conn) {
-      (got.timeout ? stats.timeouts : stats.connect_errors).fetch_add(1, std::memory_order_relaxed);
-      if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
-        w_.log.warn("upstream {} ({}): connect failed: {} ({} similar lines suppressed)", u.name,
-                    u.url, got.why, quiet);
+      w_.upstream_connect_failed(u, got.timeout, got.why);
       fail(got.timeout ? 504 : 502);
       co_return;
     }
     conn = std::move(got.conn);
     if (s.closed) co_return;
     if (!conn->submit(call, block.pairs(), has_body)) {
-      if (attempt < kAttempts) continue;
+      if (attempt < H2UpstreamPool::kAttempts) continue;
       fail(502);
       co_return;
     }
     // Both directions, until the response has ended (or either side failed).
     for (;;) {
-      if (s.closed) {  // the client reset the stream: so does the upstream's
-        conn->cancel(*call);
-        co_return;
-      }
+      if (s.closed) co_return;  // the client reset the stream: the guard resets the upstream's
       // Request: what the client sent, as the upstream takes it.
-      if (!call->out_done && !s.body.empty() && call->out.size() < kMaxBuffered) {
+      if (!call->out_done && !s.body.empty() && call->out.size() < H2Stream::kMaxOut) {
         forwarded += s.body.size();
         if (forwarded > config.server.max_body_bytes) {
-          conn->cancel(*call);
           fail(413);
           co_return;
         }
@@ -133,8 +116,7 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
       // Response: the head once, then the body as the client takes it, then the trailers.
       if (call->head_done && !s.responded) {
         x.upstream_took = std::chrono::steady_clock::now() - sent_at;
-        stats.latency.observe(std::chrono::duration<double>(x.upstream_took).count());
-        stats.by_class[std::min(5, call->status / 100)].fetch_add(1, std::memory_order_relaxed);
+        w_.upstream_answered(u, x.upstream_took, call->status);
         const auto& from = call->head;
         auto field = [&from](std::string_view n) { return from.find(n); };
         w_.gate.settle(x, false, field);
@@ -152,7 +134,7 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
               field);  // trailers-only: they are in the head  // trailers-only: they are here
         submit_head(s, head, !ends);
       }
-      if (s.responded && !call->in.empty() && s.out.size() - s.out_sent < kMaxBuffered) {
+      if (s.responded && !call->in.empty() && s.out.size() - s.out_sent < H2Stream::kMaxOut) {
         const auto n = call->in.size();
         s.out += call->in;
         call->in.clear();
@@ -172,7 +154,6 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
       const bool upstream_owes = !call->head_done || (!call->in_done && call->in.empty());
       const bool woke = co_await changed(s, upstream_owes ? u.response_timeout : idle);
       if (!woke) {
-        conn->cancel(*call);
         if (upstream_owes) stats.timeouts.fetch_add(1, std::memory_order_relaxed);
         if (upstream_owes && !call->head_done) {
           fail(504);
@@ -184,7 +165,7 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
     }
     // The upstream's stream failed. One the origin never processed goes again, body and
     // all, when all of it was kept.
-    if (call->refused && call->replayable && !s.responded && attempt < kAttempts) {
+    if (call->refused && call->replayable && !s.responded && attempt < H2UpstreamPool::kAttempts) {
       auto next = std::make_shared<H2Call>();
       next->waker = &s.wake;
       next->out = std::move(call->sent) + call->out;

@@ -30,12 +30,6 @@ namespace floodgate::http {
 namespace {
 
 constexpr std::size_t kMaxBuffered = 64 * 1024;
-constexpr int kAttempts = 3;  // as h2_to_h2.cpp: for a stream refused unprocessed
-
-bool asks_for_trailers(const bhttp::fields& f) {
-  auto it = f.find(bhttp::field::te);
-  return it != f.end() && iequals(it->value(), "trailers");
-}
 
 class ToH2 {
  public:
@@ -70,16 +64,12 @@ class ToH2 {
       H2UpstreamPool::Got got{w_.h2_pool.ready(u_)};
       if (!got.conn) got = co_await w_.h2_pool.get(u_);
       if (!got.conn) {
-        (got.timeout ? stats.timeouts : stats.connect_errors)
-            .fetch_add(1, std::memory_order_relaxed);
-        if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
-          w_.log.warn("upstream {} ({}): connect failed: {} ({} similar lines suppressed)", u_.name,
-                      u_.url, got.why, quiet);
+        w_.upstream_connect_failed(u_, got.timeout, got.why);
         co_return Forwarded{false, got.timeout ? 504 : 502};
       }
       conn_ = std::move(got.conn);
       if (!conn_->submit(call, block.pairs(), has_body)) {
-        if (attempt < kAttempts) continue;
+        if (attempt < H2UpstreamPool::kAttempts) continue;
         co_return Forwarded{false, 502};
       }
       if (!body_read) {  // once: a stream sent again takes the body kept from the first
@@ -90,7 +80,8 @@ class ToH2 {
       const bool answered = co_await wait_head(*call);
       if (answered) break;
       // The origin never processed it: again on another connection, body and all if kept.
-      if (call->refused && call->replayable && attempt < kAttempts && parser_.is_done()) {
+      if (call->refused && call->replayable && attempt < H2UpstreamPool::kAttempts &&
+          parser_.is_done()) {
         auto next = std::make_shared<H2Call>();
         next->waker = &wake_;
         next->out = std::move(call->sent) + call->out;
@@ -98,7 +89,6 @@ class ToH2 {
         call = std::move(next);
         continue;
       }
-      conn_->cancel(*call);
       const bool timeout = !call->closed;
       if (timeout) stats.timeouts.fetch_add(1, std::memory_order_relaxed);
       if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
@@ -107,8 +97,7 @@ class ToH2 {
       co_return Forwarded{false, timeout ? 504 : 502};
     }
     x_.upstream_took = std::chrono::steady_clock::now() - sent_at;
-    stats.latency.observe(std::chrono::duration<double>(x_.upstream_took).count());
-    stats.by_class[std::min(5, call->status / 100)].fetch_add(1, std::memory_order_relaxed);
+    w_.upstream_answered(u_, x_.upstream_took, call->status);
     co_return co_await send_response(*call, client_keep_alive && parser_.is_done(), te_trailers);
   }
 
@@ -144,7 +133,6 @@ class ToH2 {
                                                 as_tuple(use_awaitable));
       if (ec == bhttp::error::need_buffer) ec = {};
       if (ec) {
-        conn_->cancel(call);
         ec = client_.watch.translate(ec);
         if (ec == bhttp::error::body_limit) co_return Forwarded{false, 413};
         co_return Forwarded{};  // the client went away or stalled, or its framing broke
@@ -230,10 +218,7 @@ class ToH2 {
         client_.watch.guard(client_.transport.socket(), idle);
         auto [ec, n] = co_await asio::async_write(client_.transport, asio::buffer(out),
                                                   as_tuple(use_awaitable));
-        if (ec) {
-          conn_->cancel(call);
-          co_return Forwarded{};
-        }
+        if (ec) co_return Forwarded{};  // the guard resets the upstream's stream
         out.clear();
         continue;  // the call may have changed during the write: look again before waiting
       }
@@ -243,10 +228,7 @@ class ToH2 {
       }
       // Nothing awaited since the call was last looked at: no change can have been missed.
       const bool woke = co_await changed(u_.response_timeout);
-      if (!woke) {
-        conn_->cancel(call);
-        co_return Forwarded{};
-      }
+      if (!woke) co_return Forwarded{};
     }
     client_.head = std::move(out);  // the connection's buffer, kept for the next request
     co_return Forwarded{keep_alive, 0};

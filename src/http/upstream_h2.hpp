@@ -167,6 +167,10 @@ class H2UpstreamPool {
  public:
   explicit H2UpstreamPool(UpstreamPool& connector) : connector_(connector) {}
 
+  // Attempts a stream gets in all when the origin refuses it unprocessed (GOAWAY,
+  // REFUSED_STREAM) or a connection cannot take it: each on another connection.
+  static constexpr int kAttempts = 3;
+
   struct Got {
     std::shared_ptr<H2UpstreamConnection> conn;  // null on failure
     std::string why;                             // the failure in words

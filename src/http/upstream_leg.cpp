@@ -72,12 +72,7 @@ class Leg {
       if (!conn) {
         auto fresh = co_await w_.pool.connect(u_, client_.watch);
         if (fresh.error) {
-          auto& stats = w_.upstream_stats(u_.name);
-          (fresh.error == beast::error::timeout ? stats.timeouts : stats.connect_errors)
-              .fetch_add(1, std::memory_order_relaxed);
-          if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
-            w_.log.warn("upstream {} ({}): connect failed: {} ({} similar lines suppressed)",
-                        u_.name, u_.url, fresh.why, quiet);
+          w_.upstream_connect_failed(u_, fresh.error == beast::error::timeout, fresh.why);
           co_return Forwarded{false, status_for_upstream_error(fresh.error)};
         }
         conn = std::move(fresh.conn);
@@ -95,10 +90,7 @@ class Leg {
       if (!ec) ec = co_await read_response_header(*conn, rp, head, upgrade);
       if (!ec) {
         x_.upstream_took = std::chrono::steady_clock::now() - sent_at;
-        auto& stats = w_.upstream_stats(u_.name);
-        stats.latency.observe(std::chrono::duration<double>(x_.upstream_took).count());
-        stats.by_class[std::min<unsigned>(5, rp->get().result_int() / 100)].fetch_add(
-            1, std::memory_order_relaxed);
+        w_.upstream_answered(u_, x_.upstream_took, rp->get().result_int());
         break;
       }
       // A pooled connection the upstream closed just as we reused it: safe to try once more

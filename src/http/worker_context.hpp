@@ -4,10 +4,12 @@
 
 #include <spdlog/logger.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "floodgate/admin/metrics.hpp"
@@ -62,6 +64,22 @@ struct WorkerContext {
     return *slot;
   }
   LogThrottle upstream_errors;
+  // `u` answered with `status` `took` after the request was sent: its latency and status class.
+  void upstream_answered(const config::Upstream& u, std::chrono::steady_clock::duration took,
+                         int status) {
+    auto& stats = upstream_stats(u.name);
+    stats.latency.observe(std::chrono::duration<double>(took).count());
+    stats.by_class[std::min(5, std::max(0, status / 100))].fetch_add(1, std::memory_order_relaxed);
+  }
+  // A connection to `u` could not be made: counted (a timeout apart) and logged, at most a
+  // line a second.
+  void upstream_connect_failed(const config::Upstream& u, bool timeout, std::string_view why) {
+    auto& stats = upstream_stats(u.name);
+    (timeout ? stats.timeouts : stats.connect_errors).fetch_add(1, std::memory_order_relaxed);
+    if (auto quiet = upstream_errors.allow(); quiet >= 0)
+      log.warn("upstream {} ({}): connect failed: {} ({} similar lines suppressed)", u.name, u.url,
+               why, quiet);
+  }
   // Every session's coroutine ends before the worker stops its loop (Worker::drain), so no
   // session frame outlives this context.
   SessionRegistry sessions;
