@@ -147,6 +147,7 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
 }
 
 void LimitGate::settle(Exchange& x, const boost::beast::http::fields& response) {
+  if (x.admission.settles.empty()) return;  // most responses: no lookup built for nothing
   settle(x, false, [&](std::string_view name) -> std::optional<std::string_view> {
     auto it = response.find(name);
     if (it == response.end()) return std::nullopt;
