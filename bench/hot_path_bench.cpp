@@ -1,7 +1,8 @@
 // The per-request pieces on floodgate's hot path, one at a time: parsing a request head,
 // routing, building a route's plan (key parts, HMAC, parameters), encoding the Redis script
 // arguments, and writing what goes back (a response head, the rate-limit headers, a whole
-// 429). What each costs explains the peer benchmark's CPU per request (docs/benchmarks.md).
+// 429), and counting a caller in its limit's top offenders (admin.top). What each costs
+// explains the peer benchmark's CPU per request (docs/benchmarks.md).
 #include <benchmark/benchmark.h>
 
 #include <boost/asio/buffer.hpp>
@@ -12,6 +13,7 @@
 #include "floodgate/config/loader.hpp"
 #include "floodgate/http/router.hpp"
 #include "floodgate/keys/key_builder.hpp"
+#include "floodgate/limit/heavy_hitters.hpp"
 #include "floodgate/limit/policy.hpp"
 #include "http/request_sources.hpp"
 #include "http/wire.hpp"
@@ -166,5 +168,84 @@ void BM_ResponseHead(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_ResponseHead);
+
+// What LimitGate::count_callers does per limit of a request: the store key's id, the window's
+// slice, the summary's update, and the caller's text when the key is new. With 20 callers
+// that stay (the usual case: every key known) and with every request a new caller (a flood of
+// distinct IPs, the worst case: an eviction and a caller text each time). The default
+// admin.top: k 20, so 80 counters per slice.
+void BM_TopCountKnownCallers(benchmark::State& state) {
+  limit::TopWindow window(80, 60 * limit::kMicrosPerSecond);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 20; ++i)
+    keys.push_back("fg:api:ip-burst:{" + std::to_string(1'000'000'000'000 + i * 7919) + "}");
+  const auto* limit = &bench_config().routes[2].limits[0];
+  keys::RequestFacts facts{"api",
+                           "GET",
+                           "shop.example.com",
+                           "/api/v1/orders",
+                           "page=2",
+                           *config::parse_ip("203.0.113.7"),
+                           nullptr,
+                           nullptr};
+  limit::Micros now = 1'700'000'000 * limit::kMicrosPerSecond;
+  std::size_t i = 0;
+  for (auto _ : state) {
+    bool fresh = false;
+    auto& e = window.at(now += 50).add(limit::key_id(keys[i++ % keys.size()]), 1, fresh);
+    if (fresh) keys::append_caller_text(e.caller, *limit, facts);
+    benchmark::DoNotOptimize(e);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_TopCountKnownCallers);
+
+void BM_TopCountNewCallers(benchmark::State& state) {
+  limit::TopWindow window(80, 60 * limit::kMicrosPerSecond);
+  const auto* limit = &bench_config().routes[2].limits[0];
+  keys::RequestFacts facts{"api",
+                           "GET",
+                           "shop.example.com",
+                           "/api/v1/orders",
+                           "page=2",
+                           *config::parse_ip("203.0.113.7"),
+                           nullptr,
+                           nullptr};
+  std::string key = "fg:api:ip-burst:{00000000000000000000000000000000}";
+  limit::Micros now = 1'700'000'000 * limit::kMicrosPerSecond;
+  std::uint64_t n = 0;
+  for (auto _ : state) {
+    // A new caller each time: its key's hash digits and its address change.
+    auto digits = std::to_string(++n);
+    key.replace(key.size() - 1 - digits.size(), digits.size(), digits);
+    facts.client =
+        *config::parse_ip("10." + std::to_string((n >> 16) & 255) + "." +
+                          std::to_string((n >> 8) & 255) + "." + std::to_string(n & 255));
+    bool fresh = false;
+    auto& e = window.at(now += 50).add(limit::key_id(key), 1, fresh);
+    if (fresh) keys::append_caller_text(e.caller, *limit, facts);
+    benchmark::DoNotOptimize(e);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_TopCountNewCallers);
+
+// The same flood without the summary: what building a new caller's address alone costs, to
+// subtract from the above.
+void BM_TopCountNewCallersBaseline(benchmark::State& state) {
+  std::string key = "fg:api:ip-burst:{00000000000000000000000000000000}";
+  std::uint64_t n = 0;
+  config::IpAddress client{};
+  for (auto _ : state) {
+    auto digits = std::to_string(++n);
+    key.replace(key.size() - 1 - digits.size(), digits.size(), digits);
+    client = *config::parse_ip("10." + std::to_string((n >> 16) & 255) + "." +
+                               std::to_string((n >> 8) & 255) + "." + std::to_string(n & 255));
+    benchmark::DoNotOptimize(client);
+    benchmark::DoNotOptimize(key);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_TopCountNewCallersBaseline);
 
 }  // namespace

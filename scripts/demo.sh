@@ -55,4 +55,7 @@ echo "== errors floodgate answers itself =="
 printf '  oversized header: '; curl -s -o /dev/null -w '%{http_code}\n' -H "X-Big: $(head -c 20000 /dev/zero | tr '\0' a)" http://127.0.0.1:8080/
 printf '  smuggling (CL+TE): '; curl -s -o /dev/null -w '%{http_code}\n' -X POST -H 'Content-Length: 4' -H 'Transfer-Encoding: chunked' --data-binary $'0\r\n\r\n' http://127.0.0.1:8080/
 echo
+echo "== who is calling hardest (admin listener: GET /top; the live page is GET /) =="
+curl -s 'http://127.0.0.1:9901/top?limit=ip-burst&k=3'
+echo
 echo "floodgate log: /tmp/floodgate-demo.log"

@@ -15,6 +15,7 @@ packages=(
   clang libclang-rt-14-dev llvm
   redis-server curl ca-certificates
   nghttp2-client nghttp2-server python3-h2 python3-grpcio python3-grpc-tools
+  chromium fonts-dejavu-core
 )
 
 missing=()

@@ -7,12 +7,16 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
 #include <thread>
+
+#include "live_view.hpp"
 
 namespace floodgate::admin {
 
@@ -27,16 +31,34 @@ struct AdminServer::Impl {
   Metrics& metrics;
   AdminState& state;
   spdlog::logger& log;
+  TopSource top;
   asio::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
+  asio::steady_timer tick{ioc};
+  StatsHistory history;
   std::thread thread;
+
+  std::pair<int, int> store_health() const {
+    return metrics.store_health ? metrics.store_health() : std::pair<int, int>{0, 0};
+  }
+
+  void sample() {
+    history.sample(metrics, store_health());
+    tick.expires_after(StatsHistory::kInterval);
+    tick.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) sample();
+    });
+  }
 
   bhttp::response<bhttp::string_body> answer(const bhttp::request<bhttp::string_body>& req) {
     bhttp::response<bhttp::string_body> res{bhttp::status::ok, req.version()};
     res.set(bhttp::field::server, "floodgate-admin");
     res.set(bhttp::field::cache_control, "no-store");
     auto target = std::string_view(req.target());
-    target = target.substr(0, target.find('?'));
+    const auto question = target.find('?');
+    const auto query =
+        question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+    target = target.substr(0, question);
     if (req.method() != bhttp::verb::get && req.method() != bhttp::verb::head) {
       res.result(bhttp::status::method_not_allowed);
       res.set(bhttp::field::allow, "GET, HEAD");
@@ -49,8 +71,7 @@ struct AdminServer::Impl {
       res.body() = "ok\n";
     } else if (target == "/readyz") {
       bool draining = state.draining.load();
-      int healthy = 0, total = 0;
-      if (metrics.store_health) std::tie(healthy, total) = metrics.store_health();
+      auto [healthy, total] = store_health();
       // A sick store is the routes' policies' business, not a reason to leave the balancer.
       res.result(draining ? bhttp::status::service_unavailable : bhttp::status::ok);
       res.set(bhttp::field::content_type, "application/json");
@@ -62,10 +83,22 @@ struct AdminServer::Impl {
     } else if (target == "/config") {
       res.set(bhttp::field::content_type, "application/json");
       res.body() = redacted_config_json(*config.get());
+    } else if (target == "/") {
+      res.set(bhttp::field::content_type, "text/html; charset=utf-8");
+      res.body() = admin_page();
+    } else if (target == "/stats") {
+      res.set(bhttp::field::content_type, "application/json");
+      res.body() = history.json(metrics, state.draining.load());
+    } else if (target == "/top") {
+      // Asking the workers blocks this thread for as long as their loops take to answer.
+      auto answer = top_json(top ? top() : std::vector<limit::LimitTop>{}, query);
+      res.result(static_cast<bhttp::status>(answer.status));
+      res.set(bhttp::field::content_type, "application/json");
+      res.body() = std::move(answer.body);
     } else {
       res.result(bhttp::status::not_found);
       res.set(bhttp::field::content_type, "text/plain");
-      res.body() = "not found: try /metrics, /healthz, /readyz or /config\n";
+      res.body() = "not found: try /, /top, /stats, /metrics, /healthz, /readyz or /config\n";
     }
     res.keep_alive(req.keep_alive());
     res.prepare_payload();
@@ -101,8 +134,8 @@ struct AdminServer::Impl {
 };
 
 AdminServer::AdminServer(const config::Endpoint& listen, config::ConfigSource& config,
-                         Metrics& metrics, AdminState& state, spdlog::logger& log)
-    : impl_(new Impl{listen, config, metrics, state, log}) {}
+                         Metrics& metrics, AdminState& state, spdlog::logger& log, TopSource top)
+    : impl_(new Impl{listen, config, metrics, state, log, std::move(top)}) {}
 
 AdminServer::~AdminServer() {
   stop();
@@ -119,6 +152,7 @@ void AdminServer::start() {
   if (ec)
     throw std::system_error(ec, "cannot listen on admin address " + impl_->listen.to_string());
   asio::co_spawn(impl_->ioc, impl_->accept_loop(), asio::detached);
+  asio::post(impl_->ioc, [this] { impl_->sample(); });
   impl_->thread = std::thread([this] { impl_->ioc.run(); });
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The admin listener: GET /metrics (Prometheus text), /healthz, /readyz, /config (secrets
-// redacted). Its own thread and event loop, never the traffic listeners: it stays up during a
-// drain so that /readyz can say 503 while in-flight requests finish.
+// redacted), and the live view: / (a page), /stats and /top (live_view.hpp). Its own thread
+// and event loop, never the traffic listeners: it stays up during a drain so that /readyz can
+// say 503 while in-flight requests finish.
 
 #include <atomic>
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "floodgate/admin/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
+#include "floodgate/limit/heavy_hitters.hpp"
 
 namespace spdlog {
 class logger;
@@ -22,10 +24,13 @@ struct AdminState {
   std::atomic<bool> draining{false};
 };
 
+// Every worker's top offenders summaries (http::Server::top), filled by app/.
+using TopSource = std::function<std::vector<limit::LimitTop>()>;
+
 class AdminServer {
  public:
   AdminServer(const config::Endpoint& listen, config::ConfigSource& config, Metrics& metrics,
-              AdminState& state, spdlog::logger& log);
+              AdminState& state, spdlog::logger& log, TopSource top = {});
   ~AdminServer();
   void start();  // binds (throws std::system_error naming the address) and starts its thread
   std::uint16_t port() const;

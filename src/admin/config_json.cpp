@@ -72,6 +72,15 @@ std::string redacted_config_json(const config::Config& c) {
                                 {"max_header_bytes", c.server.max_header_bytes},
                                 {"max_body_bytes", c.server.max_body_bytes},
                                 {"max_connections", c.server.max_connections}};
+  if (c.admin.listen) {
+    json::object admin{{"listen", c.admin.listen->to_string()}};
+    admin["top"] =
+        c.admin.top.enabled
+            ? json::value(json::object{{"k", c.admin.top.k},
+                                       {"window", config::format_duration(c.admin.top.window)}})
+            : json::value("off");
+    root["admin"] = std::move(admin);
+  }
   json::array upstreams;
   for (const auto& u : c.upstreams)
     upstreams.push_back(

@@ -95,6 +95,12 @@ void Histogram::render(std::string& out, std::string_view name, std::string_view
   line(out, std::string(name) + "_count", labels, count_.load(std::memory_order_relaxed));
 }
 
+std::vector<std::uint64_t> Histogram::buckets() const {
+  std::vector<std::uint64_t> out(bounds_.size() + 1);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = buckets_[i].load(std::memory_order_relaxed);
+  return out;
+}
+
 UpstreamMetrics::UpstreamMetrics() : latency(latency_bounds()) {}
 
 Metrics::Metrics(std::string version, std::string pop)
@@ -117,6 +123,18 @@ UpstreamMetrics& Metrics::upstream(std::string_view name) {
   if (it == upstreams_.end())
     it = upstreams_.emplace(std::string(name), std::make_unique<UpstreamMetrics>()).first;
   return *it->second;
+}
+
+std::map<std::string, Metrics::RouteCounts, std::less<>> Metrics::route_counts() const {
+  std::map<std::string, RouteCounts, std::less<>> out;
+  std::lock_guard lock(mutex_);
+  for (const auto& [name, r] : routes_) {
+    auto& counts = out[name];
+    for (std::size_t i = 0; i < r->outcomes.size(); ++i)
+      counts[i] = r->outcomes[i].load(std::memory_order_relaxed);
+    counts.back() = r->deny_cache_hits.load(std::memory_order_relaxed);
+  }
+  return out;
 }
 
 std::string Metrics::render() const {

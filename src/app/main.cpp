@@ -101,8 +101,9 @@ int run(const std::string& path) {
   try {
     server.start();
     if (r.config->admin.listen) {
-      admin_server = std::make_unique<admin::AdminServer>(*r.config->admin.listen, source, metrics,
-                                                          admin_state, *log);
+      admin_server = std::make_unique<admin::AdminServer>(
+          *r.config->admin.listen, source, metrics, admin_state, *log,
+          [&server] { return server.top(std::chrono::milliseconds(500)); });
       admin_server->start();
       // The bound port, not the configured one (which may be 0).
       log->info("admin listening on {}",

@@ -177,8 +177,21 @@ void read_server(const Section& s, ServerSettings& out) {
 
 void read_admin(const Section& s, AdminSettings& out) {
   auto& r = s.reader();
-  if (!r.map(s.node(), s.path(), {"listen"})) return;
+  if (!r.map(s.node(), s.path(), {"listen", "top"})) return;
   if (s.has("listen")) out.listen = read_endpoint(r, s["listen"], s.at("listen"));
+  if (!s.has("top")) return;
+  if (s["top"].IsScalar()) {  // `top: off` (or false)
+    auto v = r.string(s["top"], s.at("top"));
+    if (v && (*v == "off" || *v == "false"))
+      out.top.enabled = false;
+    else if (v && *v != "on" && *v != "true")
+      r.error(s["top"], s.at("top"), "expected off, or a map with k and window");
+    return;
+  }
+  Section t(r, s["top"], s.at("top"));
+  if (!r.map(t.node(), t.path(), {"k", "window"})) return;
+  t.integer("k", out.top.k, 1, 1000);
+  t.duration("window", out.top.window, Duration(1000));
 }
 
 void read_log(const Section& s, LogSettings& out) {

@@ -51,7 +51,15 @@ std::string summarize(const Config& c) {
     << ", pop: " << c.server.pop << ", max_connections: "
     << (c.server.max_connections == 0 ? "no limit" : std::to_string(c.server.max_connections))
     << "\n";
-  if (c.admin.listen) o << "  admin: " << c.admin.listen->to_string() << "\n";
+  if (c.admin.listen) {
+    o << "  admin: " << c.admin.listen->to_string() << " (/, /top";
+    if (c.admin.top.enabled)
+      o << ": " << c.admin.top.k << " heaviest callers per limit over "
+        << format_duration(c.admin.top.window);
+    else
+      o << " off";
+    o << ")\n";
+  }
   o << "  store: " << to_string(c.store.backend);
   if (c.store.backend == StoreBackend::redis) o << " at " << c.store.redis.address.to_string();
   if (c.store.backend != StoreBackend::memory)

@@ -31,7 +31,38 @@ const LimitGate::Bound& LimitGate::bind(const config::ConfigPtr& c) {
   for (const auto& route : c->routes) bound_.routes.push_back(&metrics_.route(route.name));
   bound_.decision = c->store.backend == config::StoreBackend::memory ? &metrics_.decision_memory
                                                                      : &metrics_.decision_redis;
+  bound_.top.clear();
+  if (c->admin.keeps_top())
+    for (const auto& route : c->routes) {
+      auto& windows = bound_.top.emplace_back();
+      for (const auto& limit : route.limits) windows.push_back(&top_.window(*c, route, limit));
+    }
   return bound_;
+}
+
+void LimitGate::count_callers(const Exchange& x, const limit::Plan& plan,
+                              const keys::RequestFacts& facts, const store::Outcome* outcome,
+                              int refused_item) {
+  // Bound again: a reload may have come while this request waited for the store.
+  const auto& b = bind(x.config);
+  if (b.top.empty()) return;
+  const auto& route = *x.route;
+  const auto& windows = b.top[static_cast<std::size_t>(&route - x.config->routes.data())];
+  for (std::size_t i = 0; i < plan.items.size(); ++i) {
+    const auto& limit = *plan.limits[i];
+    auto& window = *windows[static_cast<std::size_t>(&limit - route.limits.data())];
+    bool fresh = false;
+    auto& e = window.at(x.arrived).add(limit::key_id(plan.items[i].key), 1, fresh);
+    if (fresh) keys::append_caller_text(e.caller, limit, facts);
+    const bool refused = outcome ? i < outcome->decisions.size() && !outcome->decisions[i].admitted
+                                 : static_cast<int>(i) == refused_item;
+    if (refused) ++(plan.items[i].enforce ? e.refused : e.shadow_refused);
+  }
+}
+
+void LimitGate::top(const config::Config& current, limit::Micros now,
+                    std::vector<limit::LimitTop>& out) {
+  if (top_.snapshot(current, now, out)) bound_ = {};  // its window pointers went with them
 }
 
 // The route's on_store_error when the store could not decide.
@@ -89,6 +120,7 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   if (auto hit = deny_.check(plan.items, now)) {
     stats.count(admin::Outcome::limited);
     stats.deny_cache_hits.fetch_add(1, std::memory_order_relaxed);
+    count_callers(x, plan, facts, nullptr, static_cast<int>(hit->item));
     a.decision = "limited";
     a.limit = plan.limits[hit->item]->name;
     co_return refused(*plan.limits[hit->item], plan.items[hit->item].params, hit->decision, now);
@@ -104,12 +136,14 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
     a.degraded = true;
     a.decision = to_string(route.on_store_error);
     outcome = co_await degraded(config, route, plan, stats);
+    count_callers(x, plan, facts, outcome ? &*outcome : nullptr);
     if (!outcome) {
       if (route.on_store_error == config::OnStoreError::fail_closed) co_return Reply{503, "1"};
       co_return std::nullopt;
     }
   } else {
     outcome = std::get<store::Outcome>(std::move(result));
+    count_callers(x, plan, facts, &*outcome);
   }
 
   auto v = limit::verdict(plan, *outcome);

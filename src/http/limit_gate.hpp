@@ -22,6 +22,7 @@
 #include "floodgate/limit/deny_cache.hpp"
 #include "floodgate/store/limit_store.hpp"
 #include "reply.hpp"
+#include "top_board.hpp"
 
 namespace floodgate::http {
 
@@ -54,6 +55,10 @@ class LimitGate {
 
   bool store_healthy() const { return store_->healthy(); }
 
+  // This worker's top offenders of `current`'s limits at `now`, appended to `out` (on the
+  // worker's loop).
+  void top(const config::Config& current, limit::Micros now, std::vector<limit::LimitTop>& out);
+
  private:
   // The metric cells of one config snapshot's routes, resolved when a request first brings
   // that snapshot (the registry's lock is taken then, never per request).
@@ -61,8 +66,14 @@ class LimitGate {
     config::ConfigPtr config;  // held, so that a new snapshot is never mistaken for this one
     std::vector<admin::RouteMetrics*> routes;  // by route index
     admin::Histogram* decision = nullptr;      // seconds per store decision, by backend
+    // By route index, then limit index: each limit's top offenders; empty when none are kept.
+    std::vector<std::vector<limit::TopWindow*>> top;
   };
   const Bound& bind(const config::ConfigPtr& c);
+  // Counts the request's callers in their limits' top offenders: refused by the limits whose
+  // decision in `outcome` refused, or (a deny cache answer, no outcome) by item `refused_item`.
+  void count_callers(const Exchange& x, const limit::Plan& plan, const keys::RequestFacts& facts,
+                     const store::Outcome* outcome, int refused_item = -1);
   store::LimitStore& charged_store(const Admission& a) { return a.degraded ? *local_ : *store_; }
   boost::asio::awaitable<std::optional<store::Outcome>> degraded(const config::Config& c,
                                                                  const config::Route& route,
@@ -76,6 +87,7 @@ class LimitGate {
   limit::DenyCache deny_;
   std::unique_ptr<keys::KeyHasher> hasher_;
   Bound bound_;
+  TopBoard top_;
   std::string lease_prefix_;
   std::uint64_t lease_seq_ = 0;
 };

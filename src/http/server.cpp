@@ -126,6 +126,19 @@ class Worker {
   // Read from the admin thread: stores answer health from atomics.
   bool store_healthy() const { return ctx_.gate.store_healthy(); }
 
+  // Asked from the admin thread: the copies are made on this worker's loop, between two
+  // handlers, so requests write their summaries without locks.
+  std::future<std::vector<limit::LimitTop>> top() {
+    auto done = std::make_shared<std::promise<std::vector<limit::LimitTop>>>();
+    auto copies = done->get_future();
+    asio::post(ioc_, [this, done] {
+      std::vector<limit::LimitTop> out;
+      ctx_.gate.top(*ctx_.snapshot(), ctx_.clock.now(), out);
+      done->set_value(std::move(out));
+    });
+    return copies;
+  }
+
  private:
   // A handler that throws must not end the worker (std::terminate, every connection lost):
   // report it and go on; io_context::run may be called again after an exception.
@@ -369,6 +382,20 @@ std::pair<int, int> Server::store_health() const {
   int healthy = 0;
   for (const auto& w : impl_->workers) healthy += w->store_healthy() ? 1 : 0;
   return {healthy, static_cast<int>(impl_->workers.size())};
+}
+
+std::vector<limit::LimitTop> Server::top(std::chrono::milliseconds wait) const {
+  std::lock_guard lock(impl_->workers_mutex);
+  std::vector<std::future<std::vector<limit::LimitTop>>> asked;
+  for (const auto& w : impl_->workers) asked.push_back(w->top());
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  std::vector<limit::LimitTop> out;
+  for (auto& copies : asked) {
+    // A worker that stopped (draining) never answers: its callers are left out.
+    if (copies.wait_until(deadline) != std::future_status::ready) continue;
+    for (auto& t : copies.get()) out.push_back(std::move(t));
+  }
+  return out;
 }
 
 void Server::drain(std::chrono::milliseconds grace) {

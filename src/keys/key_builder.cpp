@@ -144,6 +144,34 @@ std::optional<std::string> part_value(const config::KeyPart& part, const Request
   return std::nullopt;
 }
 
+void append_caller_text(std::string& out, const config::Limit& limit, const RequestFacts& r) {
+  constexpr std::size_t kMax = 256;
+  const std::size_t start = out.size();
+  auto put = [&](std::string_view text) {
+    for (char ch : text) {
+      if (out.size() - start >= kMax) return;
+      const auto c = static_cast<unsigned char>(ch);
+      if (c >= 0x20 && c < 0x7f) {
+        out += ch;
+      } else {
+        static constexpr char kHex[] = "0123456789abcdef";
+        const char escaped[] = {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+        out.append(escaped, sizeof escaped);
+      }
+    }
+  };
+  for (const auto& part : limit.key) {
+    if (part.kind == config::KeyPart::Kind::route || part.kind == config::KeyPart::Kind::method)
+      continue;  // the same for every caller of a route's limit: noise
+    if (out.size() > start) out += ' ';
+    out += part.text;
+    out += '=';
+    auto v = part_value(part, r);
+    put(v ? std::string_view(*v) : std::string_view("(missing: shared)"));
+  }
+  if (out.size() == start) out += "(everyone)";
+}
+
 BuiltKey build_key(std::string_view prefix, const config::Route& route, const config::Limit& limit,
                    const RequestFacts& request, KeyHasher& hasher) {
   BuiltKey out;

@@ -89,18 +89,10 @@ Replayer::Replayer(config::ConfigPtr config, std::string label, std::string file
   }
 }
 
-std::string Replayer::caller_text(const config::Limit& l, const keys::RequestFacts& facts) const {
+std::string Replayer::caller_text(const config::Limit& l, const keys::RequestFacts& facts) {
   std::string out;
-  for (const auto& part : l.key) {
-    if (part.kind == config::KeyPart::Kind::route || part.kind == config::KeyPart::Kind::method)
-      continue;  // the same for every caller of a route's limit: noise in a report
-    auto v = keys::part_value(part, facts);
-    if (!out.empty()) out += ' ';
-    out += part.text;
-    out += '=';
-    out += v ? *v : std::string("(missing: shared)");
-  }
-  return out.empty() ? std::string("(everyone)") : out;
+  keys::append_caller_text(out, l, facts);
+  return out;
 }
 
 Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t minute) {
@@ -172,6 +164,10 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     auto& lr = limits[limit_index(plan.limits[i])];
     ++lr.seen;
     const auto& dec = outcome.decisions[i];
+    bool fresh = false;
+    auto& caller = lr.callers.add(limit::key_id(plan.items[i].key), 1, fresh);
+    if (fresh) keys::append_caller_text(caller.caller, *plan.limits[i], facts);
+    if (!dec.admitted) ++(plan.items[i].enforce ? caller.refused : caller.shadow_refused);
     if (!plan.items[i].enforce && !dec.admitted) {
       ++lr.shadow_refused;
       shadow_refused = true;

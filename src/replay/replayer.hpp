@@ -29,7 +29,9 @@ struct LimitReport {
   std::vector<std::uint32_t> refused_by_minute;
   TopCounter refused_keys{512};
   TopPeaks closest;  // peak share of the quota in use, among admitted requests
-  explicit LimitReport(std::size_t top) : closest(top) {}
+  // The heaviest callers by requests, with their refusals: the view /top gives live.
+  limit::HeavyHitters callers;
+  explicit LimitReport(std::size_t top) : closest(top), callers(4 * top) {}
 };
 
 struct ConfigReport {
@@ -72,7 +74,7 @@ class Replayer {
     store::Item item;
     bool operator>(const Release& o) const { return at > o.at; }
   };
-  std::string caller_text(const config::Limit& l, const keys::RequestFacts& facts) const;
+  static std::string caller_text(const config::Limit& l, const keys::RequestFacts& facts);
 
   config::ConfigPtr config_;
   limit::FakeClock clock_;  // the virtual clock: set to each request's time before deciding

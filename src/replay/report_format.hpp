@@ -24,7 +24,7 @@ std::string name_of(const LimitReport& l);
 struct Concentration {
   std::size_t callers = 0;
   double share = 0;
-  std::vector<TopCounter::Entry> entries;
+  std::vector<limit::HeavyEntry> entries;
 };
 Concentration concentration(const Difference& d);
 

@@ -117,8 +117,17 @@ void html_config(const Replayer& rp, std::size_t top, std::ostream& out) {
   for (const auto& route : r.limits)
     for (const auto& l : route)
       for (const auto& e : l.refused_keys.top(top))
-        out << "<tr><td>" << html_escaped(name_of(l)) << "</td><td>" << html_escaped(e.key)
+        out << "<tr><td>" << html_escaped(name_of(l)) << "</td><td>" << html_escaped(e.caller)
             << "</td><td>" << thousands(e.count) << "</td></tr>\n";
+  out << "</table>\n<h3>Busiest callers</h3>\n<table><tr><th>route/limit</th><th>caller</th>"
+         "<th>requests</th><th>refused</th><th>shadow refused</th></tr>\n";
+  for (const auto& route : r.limits)
+    for (const auto& l : route)
+      for (const auto& e : l.callers.top(top))
+        out << "<tr><td>" << html_escaped(name_of(l)) << "</td><td>" << html_escaped(e.caller)
+            << "</td><td>" << thousands(e.count)
+            << (e.error ? " (±" + thousands(e.error) + ")" : "") << "</td><td>"
+            << thousands(e.refused) << "</td><td>" << thousands(e.shadow_refused) << "</td></tr>\n";
   out << "</table>\n<h3>Closest to their limit</h3>\n<table><tr><th>route/limit</th>"
          "<th>caller</th><th>peak share of quota</th></tr>\n";
   for (const auto& route : r.limits)
@@ -155,7 +164,7 @@ void write_html(const Summary& s, std::size_t top, std::ostream& out) {
         << ".</p>\n<table><tr><th>caller</th><th>requests"
         << "</th></tr>\n";
     for (const auto& e : conc.entries)
-      out << "<tr><td>" << html_escaped(e.key) << "</td><td>" << thousands(e.count)
+      out << "<tr><td>" << html_escaped(e.caller) << "</td><td>" << thousands(e.count)
           << "</td></tr>\n";
     out << "</table>\n";
   }

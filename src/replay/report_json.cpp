@@ -41,8 +41,16 @@ boost::json::object json_config(const Summary& s, const Replayer& rp, std::size_
       lo["refused_per_minute"] = series(l.refused_by_minute, s.requests_by_minute.size());
       boost::json::array keys;
       for (const auto& e : l.refused_keys.top(top))
-        keys.push_back({{"caller", e.key}, {"refused", e.count}, {"error", e.error}});
+        keys.push_back({{"caller", e.caller}, {"refused", e.count}, {"error", e.error}});
       lo["top_refused"] = std::move(keys);
+      boost::json::array callers;
+      for (const auto& e : l.callers.top(top))
+        callers.push_back({{"caller", e.caller},
+                           {"requests", e.count},
+                           {"refused", e.refused},
+                           {"shadow_refused", e.shadow_refused},
+                           {"error", e.error}});
+      lo["top_callers"] = std::move(callers);
       boost::json::array closest;
       for (const auto& [key, used] : l.closest.top())
         closest.push_back({{"caller", key}, {"peak_share_used", used}});
@@ -83,7 +91,8 @@ void write_json(const Summary& s, std::size_t top, std::ostream& out) {
     o["baseline"] = json_config(s, *s.baseline, top);
     auto conc = concentration(s.diff);
     boost::json::array keys;
-    for (const auto& e : conc.entries) keys.push_back({{"caller", e.key}, {"requests", e.count}});
+    for (const auto& e : conc.entries)
+      keys.push_back({{"caller", e.caller}, {"requests", e.count}});
     o["difference"] = {{"refused_only_by_candidate", s.diff.newly_refused},
                        {"refused_only_by_baseline", s.diff.newly_admitted},
                        {"share_of_top_callers", conc.share},

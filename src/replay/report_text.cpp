@@ -101,12 +101,22 @@ void text_config(const Summary& s, const Replayer& rp, std::size_t top, std::ost
     for (const auto& route : r.limits)
       for (const auto& l : route)
         for (const auto& e : l.refused_keys.top(top))
-          out << "    " << pad(name_of(l), 30) << lpad(thousands(e.count), 10) << "  " << e.key
+          out << "    " << pad(name_of(l), 30) << lpad(thousands(e.count), 10) << "  " << e.caller
               << (e.error ? "  (approximate)" : "") << "\n";
   }
-  bool header = false;
-  // A terminal shows the five nearest per limit; --json and --html have all `top`.
+  // A terminal shows five per limit; --json and --html have all `top`.
   const std::size_t nearest = std::min<std::size_t>(top, 5);
+  bool busiest = false;
+  for (const auto& route : r.limits)
+    for (const auto& l : route)
+      for (const auto& e : l.callers.top(nearest)) {
+        if (!busiest) out << "  busiest callers (requests, refused; the view /top gives live):\n";
+        busiest = true;
+        out << "    " << pad(name_of(l), 30) << lpad(thousands(e.count), 10)
+            << lpad(thousands(l.shadow ? e.shadow_refused : e.refused), 10) << "  " << e.caller
+            << (e.error ? "  (within " + thousands(e.error) + ")" : std::string()) << "\n";
+      }
+  bool header = false;
   for (const auto& route : r.limits)
     for (const auto& l : route) {
       std::size_t shown = 0;
@@ -181,7 +191,7 @@ void write_text(const Summary& s, std::size_t top, std::ostream& out) {
         << (conc.callers == 1 ? " caller" : " callers")
         << " (+ refused only by the candidate, - only by the baseline):\n";
     for (const auto& e : conc.entries)
-      out << "    " << lpad(thousands(e.count), 10) << "  " << e.key << "\n";
+      out << "    " << lpad(thousands(e.count), 10) << "  " << e.caller << "\n";
   }
 }
 

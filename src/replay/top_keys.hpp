@@ -10,61 +10,31 @@
 #include <utility>
 #include <vector>
 
+#include "floodgate/limit/heavy_hitters.hpp"
+
 namespace floodgate::replay {
 
-// The most frequent keys of a stream in `capacity` counters (Metwally et al.'s Space-Saving):
-// a key seen more often than total/capacity is always kept; a count may be overstated by at
-// most the `error` it inherited from the key it displaced. Exact while there are no more
-// distinct keys than counters.
+// The most frequent keys of a stream, counted by their text on the one heavy-hitter summary
+// (limit/heavy_hitters.hpp, shared with the admin listener's /top): a key seen more often
+// than total/capacity is always kept; a count may be overstated by at most its `error`.
 class TopCounter {
  public:
-  explicit TopCounter(std::size_t capacity) : capacity_(capacity) {}
+  explicit TopCounter(std::size_t capacity) : counts_(capacity) {}
 
   void add(const std::string& key, std::uint64_t n = 1) {
-    if (auto it = index_.find(key); it != index_.end()) {
-      auto& slot = slots_[it->second];
-      order_.erase({slot.count, it->second});
-      slot.count += n;
-      order_.insert({slot.count, it->second});
-      return;
-    }
-    if (slots_.size() < capacity_) {
-      slots_.push_back({key, n, 0});
-      index_.emplace(key, slots_.size() - 1);
-      order_.insert({n, slots_.size() - 1});
-      return;
-    }
-    auto smallest = *order_.begin();  // the new key takes the least counted slot
-    order_.erase(order_.begin());
-    auto& slot = slots_[smallest.second];
-    index_.erase(slot.key);
-    slot = {key, smallest.first + n, smallest.first};
-    index_.emplace(key, smallest.second);
-    order_.insert({slot.count, smallest.second});
+    bool fresh = false;
+    auto& e = counts_.add(limit::key_id(key), n, fresh);
+    if (fresh) e.caller = key;
   }
-
-  struct Entry {
-    std::string key;
-    std::uint64_t count = 0;
-    std::uint64_t error = 0;  // count may be overstated by up to this
-  };
-  // The `n` largest, largest first.
-  std::vector<Entry> top(std::size_t n) const {
-    std::vector<Entry> out;
-    for (auto it = order_.rbegin(); it != order_.rend() && out.size() < n; ++it)
-      out.push_back(slots_[it->second]);
-    return out;
-  }
+  // The `n` largest, largest first; each entry's `caller` is its key.
+  std::vector<limit::HeavyEntry> top(std::size_t n) const { return counts_.top(n); }
   std::uint64_t count_of(const std::string& key) const {
-    auto it = index_.find(key);
-    return it == index_.end() ? 0 : slots_[it->second].count;
+    const auto* e = counts_.find(limit::key_id(key));
+    return e ? e->count : 0;
   }
 
  private:
-  std::size_t capacity_;
-  std::vector<Entry> slots_;
-  std::unordered_map<std::string, std::size_t> index_;
-  std::set<std::pair<std::uint64_t, std::size_t>> order_;  // (count, slot)
+  limit::HeavyHitters counts_;
 };
 
 // The `capacity` keys with the highest peak value seen (exact: a key's peak only rises, and a

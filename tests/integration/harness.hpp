@@ -97,6 +97,7 @@ class Proxy {
   config::ConfigSource& source() { return *source_; }
   store::MemoryState& memory() { return *memory_; }
   admin::Metrics& metrics() { return metrics_; }
+  http::Server& server() { return *server_; }
 
  private:
   limit::SystemClock system_clock_;

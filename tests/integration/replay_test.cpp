@@ -631,6 +631,18 @@ TEST(ReplayReport, TopLimitsTheCallersListed) {
   EXPECT_EQ(top[0].at("caller").as_string(), "ip=10.6.0.5");
   EXPECT_EQ(rs::number(top[0].at("refused")), 6);
   EXPECT_EQ(top[2].at("caller").as_string(), "ip=10.6.0.3");
+  // The busiest callers by requests, from the summary /top uses live: 6 callers fit its 12
+  // counters, so every count is exact.
+  const auto& busiest =
+      rs::limit_entry(report, "fixed", "fixed-minute").at("top_callers").as_array();
+  ASSERT_EQ(busiest.size(), 3u);
+  EXPECT_EQ(busiest[0].at("caller").as_string(), "ip=10.6.0.5");
+  EXPECT_EQ(rs::number(busiest[0].at("requests")), 16);
+  EXPECT_EQ(rs::number(busiest[0].at("refused")), 6);
+  EXPECT_EQ(rs::number(busiest[0].at("error")), 0);
+  EXPECT_EQ(rs::number(busiest[2].at("requests")), 14);
+  auto text = rs::replay({"--config", config, "--top", "3", file}, dir);
+  EXPECT_NE(text.out.find("busiest callers"), std::string::npos) << text.out;
   auto bad = rs::replay({"--config", config, "--top", "many", file}, dir);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--top"), std::string::npos) << bad.err;

@@ -23,6 +23,9 @@ class Histogram {
   void observe(double seconds);
   // Appends the _bucket / _sum / _count lines; `labels` is "" or `a="b",c="d"`.
   void render(std::string& out, std::string_view name, std::string_view labels) const;
+  const std::vector<double>& bounds() const { return bounds_; }
+  // Observations per bucket (not cumulative), the last one above every bound.
+  std::vector<std::uint64_t> buckets() const;
 
  private:
   std::vector<double> bounds_;
@@ -92,6 +95,12 @@ class Metrics {
   std::string backend = "memory";
 
   std::string render() const;
+
+  // Each route's outcome counters, deny cache hits last, by route name.
+  using RouteCounts = std::array<std::uint64_t, static_cast<std::size_t>(Outcome::kCount) + 1>;
+  std::map<std::string, RouteCounts, std::less<>> route_counts() const;
+  const std::string& version() const { return version_; }
+  const std::string& pop() const { return pop_; }
 
  private:
   std::string version_;

@@ -84,8 +84,18 @@ struct ServerSettings {
   Http2Settings http2;
 };
 
+// The heaviest callers of each limit, kept for the admin listener's /top and page.
+struct TopSettings {
+  bool enabled = true;  // `top: off` turns it off; without an admin listener nothing is kept
+  std::size_t k = 20;   // callers shown per limit (each worker keeps 4k counters per limit)
+  Duration window{60'000};
+};
+
 struct AdminSettings {
   std::optional<Endpoint> listen;
+  TopSettings top;
+  // Whether requests feed the top offenders: only where someone can read them.
+  bool keeps_top() const { return listen && top.enabled; }
 };
 
 enum class LogLevel { trace, debug, info, warn, error, off };

@@ -11,6 +11,7 @@
 
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/limit/clock.hpp"
+#include "floodgate/limit/heavy_hitters.hpp"
 
 namespace spdlog {
 class logger;
@@ -56,6 +57,9 @@ class Server {
   void drain(std::chrono::milliseconds grace);
   // How many workers' store connections are healthy, of how many (memory: always all).
   std::pair<int, int> store_health() const;
+  // Every worker's top offenders summaries (admin.top), each limit once per worker; a worker
+  // that does not answer within `wait` (stopped) is left out.
+  std::vector<limit::LimitTop> top(std::chrono::milliseconds wait) const;
 
  private:
   struct Impl;

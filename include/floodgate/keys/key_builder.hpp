@@ -65,6 +65,12 @@ class KeyHasher {
 // The value of one key part for this request, or nullopt when the request lacks it.
 std::optional<std::string> part_value(const config::KeyPart& part, const RequestFacts& request);
 
+// The caller a limit's key stands for, for people to read (/top, replay reports): its parts'
+// values as `ip=203.0.113.7 jwt:tenant=acme`, without the parts every caller of the limit
+// shares (route, method); "(everyone)" when nothing is left. Bytes other than printable ASCII
+// are written \xHH and the text is cut at 256 bytes: values come from clients.
+void append_caller_text(std::string& out, const config::Limit& limit, const RequestFacts& request);
+
 // A query parameter's raw value (first occurrence), or nullopt.
 std::optional<std::string_view> query_param(std::string_view query, std::string_view name);
 
