@@ -173,13 +173,10 @@ BENCHMARK(BM_ResponseHead);
 // slice, the summary's update, and the caller's text when the key is new. With 20 callers
 // that stay (the usual case: every key known) and with every request a new caller (a flood of
 // distinct IPs, the worst case: an eviction and a caller text each time). The default
-// admin.top: k 20, so 80 counters per slice.
-void BM_TopCountKnownCallers(benchmark::State& state) {
-  limit::TopWindow window(80, 60 * limit::kMicrosPerSecond);
-  std::vector<std::string> keys;
-  for (int i = 0; i < 20; ++i)
-    keys.push_back("fg:api:ip-burst:{" + std::to_string(1'000'000'000'000 + i * 7919) + "}");
-  const auto* limit = &bench_config().routes[2].limits[0];
+// admin.top: k 20, so 80 counters per slice. Counted: the api route's ip-burst limit.
+struct TopCounting {
+  limit::TopWindow window{80, 60 * limit::kMicrosPerSecond};
+  const config::Limit& limit = bench_config().routes[2].limits[0];
   keys::RequestFacts facts{"api",
                            "GET",
                            "shop.example.com",
@@ -189,42 +186,38 @@ void BM_TopCountKnownCallers(benchmark::State& state) {
                            nullptr,
                            nullptr};
   limit::Micros now = 1'700'000'000 * limit::kMicrosPerSecond;
-  std::size_t i = 0;
-  for (auto _ : state) {
+
+  void count(std::string_view key) {
     bool fresh = false;
-    auto& e = window.at(now += 50).add(limit::key_id(keys[i++ % keys.size()]), 1, fresh);
-    if (fresh) keys::append_caller_text(e.caller, *limit, facts);
+    auto& e = window.at(now += 50).add(limit::key_id(key), 1, fresh);
+    if (fresh) keys::append_caller_text(e.caller, limit, facts);
     benchmark::DoNotOptimize(e);
   }
+};
+
+void BM_TopCountKnownCallers(benchmark::State& state) {
+  TopCounting top;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 20; ++i)
+    keys.push_back("fg:api:ip-burst:{" + std::to_string(1'000'000'000'000 + i * 7919) + "}");
+  std::size_t i = 0;
+  for (auto _ : state) top.count(keys[i++ % keys.size()]);
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_TopCountKnownCallers);
 
 void BM_TopCountNewCallers(benchmark::State& state) {
-  limit::TopWindow window(80, 60 * limit::kMicrosPerSecond);
-  const auto* limit = &bench_config().routes[2].limits[0];
-  keys::RequestFacts facts{"api",
-                           "GET",
-                           "shop.example.com",
-                           "/api/v1/orders",
-                           "page=2",
-                           *config::parse_ip("203.0.113.7"),
-                           nullptr,
-                           nullptr};
+  TopCounting top;
   std::string key = "fg:api:ip-burst:{00000000000000000000000000000000}";
-  limit::Micros now = 1'700'000'000 * limit::kMicrosPerSecond;
   std::uint64_t n = 0;
   for (auto _ : state) {
     // A new caller each time: its key's hash digits and its address change.
     auto digits = std::to_string(++n);
     key.replace(key.size() - 1 - digits.size(), digits.size(), digits);
-    facts.client =
+    top.facts.client =
         *config::parse_ip("10." + std::to_string((n >> 16) & 255) + "." +
                           std::to_string((n >> 8) & 255) + "." + std::to_string(n & 255));
-    bool fresh = false;
-    auto& e = window.at(now += 50).add(limit::key_id(key), 1, fresh);
-    if (fresh) keys::append_caller_text(e.caller, *limit, facts);
-    benchmark::DoNotOptimize(e);
+    top.count(key);
   }
   state.SetItemsProcessed(state.iterations());
 }
