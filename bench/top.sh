@@ -9,7 +9,7 @@
 #   product      the same config with `admin.top: off` (bench/top-off.sh)
 #   nginx-plain  proxy_pass, the reference the other benchmark pages use
 # Two runs, the ports of the two floodgate rows swapped in the second: on this machine a port
-# alone moves throughput by a few percent (how the kernel's SO_REUSEPORT hash spreads wrk's 64
+# alone moves throughput by a few percent (probably how the kernel's SO_REUSEPORT hash spreads wrk's 64
 # connections over the 2 workers), more than the cost measured. The cost is 1 - fg-mem /
 # product in requests per second, the geometric mean of the two runs' medians (target: at
 # most 3 %). The micro-benchmarks (BM_TopCount*) give the nanoseconds behind it.
