@@ -58,6 +58,26 @@ class NoEntry final : public http::SessionRegistry::Entry {
   void abort() override {}
 };
 
+// A connected pair over loopback. libFuzzer's timer signal may land in a blocking connect()
+// or accept() (EINTR, seen in CI as an uncaught system_error): both are tried again. A connect
+// interrupted goes on in the kernel, so the next attempt may find it in progress or done.
+bool connect_pair(tcp::acceptor& acceptor, tcp::socket& client, tcp::socket& server) {
+  namespace error = boost::asio::error;
+  boost::system::error_code ec;
+  for (int i = 0; i < 100; ++i) {
+    ec = {};
+    client.connect(acceptor.local_endpoint(), ec);
+    if (ec != error::interrupted && ec != error::already_started) break;
+  }
+  if (ec && ec != error::already_connected) return false;
+  for (int i = 0; i < 100; ++i) {
+    ec = {};
+    acceptor.accept(server, ec);
+    if (ec != error::interrupted) break;
+  }
+  return !ec;
+}
+
 struct Fixture {
   boost::asio::io_context ioc;
   tcp::acceptor acceptor{ioc, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)};
@@ -70,8 +90,9 @@ struct Fixture {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static Fixture fx;
   tcp::socket client(fx.ioc);
-  client.connect(fx.acceptor.local_endpoint());
-  auto server = fx.acceptor.accept();
+  tcp::socket server(fx.ioc);
+  if (!connect_pair(fx.acceptor, client, server))
+    return 0;  // the machine's trouble, not the input's
   // Nothing more will come from the client: the connection reads the input, then EOF.
   client.shutdown(tcp::socket::shutdown_send);
   {
