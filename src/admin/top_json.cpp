@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "floodgate/keys/key_builder.hpp"
 #include "live_view.hpp"
 
 namespace floodgate::admin {
@@ -12,30 +13,22 @@ namespace json = boost::json;
 
 namespace {
 
-// The value of `name` in a query string, %XX decoded ("" when absent).
+// The value of `name` in a query string (keys::query_param), %XX decoded; "" when absent.
 std::string query_value(std::string_view query, std::string_view name) {
-  while (!query.empty()) {
-    auto amp = query.find('&');
-    auto pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    auto eq = pair.find('=');
-    if (pair.substr(0, eq) != name) continue;
-    auto raw = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
-    std::string out;
-    for (std::size_t i = 0; i < raw.size(); ++i) {
-      unsigned value = 0;
-      if (raw[i] == '%' && i + 2 < raw.size() &&
-          std::from_chars(raw.data() + i + 1, raw.data() + i + 3, value, 16).ptr ==
-              raw.data() + i + 3) {
-        out += static_cast<char>(value);
-        i += 2;
-      } else {
-        out += raw[i] == '+' ? ' ' : raw[i];
-      }
+  const auto raw = keys::query_param(query, name).value_or("");
+  std::string out;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    unsigned value = 0;
+    if (raw[i] == '%' && i + 2 < raw.size() &&
+        std::from_chars(raw.data() + i + 1, raw.data() + i + 3, value, 16).ptr ==
+            raw.data() + i + 3) {
+      out += static_cast<char>(value);
+      i += 2;
+    } else {
+      out += raw[i] == '+' ? ' ' : raw[i];
     }
-    return out;
   }
-  return {};
+  return out;
 }
 
 JsonAnswer error(int status, const std::string& message) {

@@ -21,11 +21,10 @@ std::size_t HeavyHitters::bucket_of(std::uint64_t id) const {
   return static_cast<std::size_t>((id * 0x9E3779B97F4A7C15ull) >> (64 - bits));
 }
 
-std::uint32_t* HeavyHitters::index_find(std::uint64_t id) {
+std::uint32_t HeavyHitters::index_find(std::uint64_t id) const {
   const std::size_t mask = index_.size() - 1;
   for (std::size_t b = bucket_of(id);; b = (b + 1) & mask) {
-    if (index_[b] == 0) return nullptr;
-    if (slots_[index_[b] - 1].id == id) return &index_[b];
+    if (index_[b] == 0 || slots_[index_[b] - 1].id == id) return index_[b];
   }
 }
 
@@ -82,8 +81,8 @@ void HeavyHitters::sift_down(std::uint32_t pos) {
 
 HeavyEntry& HeavyHitters::add(std::uint64_t id, std::uint64_t n, bool& fresh) {
   total_ += n;
-  if (auto* found = index_find(id)) {
-    const std::uint32_t slot = *found - 1;
+  if (const auto found = index_find(id)) {
+    const std::uint32_t slot = found - 1;
     slots_[slot].count += n;
     sift_down(where_[slot]);
     fresh = false;
@@ -116,8 +115,8 @@ HeavyEntry& HeavyHitters::add(std::uint64_t id, std::uint64_t n, bool& fresh) {
 }
 
 const HeavyEntry* HeavyHitters::find(std::uint64_t id) const {
-  auto* found = const_cast<HeavyHitters*>(this)->index_find(id);
-  return found ? &slots_[*found - 1] : nullptr;
+  const auto found = index_find(id);
+  return found ? &slots_[found - 1] : nullptr;
 }
 
 std::uint64_t HeavyHitters::floor() const {

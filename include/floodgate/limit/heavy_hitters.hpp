@@ -54,7 +54,7 @@ class HeavyHitters {
   void sift_down(std::uint32_t pos);
   void swap_heap(std::uint32_t a, std::uint32_t b);
   std::size_t bucket_of(std::uint64_t id) const;
-  std::uint32_t* index_find(std::uint64_t id);
+  std::uint32_t index_find(std::uint64_t id) const;  // slot + 1, or 0: not tracked
   void index_insert(std::uint64_t id, std::uint32_t slot);
   void index_erase(std::uint64_t id);
 
