@@ -4,23 +4,18 @@
 -- limit is charged when it admits and never refuses).
 --
 -- KEYS[i]   state key of item i
--- ARGV[1]   "" = use TIME (production); a number of microseconds = that time (tests only)
+-- (lua/prelude.lua comes first: ARGV[1], now, leases_of, set_lease)
 -- ARGV[2]   lease id for concurrency items (unique per request)
--- ARGV[3..] per item, 6 values: algorithm, capacity, per_second, window_us, cost, enforce
+-- ARGV[3..] per item, 10 values: algorithm, capacity, per_second, window_us, cost, enforce,
+--           take_up_to (> 0: a lease: take as many free units as that, provided cost are),
+--           holder (a leasing instance's id, "" otherwise), settled (units of its earlier
+--           leases it has spent since it last said so), lease_ttl_us
 --           algorithm: 0 token_bucket, 1 gcra, 2 sliding_window, 3 sliding_log,
 --                      4 fixed_window, 5 concurrency
 -- returns   { all_admitted, now, then per item: admitted, remaining, reset_after_us,
---             retry_after_us, limit }; retry_after_us of an admitted item with nothing
+--             retry_after_us, limit, granted }; retry_after_us of an admitted item with nothing
 --             remaining is when the same request would pass again (0: at once)
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
 local lease = ARGV[2]
-local US = 1000000
 local CONCURRENCY_LEASE_US = 3600 * US
 
 local function ceil_us(x) return math.ceil(x - 1e-6) end
@@ -31,17 +26,19 @@ local function fmt(x) return string.format('%.17g', x) end
 -- would write now (16 digits) in exponent form with 14 significant digits.
 local function log_member(t, cost) return string.format('%s:%d:%d', lease, t, cost) end
 
--- Each evaluator returns: admitted, remaining, reset_after, retry_after, commit(function)
+-- Each evaluator returns: admitted, remaining, reset_after, retry_after, commit(function).
+-- `held`: units leases hold (token_bucket, gcra; 0 otherwise).
 local eval = {}
 
-eval[0] = function(key, cap, rate, window, cost) -- token bucket
-  local tokens, updated = cap, now
+eval[0] = function(key, cap, rate, window, cost, held) -- token bucket
+  local room = cap - held -- what is held cannot refill: the burst stays within capacity
+  local tokens, updated = room, now
   local raw = redis.call('GET', key)
   if raw then
     local a, b = string.match(raw, '^(%S+) (%S+)$')
     tokens, updated = tonumber(a), tonumber(b)
     local elapsed = math.max(0, now - updated)
-    tokens = math.min(cap, tokens + elapsed * rate / US)
+    tokens = math.min(room, tokens + elapsed * rate / US)
     updated = math.max(now, updated)
   end
   local function time_to(missing) if missing <= 0 then return 0 end return ceil_us(missing * US / rate) end
@@ -56,13 +53,14 @@ eval[0] = function(key, cap, rate, window, cost) -- token bucket
   return 0, 0, time_to(cap - tokens), math.max(1, time_to(cost - tokens)), nil
 end
 
-eval[1] = function(key, cap, rate, window, cost) -- gcra, kept as debt (see algorithm.hpp)
+eval[1] = function(key, cap, rate, window, cost, held) -- gcra, kept as debt (see algorithm.hpp)
   local debt = 0
   local raw = redis.call('GET', key)
   if raw then
     local a, b = string.match(raw, '^(%S+) (%S+)$')
     debt = math.max(0, tonumber(a) - math.max(0, now - tonumber(b)) * rate / US)
   end
+  debt = math.max(debt, held) -- what is held does not decay
   local function time_to(x) if x <= 0 then return 0 end return ceil_us(x * US / rate) end
   local nxt = debt + cost
   if nxt <= cap + 1e-9 then
@@ -181,26 +179,57 @@ eval[5] = function(key, limit, rate, window, cost) -- concurrency: leases expire
 end
 
 local n = #KEYS
+local N = 10 -- ARGV values per item
 local out = { 1, now }
 local commits = {}
+local helds = {}
 local admitted_all = 1
 for i = 1, n do
-  local base = 2 + (i - 1) * 6
+  local base = 2 + (i - 1) * N
   local algo = tonumber(ARGV[base + 1])
   local cap = tonumber(ARGV[base + 2])
   local rate = tonumber(ARGV[base + 3])
   local window = tonumber(ARGV[base + 4])
   local cost = tonumber(ARGV[base + 5])
   local enforce = ARGV[base + 6] == '1'
-  local ok, remaining, reset, retry, commit = eval[algo](KEYS[i], cap, rate, window, cost)
+  local up_to = tonumber(ARGV[base + 7])
+  local holder = ARGV[base + 8]
+  local held = 0
+  if holder ~= '' and algo <= 1 then
+    local own, own_until
+    held, own, own_until = leases_of(KEYS[i], holder, algo, cap, rate)
+    -- What the holder spent is no longer held (and was charged when leased): report it now,
+    -- whatever this decision is.
+    local settled = math.min(own, tonumber(ARGV[base + 9]))
+    if settled > 0 then
+      held, own = held - settled, own - settled
+      set_lease(KEYS[i], holder, own, own_until)
+    end
+    helds[i] = { own, now + tonumber(ARGV[base + 10]), own_until }
+  end
+  if up_to > 0 then -- free units: what an admission of nothing would leave
+    local _, free = eval[algo](KEYS[i], cap, rate, window, 0, held)
+    cost = math.max(cost, math.min(up_to, free))
+  end
+  local ok, remaining, reset, retry, commit = eval[algo](KEYS[i], cap, rate, window, cost, held)
   if ok == 0 and enforce then admitted_all = 0 end
+  if commit and helds[i] then
+    local h = helds[i]
+    local c = commit
+    commit = function() -- what a leasing instance takes, it holds until its until
+      c()
+      set_lease(KEYS[i], holder, h[1] + cost, math.max(h[2], h[3]))
+    end
+  end
   commits[i] = commit
-  local b = 2 + (i - 1) * 5
+  local b = 2 + (i - 1) * 6
   out[b + 1] = ok
   out[b + 2] = remaining
   out[b + 3] = reset
   out[b + 4] = retry
   out[b + 5] = cap
+  out[b + 6] = 0
+  if ok == 1 then out[b + 6] = cost end
 end
 out[1] = admitted_all
 if admitted_all == 1 then
@@ -210,12 +239,17 @@ if admitted_all == 1 then
   -- An admission that took the last unit also says when the same request would pass again
   -- (its retry_after; 0 = at once), so the proxy can refuse until then without asking.
   for i = 1, n do
-    local base = 2 + (i - 1) * 6
-    local b = 2 + (i - 1) * 5
+    local base = 2 + (i - 1) * N
+    local b = 2 + (i - 1) * 6
     local algo = tonumber(ARGV[base + 1])
     if out[b + 1] == 1 and out[b + 2] == 0 and algo ~= 5 then
+      local held = 0
+      if helds[i] then
+        held = leases_of(KEYS[i], ARGV[base + 8], algo, tonumber(ARGV[base + 2]),
+                         tonumber(ARGV[base + 3]))
+      end
       local ok, _, _, retry = eval[algo](KEYS[i], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]),
-                                         tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5]))
+                                         tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5]), held)
       if ok == 0 then out[b + 4] = retry end
     end
   end

@@ -1,17 +1,25 @@
 -- floodgate: settle a true cost after the response (delta > 0 charges, < 0 refunds).
 -- Mirrors limit::adjust in src/limit/algorithm.cpp; debt is bounded by one capacity/limit.
--- KEYS[1] state key; ARGV: now ("" = TIME), algorithm, capacity, per_second, window_us, delta
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+-- KEYS[1] state key; ARGV: now ("" = TIME; lua/prelude.lua comes first), algorithm, capacity,
+-- per_second, window_us, delta, then for a leased limit: holder (the instance's id, "" when not
+-- leased), settled (units of its leases it spent since it last said so), returning ("1": the
+-- delta is unused leased units going back, no longer held)
 local key = KEYS[1]
 local algo, cap, rate, window, delta =
   tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local US = 1000000
+local holder = ARGV[7] or ''
+local held = 0 -- what leases hold on a token_bucket or gcra key: never refilled
+if holder ~= '' and algo <= 1 then
+  local own, own_until
+  held, own, own_until = leases_of(key, holder, algo, cap, rate)
+  local freed = tonumber(ARGV[8])
+  if ARGV[9] == '1' then freed = freed - delta end
+  freed = math.min(own, freed)
+  if freed > 0 then
+    held, own = held - freed, own - freed
+    set_lease(key, holder, own, own_until)
+  end
+end
 local function ceil_us(x) return math.ceil(x - 1e-6) end
 local function fmt(x) return string.format('%.17g', x) end
 local function floor_to(t, w) return t - (t % w) end
@@ -21,15 +29,15 @@ local function store(value, ttl_us)
 end
 
 if algo == 0 then
-  local tokens, updated = cap, now
+  local tokens, updated = cap - held, now
   local raw = redis.call('GET', key)
   if raw then
     local a, b = string.match(raw, '^(%S+) (%S+)$')
     tokens, updated = tonumber(a), tonumber(b)
-    tokens = math.min(cap, tokens + math.max(0, now - updated) * rate / US)
+    tokens = math.min(cap - held, tokens + math.max(0, now - updated) * rate / US)
     updated = math.max(now, updated)
   end
-  tokens = math.min(cap, math.max(-cap, tokens - delta))
+  tokens = math.min(cap - held, math.max(-cap, tokens - delta))
   local missing = cap - tokens
   local ttl = 0
   if missing > 0 then ttl = ceil_us(missing * US / rate) end
@@ -41,7 +49,7 @@ elseif algo == 1 then
     local a, b = string.match(raw, '^(%S+) (%S+)$')
     debt = math.max(0, tonumber(a) - math.max(0, now - tonumber(b)) * rate / US)
   end
-  debt = math.min(2 * cap, math.max(0, debt + delta))
+  debt = math.min(2 * cap, math.max(held, debt + delta))
   local ttl = 0
   if debt > 0 then ttl = ceil_us(debt * US / rate) end
   store(fmt(debt) .. ' ' .. fmt(now), ttl)

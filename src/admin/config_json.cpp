@@ -15,7 +15,7 @@ json::value secret(const std::string& s) {
   return s.empty() ? json::value("") : json::value(kRedacted);
 }
 
-json::object limit_json(const config::Limit& l) {
+json::object limit_json(const config::Limit& l, const config::StoreSettings& store) {
   json::object o;
   o["name"] = l.name;
   o["algorithm"] = config::to_string(l.algorithm);
@@ -35,6 +35,17 @@ json::object limit_json(const config::Limit& l) {
   cost["default"] = l.cost.fixed;
   cost["max"] = l.cost.max;
   o["cost"] = std::move(cost);
+  if (l.lease) {
+    json::object lease;
+    lease["size"] = l.lease->size;
+    lease["ttl"] = config::format_duration(l.lease->ttl);
+    // Null on the memory backend, where a lease has no effect.
+    if (store.backend == config::StoreBackend::memory)
+      lease["early_refusal_bound"] = nullptr;
+    else
+      lease["early_refusal_bound"] = l.lease->early_refusal_bound(store.instances);
+    o["lease"] = std::move(lease);
+  }
   if (!l.settle_header.empty())
     o["settle"] =
         (l.settle_from_trailer ? "response_trailer:" : "response_header:") + l.settle_header;
@@ -105,7 +116,7 @@ std::string redacted_config_json(const config::Config& c) {
   json::array routes;
   for (const auto& r : c.routes) {
     json::array limits;
-    for (const auto& l : r.limits) limits.push_back(limit_json(l));
+    for (const auto& l : r.limits) limits.push_back(limit_json(l, c.store));
     json::array methods;
     for (const auto& m : r.match.methods) methods.push_back(json::value(m));
     routes.push_back(json::object{{"name", r.name},

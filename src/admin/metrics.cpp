@@ -109,6 +109,13 @@ Metrics::Metrics(std::string version, std::string pop)
       version_(std::move(version)),
       pop_(std::move(pop)) {}
 
+LeaseCounters& Metrics::lease(std::string_view route, std::string_view limit) {
+  std::lock_guard lock(mutex_);
+  auto& cell = leases_[{std::string(route), std::string(limit)}];
+  if (!cell) cell = std::make_unique<LeaseCounters>();
+  return *cell;
+}
+
 RouteMetrics& Metrics::route(std::string_view name) {
   std::lock_guard lock(mutex_);
   auto it = routes_.find(name);
@@ -155,6 +162,24 @@ std::string Metrics::render() const {
   for (const auto& [name, r] : routes_)
     line(out, "floodgate_deny_cache_hits_total", label("route", name), r->deny_cache_hits.load());
 
+  if (!leases_.empty()) {
+    const std::pair<const char*, std::atomic<std::uint64_t> LeaseCounters::*> lease_lines[] = {
+        {"floodgate_lease_grants_total", &LeaseCounters::leases},
+        {"floodgate_lease_units_granted_total", &LeaseCounters::granted},
+        {"floodgate_lease_units_returned_total", &LeaseCounters::returned},
+        {"floodgate_lease_local_decisions_total", &LeaseCounters::local}};
+    const char* lease_help[] = {"Leases taken from the store, by leased limit.",
+                                "Units the leases took from the store.",
+                                "Unused leased units given back to the store.",
+                                "Requests decided from leased units in hand."};
+    for (std::size_t i = 0; i < std::size(lease_lines); ++i) {
+      help(out, lease_lines[i].first, "counter", lease_help[i]);
+      for (const auto& [names, c] : leases_)
+        line(out, lease_lines[i].first,
+             label("route", names.first) + "," + label("limit", names.second),
+             ((*c).*lease_lines[i].second).load(std::memory_order_relaxed));
+    }
+  }
   help(out, "floodgate_decision_seconds", "histogram", "Time for a store decision, by backend.");
   decision_memory.render(out, "floodgate_decision_seconds", label("backend", "memory"));
   decision_redis.render(out, "floodgate_decision_seconds", label("backend", "redis"));

@@ -87,6 +87,8 @@ int run(const std::string& path) {
   limit::SystemClock clock;
   // One in-process state shared by every worker: the embedded store and the `local` fallback.
   store::MemoryState memory(clock, r.config->store.max_keys);
+  // And one book of leased units: every worker spends from it (SPEC "Leased decisions").
+  store::LeaseBook leases;
   admin::Metrics metrics(version(), r.config->server.pop);
   metrics.backend = config::to_string(r.config->store.backend);
   metrics.memory_evictions = [&memory] { return memory.evictions(); };
@@ -94,7 +96,7 @@ int run(const std::string& path) {
   auto access_log = app::make_access_logger();
   // Store connection settings are read at start; changing them needs a restart.
   http::Server server(source, log,
-                      {clock, app::configured_store_factory(*r.config, memory, log),
+                      {clock, app::configured_store_factory(*r.config, memory, leases, clock, log),
                        app::memory_store_factory(memory), metrics, access_log.get()});
   metrics.store_health = [&server] { return server.store_health(); };
   std::unique_ptr<admin::AdminServer> admin_server;

@@ -13,7 +13,8 @@ http::StoreFactory memory_store_factory(store::MemoryState& memory) {
 }
 
 http::StoreFactory configured_store_factory(const config::Config& config,
-                                            store::MemoryState& memory,
+                                            store::MemoryState& memory, store::LeaseBook& leases,
+                                            const limit::Clock& clock,
                                             std::shared_ptr<spdlog::logger> log,
                                             const limit::Clock* test_clock) {
   if (config.store.backend == config::StoreBackend::memory) return memory_store_factory(memory);
@@ -27,12 +28,14 @@ http::StoreFactory configured_store_factory(const config::Config& config,
   options.test_clock = test_clock;
   if (config.store.backend == config::StoreBackend::redis_cluster) {
     for (const auto& n : rs.nodes) options.seeds.push_back(n.to_string());
-    return [options, log](boost::asio::io_context& ioc) {
-      return store::make_redis_cluster_store(ioc, options, *log);
+    return [options, log, &leases, &clock](boost::asio::io_context& ioc) {
+      return store::make_leased_store(ioc, store::make_redis_cluster_store(ioc, options, *log),
+                                      leases, clock);
     };
   }
-  return [options, log](boost::asio::io_context& ioc) {
-    return store::make_redis_store(ioc, options, *log);
+  return [options, log, &leases, &clock](boost::asio::io_context& ioc) {
+    return store::make_leased_store(ioc, store::make_redis_store(ioc, options, *log), leases,
+                                    clock);
   };
 }
 

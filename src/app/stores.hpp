@@ -5,6 +5,7 @@
 
 #include "floodgate/config/config.hpp"
 #include "floodgate/http/server.hpp"
+#include "floodgate/store/leased_store.hpp"
 #include "floodgate/store/memory_store.hpp"
 
 namespace floodgate::app {
@@ -12,10 +13,12 @@ namespace floodgate::app {
 // Per worker: a handle on the shared in-process state.
 http::StoreFactory memory_store_factory(store::MemoryState& memory);
 
-// Per worker: the configured backend (its own Redis connection for `redis`). `test_clock`
-// is for the differential tests only.
+// Per worker: the configured backend (its own Redis connection for `redis`), deciding leased
+// limits from `leases` (the instance's one book) by `clock`. `test_clock` is for the
+// differential tests only.
 http::StoreFactory configured_store_factory(const config::Config& config,
-                                            store::MemoryState& memory,
+                                            store::MemoryState& memory, store::LeaseBook& leases,
+                                            const limit::Clock& clock,
                                             std::shared_ptr<spdlog::logger> log,
                                             const limit::Clock* test_clock = nullptr);
 

@@ -132,11 +132,36 @@ void check_cost_fits(const Section& s, Limit& l) {
                 smallest_name + " (" + std::to_string(smallest) + ")");
 }
 
+// `lease: {size, ttl}`. The default size depends on store.instances: cross_check fills it in.
+void read_lease(const Section& s, Limit& l) {
+  auto& r = s.reader();
+  if (l.algorithm == Algorithm::sliding_log || l.algorithm == Algorithm::concurrency) {
+    // A log keeps each admission's time and a concurrency unit is held, not spent: neither
+    // can be handed out in advance.
+    r.error(s["lease"], s.at("lease"),
+            std::string("applies to token_bucket, gcra, fixed_window and sliding_window, not ") +
+                to_string(l.algorithm));
+    return;
+  }
+  Section lease(r, s["lease"], s.at("lease"));
+  if (!r.map(lease.node(), lease.path(), {"size", "ttl"})) return;
+  LeaseSettings out;
+  if (lease.has("size")) {
+    lease.integer("size", out.size, 1, std::int64_t(1) << 50);
+    if (out.size > ceiling(l.algorithm, l.params))
+      r.error(lease["size"], lease.at("size"),
+              "exceeds the " + std::string(is_bucket(l.algorithm) ? "capacity" : "limit") + " (" +
+                  std::to_string(ceiling(l.algorithm, l.params)) + ")");
+  }
+  lease.duration("ttl", out.ttl, Duration(1));
+  l.lease = out;
+}
+
 std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string& path) {
   Section s(r, n, path);
   if (!r.map(n, path,
              {"name", "algorithm", "capacity", "refill_rate", "limit", "window", "key",
-              "on_missing_key", "overrides", "cost", "settle", "mode"}))
+              "on_missing_key", "overrides", "cost", "settle", "mode", "lease"}))
     return std::nullopt;
   Limit l;
   if (s.require("name")) {
@@ -217,6 +242,7 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
               "expected response_header:NAME or response_trailer:NAME, got \"" + *settle + "\"");
     }
   }
+  if (s.has("lease")) read_lease(s, l);
   return l;
 }
 

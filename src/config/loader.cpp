@@ -10,6 +10,17 @@
 namespace floodgate::config {
 namespace {
 
+// A lease's default size needs store.instances: max(1, capacity (or limit) / (10 * instances)).
+void check_lease(YamlReader& r, const YAML::Node& n, const std::string& path,
+                 const StoreSettings& store, Limit& l) {
+  const bool bucket = l.algorithm == Algorithm::token_bucket || l.algorithm == Algorithm::gcra;
+  const std::int64_t ceiling = bucket ? l.params.capacity : l.params.limit;
+  if (l.lease->size == 0)
+    l.lease->size = std::max<std::int64_t>(1, ceiling / (10 * std::int64_t(store.instances)));
+  if (store.backend == StoreBackend::memory)
+    r.warn(n, path, "has no effect on the memory backend (its decisions are already local)");
+}
+
 // Checks that need more than one section: references between them and the JWT claims the
 // limits rely on.
 void cross_check(YamlReader& r, const YAML::Node& root, Config& c) {
@@ -27,7 +38,9 @@ void cross_check(YamlReader& r, const YAML::Node& root, Config& c) {
       r.error(node["upstream"], path + ".upstream",
               "no upstream named \"" + rt.upstream + "\"" + YamlReader::hint(rt.upstream, names));
     for (std::size_t j = 0; j < rt.limits.size(); ++j) {
-      const auto& l = rt.limits[j];
+      auto& l = rt.limits[j];
+      if (l.lease) check_lease(r, node["limits"][j]["lease"],
+                               path + ".limits[" + std::to_string(j) + "].lease", c.store, l);
       bool needs_jwt = l.overrides.has_value();
       for (const auto& k : l.key) needs_jwt |= k.kind == KeyPart::Kind::jwt;
       if (needs_jwt && !c.jwt)

@@ -5,7 +5,7 @@
 namespace floodgate::config {
 namespace {
 
-std::string describe(const Limit& l) {
+std::string describe(const Limit& l, const StoreSettings& store) {
   std::ostringstream o;
   o << l.name << ": " << to_string(l.algorithm) << " ";
   switch (l.algorithm) {
@@ -31,6 +31,16 @@ std::string describe(const Limit& l) {
       << l.settle_header;
   if (l.overrides) o << ", " << l.overrides->values.size() << " tiers by " << l.overrides->by.text;
   if (l.mode == LimitMode::shadow) o << " (shadow)";
+  if (l.lease) {
+    o << "\n        leased: " << l.lease->size << " units per lease, returned after "
+      << format_duration(l.lease->ttl);
+    if (store.backend == StoreBackend::memory)
+      o << " (no effect on the memory backend)";
+    else
+      o << "; early refusals at most " << l.lease->early_refusal_bound(store.instances)
+        << " units = (" << store.instances << " instances - 1) x " << l.lease->size
+        << ", never an over-admission";
+  }
   return o.str();
 }
 
@@ -82,7 +92,7 @@ std::string summarize(const Config& c) {
       o << (r.match.path_prefix.empty() ? "/" : r.match.path_prefix) << "*";
     o << " -> " << r.upstream << ", on_store_error " << to_string(r.on_store_error)
       << (r.allow_encoded_slashes ? ", allow_encoded_slashes" : "") << "\n";
-    for (const auto& l : r.limits) o << "      " << describe(l) << "\n";
+    for (const auto& l : r.limits) o << "      " << describe(l, c.store) << "\n";
   }
   return o.str();
 }

@@ -31,6 +31,14 @@ const LimitGate::Bound& LimitGate::bind(const config::ConfigPtr& c) {
   for (const auto& route : c->routes) bound_.routes.push_back(&metrics_.route(route.name));
   bound_.decision = c->store.backend == config::StoreBackend::memory ? &metrics_.decision_memory
                                                                      : &metrics_.decision_redis;
+  bound_.leases.clear();
+  for (const auto& route : c->routes) {
+    auto& cells = bound_.leases.emplace_back();
+    for (const auto& limit : route.limits)
+      cells.push_back(limit.lease && c->store.backend != config::StoreBackend::memory
+                          ? &metrics_.lease(route.name, limit.name)
+                          : nullptr);
+  }
   bound_.top.clear();
   if (c->admin.keeps_top())
     for (const auto& route : c->routes) {
@@ -113,6 +121,12 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
     co_return Reply{plan.reject_status};
   }
   if (plan.items.empty()) co_return std::nullopt;
+  {
+    const auto& cells = bound.leases[static_cast<std::size_t>(&route - config.routes.data())];
+    for (std::size_t i = 0; i < plan.items.size(); ++i)
+      plan.items[i].leased.counters =
+          cells[static_cast<std::size_t>(plan.limits[i] - route.limits.data())];
+  }
   if (limit::needs_lease(plan))
     limit::set_lease(plan, lease_prefix_ + std::to_string(++lease_seq_));
 

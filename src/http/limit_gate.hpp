@@ -54,6 +54,8 @@ class LimitGate {
   keys::KeyHasher& hasher(const config::Config& c);
 
   bool store_healthy() const { return store_->healthy(); }
+  // Drain: leased units go back to the store; `done` once they reached it.
+  void close_store(std::function<void()> done) { store_->close(std::move(done)); }
 
   // This worker's top offenders of `current`'s limits at `now`, appended to `out` (on the
   // worker's loop).
@@ -68,6 +70,8 @@ class LimitGate {
     admin::Histogram* decision = nullptr;      // seconds per store decision, by backend
     // By route index, then limit index: each limit's top offenders; empty when none are kept.
     std::vector<std::vector<limit::TopWindow*>> top;
+    // By route index, then limit index: each leased limit's counters (null: not leased).
+    std::vector<std::vector<admin::LeaseCounters*>> leases;
   };
   const Bound& bind(const config::ConfigPtr& c);
   // Counts the request's callers in their limits' top offenders: refused by the limits whose

@@ -311,6 +311,11 @@ class Worker {
         ctx_.sessions.abort_all();
       }
     }
+    // Leased units go back to the store before the loop (and the store's connection) stops.
+    auto returned = std::make_shared<bool>(false);
+    ctx_.gate.close_store([returned] { *returned = true; });
+    for (const auto until = clock::now() + 1s; !*returned && clock::now() < until;)
+      co_await sleep_for(5ms);
     ctx_.pool.clear();
     // HTTP/2 upstream connections run coroutines of their own: ended, and waited for.
     ctx_.h2_pool.close_all();

@@ -240,6 +240,18 @@ Evaluation evaluate(const Params& p, const State& s, Micros now, std::int64_t co
   return {};
 }
 
+Evaluation take(const Params& p, const State& s, Micros now, std::int64_t cost,
+                std::int64_t up_to) {
+  if (up_to > 0) {
+    // Free units: what an admission of nothing would leave (lua/acquire.lua does the same).
+    const auto free = evaluate(p, s, now, 0).decision.remaining;
+    cost = std::max(cost, std::min(up_to, free));
+  }
+  auto e = evaluate(p, s, now, cost);
+  if (e.decision.admitted) e.decision.granted = cost;
+  return e;
+}
+
 State adjust(const Params& p, const State& s, Micros now, std::int64_t delta) {
   const double debt_floor = -static_cast<double>(p.capacity);
   switch (p.algorithm) {

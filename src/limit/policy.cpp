@@ -76,6 +76,12 @@ void plan_into(Plan& out, const config::Config& config, const config::Route& rou
     item.cost = l.algorithm == config::Algorithm::concurrency ? 1 : *cost;
     item.enforce = l.mode == config::LimitMode::enforce;
     item.lease.clear();
+    item.leased = {};
+    if (l.lease)
+      item.leased = {l.lease->size,
+                     std::chrono::duration_cast<std::chrono::microseconds>(l.lease->ttl).count(),
+                     nullptr};
+    item.take_up_to = 0;
     out.limits.push_back(&l);
     ++n;
   }

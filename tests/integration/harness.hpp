@@ -19,6 +19,7 @@
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/http/server.hpp"
+#include "floodgate/store/leased_store.hpp"
 #include "floodgate/store/memory_store.hpp"
 
 namespace floodgate::testing {
@@ -105,6 +106,7 @@ class Proxy {
   std::unique_ptr<config::ConfigSource> source_;
   std::shared_ptr<spdlog::logger> access_log_;
   std::unique_ptr<store::MemoryState> memory_;
+  store::LeaseBook leases_;  // declared before server_: it outlives the workers
   std::unique_ptr<http::Server> server_;
   std::uint16_t port_ = 0;
 };

@@ -104,7 +104,7 @@ TEST(RedisHostile, MalformedAndHugeRepliesFollowThePolicyWithinTheDeadline) {
            "$-1\r\n",             // nil
            "-ERR boom\r\n",       // an error
            "*2\r\n:1\r\n:1\r\n",  // an array too short for one item
-           "*7\r\n$1\r\n1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n",  // a string among them
+           "*8\r\n$1\r\n1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n",  // a string among them
            "*1000000000\r\n",  // an 8 GB element table, announced
            "$1000000000\r\n",  // a bulk string that never completes
            "%3\r\n",           // not RESP2 at all

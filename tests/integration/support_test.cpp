@@ -1,12 +1,15 @@
 // The test support itself, without floodgate in the way: certificates made by TestPki, the
-// origin's HTTPS and WebSocket echo, and the TLS and WebSocket clients. When a proxy test
-// fails, these say whether the fault can be on the test side.
+// origin's HTTPS and WebSocket echo, the TLS and WebSocket clients, and the DelayProxy that
+// makes a store far. When a proxy test fails, these say whether the fault can be on the test
+// side.
 #include <gtest/gtest.h>
 
 #include <boost/beast/websocket/error.hpp>
 
+#include <array>
 #include <random>
 
+#include "delay_proxy.hpp"
 #include "harness.hpp"
 #include "test_pki.hpp"
 #include "tls_client.hpp"
@@ -185,6 +188,94 @@ TEST(WebSocketOrigin, RefusedUpgradeReportsTheStatus) {
   EXPECT_FALSE(ws.open());
   EXPECT_EQ(ws.status(), 200);
   EXPECT_EQ(ws.response().body(), "ok");
+}
+
+// A TCP echo on loopback: what the DelayProxy is put in front of, so that every byte read back
+// has crossed it twice.
+class EchoServer {
+ public:
+  EchoServer() {
+    port_ = acceptor_.local_endpoint().port();
+    accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~EchoServer() {
+    io_.stop();
+    thread_.join();
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  struct Peer {
+    explicit Peer(tcp::socket s) : socket(std::move(s)) {}
+    tcp::socket socket;
+    std::array<char, 4096> buffer{};
+  };
+  void accept() {
+    acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+      if (ec) return;
+      echo(std::make_shared<Peer>(std::move(s)));
+      accept();
+    });
+  }
+  void echo(const std::shared_ptr<Peer>& p) {
+    p->socket.async_read_some(asio::buffer(p->buffer), [this, p](boost::system::error_code ec,
+                                                                 std::size_t n) {
+      if (ec) return;
+      asio::async_write(p->socket, asio::buffer(p->buffer.data(), n),
+                        [this, p](boost::system::error_code e, std::size_t) {
+                          if (!e) echo(p);
+                        });
+    });
+  }
+  asio::io_context io_;
+  tcp::acceptor acceptor_{io_, {asio::ip::make_address("127.0.0.1"), 0}};
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+struct DelayedEcho : ::testing::Test {
+  EchoServer echo;
+  DelayProxy proxy{echo.port(), 20ms};
+};
+
+TEST_F(DelayedEcho, RoundTripCostsTheDelayBothWays) {
+  Client c(proxy.port());
+  auto start = std::chrono::steady_clock::now();
+  c.send("ping");
+  EXPECT_EQ(c.read_raw(4, 2s), "ping");
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, 40ms);
+  EXPECT_LT(took, 400ms);
+  EXPECT_EQ(proxy.connections(), 1u);
+}
+
+TEST_F(DelayedEcho, ChunksInQuickSuccessionComeBackInOrder) {
+  Client c(proxy.port());
+  c.send("one,");
+  c.send("two,");
+  c.send("three");
+  EXPECT_EQ(c.read_raw(13, 2s), "one,two,three");
+}
+
+TEST_F(DelayedEcho, CutClosesOpenConnectionsAndRefusesNewOnesUntilLifted) {
+  Client c(proxy.port());
+  c.send("ping");
+  ASSERT_EQ(c.read_raw(4, 2s), "ping");
+
+  proxy.cut(true);
+  EXPECT_TRUE(c.closed_by_peer(1s));
+  // The kernel still completes the handshake (the listener stays open); the proxy then closes
+  // the connection at once, with nothing sent: a store that is gone, not one that hangs.
+  Client refused(proxy.port());
+  EXPECT_TRUE(refused.closed_by_peer(1s));
+  EXPECT_EQ(proxy.connections(), 2u);
+
+  proxy.cut(false);
+  Client again(proxy.port());
+  again.send("back");
+  EXPECT_EQ(again.read_raw(4, 2s), "back");
+  EXPECT_EQ(proxy.connections(), 3u);
 }
 
 }  // namespace

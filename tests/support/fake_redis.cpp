@@ -149,9 +149,9 @@ std::string FakeRedis::admitted(std::size_t items) {
   auto now = std::chrono::duration_cast<std::chrono::microseconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
-  std::string out = "*" + std::to_string(2 + 5 * items) + "\r\n" + integer(1) + integer(now);
+  std::string out = "*" + std::to_string(2 + 6 * items) + "\r\n" + integer(1) + integer(now);
   for (std::size_t i = 0; i < items; ++i)
-    out += integer(1) + integer(5) + integer(0) + integer(0) + integer(10);
+    out += integer(1) + integer(5) + integer(0) + integer(0) + integer(10) + integer(1);
   return out;
 }
 
@@ -171,7 +171,7 @@ FakeRedis::Script FakeRedis::behave(std::uint16_t slots_owner) {
     if ((name == "EVALSHA" || name == "EVAL") && c.size() >= 3) {
       std::size_t keys = 0;
       std::from_chars(c[2].data(), c[2].data() + c[2].size(), keys);
-      // adjust.lua: one key and six arguments; acquire.lua: n keys, 2 + 6n arguments.
+      // adjust.lua: one key and six arguments; acquire.lua: n keys, 2 + 10n arguments.
       if (c.size() == 3 + keys + 6 && keys == 1) return reply(integer(1));
       return reply(admitted(keys));
     }

@@ -54,6 +54,14 @@ struct RouteMetrics {
   }
 };
 
+// A leased limit's counters (store/leased_store.hpp bumps them, on any worker).
+struct LeaseCounters {
+  std::atomic<std::uint64_t> leases{0};    // grants taken from the store
+  std::atomic<std::uint64_t> granted{0};   // units those grants took
+  std::atomic<std::uint64_t> returned{0};  // unused units given back to the store
+  std::atomic<std::uint64_t> local{0};     // requests decided from units in hand
+};
+
 struct UpstreamMetrics {
   std::array<std::atomic<std::uint64_t>, 6> by_class{};  // index 1..5 = 1xx..5xx
   std::atomic<std::uint64_t> connect_errors{0};
@@ -69,6 +77,7 @@ class Metrics {
   // Stable references, created on first use (the only lock, taken once per name per worker).
   RouteMetrics& route(std::string_view name);
   UpstreamMetrics& upstream(std::string_view name);
+  LeaseCounters& lease(std::string_view route, std::string_view limit);
 
   Histogram decision_memory;  // seconds per store decision, by backend
   Histogram decision_redis;
@@ -108,6 +117,7 @@ class Metrics {
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<RouteMetrics>, std::less<>> routes_;
   std::map<std::string, std::unique_ptr<UpstreamMetrics>, std::less<>> upstreams_;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<LeaseCounters>> leases_;
 };
 
 }  // namespace floodgate::admin

@@ -206,6 +206,16 @@ struct Overrides {
   std::map<std::string, LimitParams> values;
 };
 
+struct LeaseSettings {
+  std::int64_t size = 0;  // units per lease (the default is filled in when the file is read)
+  Duration ttl{2000};     // unused units go back to the store after this
+  // The published bound: units a caller may be refused early while the other instances
+  // sharing the store hold theirs (docs/architecture.md, "Leased decisions").
+  std::int64_t early_refusal_bound(int instances) const {
+    return std::int64_t(std::max(1, instances) - 1) * size;
+  }
+};
+
 struct Limit {
   std::string name;
   Algorithm algorithm = Algorithm::token_bucket;
@@ -217,6 +227,8 @@ struct Limit {
   std::string settle_header;  // response header (or trailer) carrying the true cost; empty: none
   bool settle_from_trailer = false;  // settle: response_trailer:NAME
   LimitMode mode = LimitMode::enforce;
+  // Decided in the instance from units leased from the store (SPEC "Leased decisions").
+  std::optional<LeaseSettings> lease;
 };
 
 enum class OnStoreError { fail_open, fail_closed, local };

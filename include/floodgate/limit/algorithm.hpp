@@ -65,6 +65,7 @@ struct Decision {
   Micros retry_after = 0;      // refused: until the same request would pass. From a store,
                                // also set when admitted with nothing remaining: until the
                                // same request would pass again (0: at once)
+  std::int64_t granted = 0;    // from a store, admitted: the units taken (the cost, or a lease)
 };
 
 struct Evaluation {
@@ -75,6 +76,11 @@ struct Evaluation {
 // Decides one request of `cost` at `now`. Never mutates: the caller commits `next` only when
 // every enforcing limit of the route admits (all-or-nothing).
 Evaluation evaluate(const Params& p, const State& s, Micros now, std::int64_t cost);
+
+// `evaluate` for a store item: with `up_to` > 0 (a lease being taken) the cost is as many
+// units as are free, up to `up_to`, provided at least `cost` are. Sets `granted` (the cost
+// charged) when admitted.
+Evaluation take(const Params& p, const State& s, Micros now, std::int64_t cost, std::int64_t up_to);
 
 // Charges (delta > 0) or refunds (delta < 0) after the fact: post-response settlement and
 // cross-slot refunds. Debt is bounded by one capacity (or one limit).

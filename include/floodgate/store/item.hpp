@@ -10,7 +10,24 @@
 
 #include "floodgate/limit/algorithm.hpp"
 
+namespace floodgate::admin {
+struct LeaseCounters;
+}
+
 namespace floodgate::store {
+
+// A leased limit's terms (SPEC "Leased decisions"); size 0: decided by the store per request.
+struct LeaseTerms {
+  std::int64_t size = 0;
+  limit::Micros ttl = 0;
+  admin::LeaseCounters* counters = nullptr;  // the limit's, in admin::Metrics; may be null
+  // Set by the leasing store on what it sends (lua/prelude.lua): the instance holding the
+  // units, the units of its earlier leases it has spent since it last said so, and whether an
+  // adjustment gives unused units back.
+  std::string holder;
+  std::int64_t settled = 0;
+  bool returning = false;
+};
 
 struct Item {
   std::string key;  // the full store key (prefix, route, limit, hashed caller)
@@ -18,6 +35,10 @@ struct Item {
   std::int64_t cost = 1;
   bool enforce = true;  // shadow limits are decided and charged when they admit, never refuse
   std::string lease;    // concurrency / sliding_log: unique per request (Redis lease and log ids)
+  LeaseTerms leased;    // decided from units taken in advance (store/leased_store.hpp)
+  // Taking a lease: as many units as are free, up to this many, provided `cost` are; the
+  // decision's `granted` says how many were taken. 0: an ordinary decision of `cost`.
+  std::int64_t take_up_to = 0;
 };
 
 struct Outcome {

@@ -7,6 +7,7 @@
 #include <boost/asio/async_result.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "floodgate/store/item.hpp"
@@ -26,6 +27,9 @@ class LimitStore {
   // Whether decisions are being made by the store right now (connected, breaker closed).
   // Read from the admin thread while the worker decides: implementations answer from atomics.
   virtual bool healthy() const = 0;
+  // Drain: what the store holds for this instance goes back (leased units); `done` runs once
+  // it has reached the store, or failed to (it may run inline).
+  virtual void close(std::function<void()> done) { done(); }
 
   template <typename Token>
   auto acquire(std::vector<Item> items, Token&& token) {

@@ -119,7 +119,7 @@ void MemoryState::acquire(std::span<const Item> items, Outcome& out) {
     present.push_back(it != shard.map.end());
     limit::State state;
     if (it != shard.map.end() && it->second.expires_at > now) state = it->second.state;
-    evals.push_back(limit::evaluate(items[i].params, state, now, items[i].cost));
+    evals.push_back(limit::take(items[i].params, state, now, items[i].cost, items[i].take_up_to));
     out.decisions.push_back(evals.back().decision);
     if (items[i].enforce && !evals.back().decision.admitted) out.admitted = false;
   }

@@ -257,9 +257,10 @@ class ClusterStore final : public LimitStore {
                   {"ZREM", item.key, redis::log_member(item.lease, call.groups[gi].now, item.cost)},
                   false);
             break;
-          default:
+          default:  // what it took: its cost, or a lease's grant
             send_fire_and_forget(
-                n, redis::adjust_args(item, -item.cost, shas_, redis::now_arg(options_.test_clock)),
+                n, redis::adjust_args(item, -std::max(item.cost, d.granted), shas_,
+                                      redis::now_arg(options_.test_clock)),
                 true);
         }
       }

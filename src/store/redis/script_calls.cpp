@@ -24,7 +24,7 @@ std::vector<std::string> acquire_args(const std::vector<Item>& items, const Scri
                                       bool use_eval, const std::string& now,
                                       const std::string& default_lease) {
   std::vector<std::string> a;
-  a.reserve(5 + items.size() * 7);
+  a.reserve(5 + items.size() * 10);
   a.emplace_back(use_eval ? "EVAL" : "EVALSHA");
   a.emplace_back(use_eval ? std::string(acquire_script()) : shas.acquire);
   a.push_back(std::to_string(items.size()));
@@ -41,22 +41,32 @@ std::vector<std::string> acquire_args(const std::vector<Item>& items, const Scri
     a.push_back(std::to_string(i.params.window));
     a.push_back(std::to_string(i.cost));
     a.emplace_back(i.enforce ? "1" : "0");
+    a.push_back(std::to_string(i.take_up_to));
+    a.push_back(i.leased.holder);
+    a.push_back(std::to_string(i.leased.settled));
+    a.push_back(std::to_string(i.leased.ttl));
   }
   return a;
 }
 
 std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const ScriptShas& shas,
                                      const std::string& now) {
-  return {"EVALSHA",
-          shas.adjust,
-          "1",
-          item.key,
-          now,
-          std::to_string(static_cast<int>(item.params.algorithm)),
-          std::to_string(item.params.capacity),
-          number(item.params.per_second),
-          std::to_string(item.params.window),
-          std::to_string(delta)};
+  std::vector<std::string> a{"EVALSHA",
+                             shas.adjust,
+                             "1",
+                             item.key,
+                             now,
+                             std::to_string(static_cast<int>(item.params.algorithm)),
+                             std::to_string(item.params.capacity),
+                             number(item.params.per_second),
+                             std::to_string(item.params.window),
+                             std::to_string(delta)};
+  if (!item.leased.holder.empty()) {
+    a.push_back(item.leased.holder);
+    a.push_back(std::to_string(item.leased.settled));
+    a.emplace_back(item.leased.returning ? "1" : "0");
+  }
+  return a;
 }
 
 std::string now_arg(const limit::Clock* test_clock) {
@@ -100,7 +110,7 @@ std::optional<Redirect> redirect_of(const redisReply* r) {
 }
 
 std::optional<Outcome> decode_outcome(const redisReply* r, std::size_t items) {
-  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 + 5 * items) return std::nullopt;
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 + 6 * items) return std::nullopt;
   for (std::size_t i = 0; i < r->elements; ++i)
     if (r->element[i]->type != REDIS_REPLY_INTEGER) return std::nullopt;
   auto at = [&](std::size_t i) { return static_cast<std::int64_t>(r->element[i]->integer); };
@@ -109,12 +119,13 @@ std::optional<Outcome> decode_outcome(const redisReply* r, std::size_t items) {
   out.now = at(1);
   for (std::size_t i = 0; i < items; ++i) {
     limit::Decision d;
-    std::size_t b = 2 + 5 * i;
+    std::size_t b = 2 + 6 * i;
     d.admitted = at(b) == 1;
     d.remaining = at(b + 1);
     d.reset_after = at(b + 2);
     d.retry_after = at(b + 3);
     d.limit = at(b + 4);
+    d.granted = at(b + 5);
     out.decisions.push_back(d);
   }
   return out;

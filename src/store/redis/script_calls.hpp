@@ -47,7 +47,7 @@ struct Redirect {
 };
 std::optional<Redirect> redirect_of(const redisReply* r);
 
-// {all_admitted, now, (admitted, remaining, reset_after, retry_after, limit) per item}
+// {all_admitted, now, (admitted, remaining, reset_after, retry_after, limit, granted) per item}
 std::optional<Outcome> decode_outcome(const redisReply* r, std::size_t items);
 
 // A CLUSTER SLOTS reply -> which master owns each slot range. Ranges that are malformed, fall

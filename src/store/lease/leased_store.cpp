@@ -1,0 +1,248 @@
+// A worker's store for leased limits (store/leased_store.hpp): leased items are decided from
+// the instance's LeaseBook, everything else (and every grant) by the worker's own store.
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+
+#include "floodgate/store/leased_store.hpp"
+
+namespace floodgate::store {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// How often a worker looks for units whose ttl passed, while any lease is kept.
+constexpr auto kSweepEvery = std::chrono::milliseconds(50);
+
+// Asks the store for `need` units for a request (0: none, a background top-up asks for at
+// least one) and up to `spare` more for the hand, reporting `settled` spent units.
+Item grant_request(const Item& item, const std::string& holder, std::int64_t need,
+                   std::int64_t spare, std::int64_t settled) {
+  Item ask;
+  ask.key = item.key;
+  ask.params = item.params;
+  ask.cost = need > 0 ? need : 1;
+  ask.take_up_to = spare > 0 ? need + spare : 0;
+  ask.enforce = true;
+  ask.leased = item.leased;
+  ask.leased.holder = holder;
+  ask.leased.settled = settled;
+  return ask;
+}
+
+// A decision for an item that was never asked because another limit refused first: not
+// charged, so nothing to say but its quota.
+limit::Decision undecided(const Item& item) {
+  limit::Decision d;
+  d.admitted = true;
+  d.limit = item.params.capacity;
+  d.remaining = item.params.capacity;
+  return d;
+}
+
+class LeasedStore final : public LimitStore {
+ public:
+  LeasedStore(asio::io_context& ioc, std::unique_ptr<LimitStore> inner, LeaseBook& book,
+              const limit::Clock& clock)
+      : ioc_(ioc),
+        inner_(std::move(inner)),
+        book_(book),
+        clock_(clock),
+        sweep_timer_(ioc),
+        alive_(std::make_shared<LeasedStore*>(this)) {}
+
+  void async_acquire(std::vector<Item> items, Handler handler) override {
+    const bool leased =
+        std::any_of(items.begin(), items.end(), [](const Item& i) { return i.leased.size > 0; });
+    if (!leased) return inner_->async_acquire(std::move(items), std::move(handler));
+    asio::co_spawn(ioc_, decide(std::move(items)),
+                   [h = std::move(handler)](std::exception_ptr e, AcquireResult r) mutable {
+                     // Nothing in decide() throws by design; if it did, the decision fails.
+                     if (e) r = StoreError::protocol;
+                     std::move(h)(std::move(r));
+                   });
+  }
+
+  void adjust(const Item& item, std::int64_t delta) override {
+    if (item.leased.size == 0) return inner_->adjust(item, delta);
+    // A settlement on a leased key: the store must see what leases hold (lua/prelude.lua).
+    Item leased = item;
+    leased.leased.holder = book_.holder();
+    leased.leased.settled = 0;
+    leased.leased.returning = false;
+    inner_->adjust(leased, delta);
+  }
+  void release(const Item& item) override { inner_->release(item); }
+  bool healthy() const override { return inner_->healthy(); }
+
+  void close(std::function<void()> done) override {
+    LeaseBook::GiveBacks back;
+    book_.close(clock_.now(), back);
+    give_back(back);
+    if (back.empty()) return done();
+    // Each return is followed on its key's connection by a decision that charges nothing:
+    // when every one has answered, the returns before them have reached the store.
+    auto left = std::make_shared<std::size_t>(back.size());
+    auto finished = std::make_shared<std::function<void()>>(std::move(done));
+    for (const auto& g : back) {
+      Item probe = g.item;  // with the holder: it sees what leases hold
+      probe.cost = 0;
+      probe.take_up_to = 0;
+      probe.leased.settled = 0;
+      inner_->async_acquire({std::move(probe)}, [left, finished](AcquireResult) {
+        if (--*left == 0) (*finished)();
+      });
+    }
+  }
+
+ private:
+  asio::awaitable<AcquireResult> decide(std::vector<Item> items) {
+    Outcome out;
+    out.admitted = true;
+    out.decisions.resize(items.size());
+    LeaseBook::GiveBacks back;
+    std::vector<std::size_t> held;  // leased items admitted so far: their units, if refused
+    std::vector<std::size_t> exact;
+    bool refused = false;
+    auto undo = [&] {
+      const auto now = clock_.now();
+      for (auto i : held) book_.put_back(items[i], items[i].cost, now, back);
+      give_back(back);
+    };
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const auto& item = items[i];
+      if (item.leased.size == 0) {
+        exact.push_back(i);
+        continue;
+      }
+      if (refused) {
+        out.decisions[i] = undecided(item);
+        continue;
+      }
+      const auto now = clock_.now();
+      auto t = book_.take(item, now, back);
+      keep_sweeping();
+      if (t.local) {
+        out.decisions[i] = t.decision;
+        held.push_back(i);
+        if (t.top_up > 0) top_up(item, t.top_up, t.settled);
+        continue;
+      }
+      // Not enough in hand: one round trip, which also fills the hand.
+      const std::int64_t need = item.cost - t.reserved;
+      // (Built outside the co_await: GCC 12 miscompiles an initializer list inside one.)
+      std::vector<Item> ask;
+      ask.push_back(grant_request(item, book_.holder(), need, t.spare, t.settled));
+      auto answer = co_await inner_->acquire(std::move(ask), asio::use_awaitable);
+      const auto* o = std::get_if<Outcome>(&answer);
+      const bool decided = o && o->decisions.size() == 1;
+      limit::Decision d;
+      book_.granted(item, need, t.spare, t.settled, decided ? &o->decisions[0] : nullptr, now,
+                    decided ? o->now : 0, clock_.now(), d, back);
+      if (!decided) {  // the store failed: the route's on_store_error decides the request
+        book_.put_back(item, t.reserved, clock_.now(), back);
+        undo();
+        co_return o ? AcquireResult(StoreError::protocol) : answer;
+      }
+      out.now = o->now;
+      out.decisions[i] = d;
+      if (d.admitted) {
+        held.push_back(i);
+      } else {
+        book_.put_back(item, t.reserved, clock_.now(), back);
+        if (item.enforce) refused = true;
+      }
+    }
+    if (!refused && !exact.empty()) {
+      std::vector<Item> rest;
+      for (auto i : exact) rest.push_back(items[i]);
+      auto answer = co_await inner_->acquire(std::move(rest), asio::use_awaitable);
+      const auto* o = std::get_if<Outcome>(&answer);
+      if (!o || o->decisions.size() != exact.size()) {
+        undo();
+        co_return o ? AcquireResult(StoreError::protocol) : answer;
+      }
+      for (std::size_t k = 0; k < exact.size(); ++k) out.decisions[exact[k]] = o->decisions[k];
+      out.now = o->now;
+      refused = !o->admitted;
+    } else {
+      for (auto i : exact) out.decisions[i] = undecided(items[i]);
+    }
+    if (refused) {
+      out.admitted = false;
+      undo();  // all or nothing: the leased units go back into the hand
+    } else {
+      give_back(back);
+    }
+    co_return out;
+  }
+
+  // Asks for more in the background: nothing waits for it. The book outlives every worker;
+  // this store may not, so the answer checks it is still there before returning anything.
+  void top_up(const Item& item, std::int64_t units, std::int64_t settled) {
+    const auto sent = clock_.now();
+    std::weak_ptr<LeasedStore*> alive = alive_;
+    Item key = item;
+    inner_->async_acquire(
+        {grant_request(item, book_.holder(), 0, units, settled)},
+        [alive, &book = book_, &clock = clock_, key, units, settled, sent](AcquireResult r) {
+          const auto* o = std::get_if<Outcome>(&r);
+          const bool decided = o && o->decisions.size() == 1;
+          LeaseBook::GiveBacks back;
+          limit::Decision ignored;
+          book.granted(key, 0, units, settled, decided ? &o->decisions[0] : nullptr, sent,
+                       decided ? o->now : 0, clock.now(), ignored, back);
+          if (auto self = alive.lock()) (*self)->give_back(back);
+        });
+  }
+
+  void give_back(LeaseBook::GiveBacks& back) {
+    for (const auto& g : back) inner_->adjust(g.item, -g.units);
+    back.clear();
+  }
+
+  // While the book keeps leases, this worker sweeps it every kSweepEvery (every worker that
+  // took from it does; each lease is returned once, under its shard's lock).
+  void keep_sweeping() {
+    if (sweeping_) return;
+    sweeping_ = true;
+    arm_sweep();
+  }
+  void arm_sweep() {
+    sweep_timer_.expires_after(kSweepEvery);
+    std::weak_ptr<LeasedStore*> alive = alive_;
+    sweep_timer_.async_wait([alive](boost::system::error_code ec) {
+      auto self = alive.lock();
+      if (ec || !self) return;
+      auto& store = **self;
+      LeaseBook::GiveBacks back;
+      const bool kept = store.book_.sweep(store.clock_.now(), back);
+      store.give_back(back);
+      if (kept)
+        store.arm_sweep();
+      else
+        store.sweeping_ = false;
+    });
+  }
+
+  asio::io_context& ioc_;
+  std::unique_ptr<LimitStore> inner_;
+  LeaseBook& book_;
+  const limit::Clock& clock_;
+  asio::steady_timer sweep_timer_;
+  bool sweeping_ = false;
+  std::shared_ptr<LeasedStore*> alive_;  // handlers hold it weakly: is this store still there
+};
+
+}  // namespace
+
+std::unique_ptr<LimitStore> make_leased_store(asio::io_context& ioc,
+                                              std::unique_ptr<LimitStore> inner, LeaseBook& book,
+                                              const limit::Clock& clock) {
+  return std::make_unique<LeasedStore>(ioc, std::move(inner), book, clock);
+}
+
+}  // namespace floodgate::store
