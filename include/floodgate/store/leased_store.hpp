@@ -68,6 +68,8 @@ class LeaseBook {
   void close(limit::Micros now, GiveBacks& back);
 
   std::size_t size() const;  // leases kept (tests)
+  std::int64_t in_hand(const std::string& key, limit::Micros now) const;  // (tests)
+  std::int64_t asked(const std::string& key) const;  // units asked for, not answered (tests)
 
  private:
   struct Lease {
@@ -92,8 +94,10 @@ class LeaseBook {
   static bool same_terms(const Lease& l, const Item& item);
   // Takes the units out of `l` that have run out by `now`, into `back` when worth returning.
   void expire(const std::string& key, Lease& l, limit::Micros now, GiveBacks& back) const;
-  // Units back to the store, with the spent ones reported (they are no longer held).
-  void give(const std::string& key, Lease& l, std::int64_t units, GiveBacks& back) const;
+  // Units back to the store; with `report`, the lease is still in the store's record and the
+  // units spent from it are reported too (none of it is held any more).
+  void give(const std::string& key, Lease& l, std::int64_t units, bool report,
+            GiveBacks& back) const;
   GiveBack plain_return(const Item& item, std::int64_t units) const;
   static limit::Decision in_hand(const Lease& l, std::int64_t cost, limit::Micros now);
 

@@ -47,12 +47,12 @@ bool LeaseBook::same_terms(const Lease& l, const Item& item) {
          l.size == item.leased.size && l.ttl == item.leased.ttl;
 }
 
-void LeaseBook::give(const std::string& key, Lease& l, std::int64_t units,
+void LeaseBook::give(const std::string& key, Lease& l, std::int64_t units, bool report,
                      GiveBacks& back) const {
-  if (units <= 0 && (l.spent <= 0 || is_window(l.params))) {
-    l.spent = 0;  // (windows keep no record of who holds what: nothing to report)
-    return;
-  }
+  // Windows keep no record of who holds what; a lease past its ttl is no longer in the
+  // store's record either (a report would be taken from the holder's next lease).
+  if (!report || is_window(l.params)) l.spent = 0;
+  if (units <= 0 && l.spent <= 0) return;
   GiveBack g;
   g.item.key = key;
   g.item.params = l.params;
@@ -61,7 +61,7 @@ void LeaseBook::give(const std::string& key, Lease& l, std::int64_t units,
   g.item.leased.counters = l.counters;
   g.item.leased.holder = holder_;
   g.item.leased.settled = l.spent;
-  g.item.leased.returning = true;
+  g.item.leased.returning = report;
   g.units = std::max<std::int64_t>(0, units);
   back.push_back(std::move(g));
   l.spent = 0;
@@ -87,7 +87,9 @@ void LeaseBook::expire(const std::string& key, Lease& l, limit::Micros now,
     return;
   }
   if (now < l.expires) return;
-  give(key, l, l.units, back);  // and the spent ones reported: nothing of this lease is held
+  // Past its ttl the store no longer counts the lease as held (its until is no earlier than
+  // this): the units go back as a plain refund.
+  give(key, l, l.units, false, back);
   l.units = 0;
 }
 
@@ -113,7 +115,7 @@ LeaseBook::Take LeaseBook::take(const Item& item, limit::Micros now, GiveBacks& 
     if (!fresh) {
       expire(item.key, l, now, back);
       if (l.window_end == 0 || now + kWindowReturnMargin < l.window_end)
-        give(item.key, l, l.units, back);
+        give(item.key, l, l.units, true, back);
     }
     const auto pending = fresh ? 0 : l.pending;
     l = Lease{};
@@ -255,10 +257,26 @@ void LeaseBook::close(limit::Micros now, GiveBacks& back) {
   for (auto& shard : shards_) {
     std::lock_guard lock(shard.mutex);
     for (auto& [key, l] : shard.leases) {
-      if (l.window_end == 0 || now + kWindowReturnMargin < l.window_end) give(key, l, l.units, back);
+      if (l.window_end == 0 || now + kWindowReturnMargin < l.window_end)
+        give(key, l, l.units, now < l.expires, back);
       l.units = 0;
     }
   }
+}
+
+std::int64_t LeaseBook::in_hand(const std::string& key, limit::Micros now) const {
+  const auto& shard = shards_[std::hash<std::string>{}(key) % kShards];
+  std::lock_guard lock(shard.mutex);
+  auto it = shard.leases.find(key);
+  if (it == shard.leases.end() || now >= it->second.expires) return 0;
+  return it->second.units;
+}
+
+std::int64_t LeaseBook::asked(const std::string& key) const {
+  const auto& shard = shards_[std::hash<std::string>{}(key) % kShards];
+  std::lock_guard lock(shard.mutex);
+  auto it = shard.leases.find(key);
+  return it == shard.leases.end() ? 0 : it->second.pending;
 }
 
 std::size_t LeaseBook::size() const {

@@ -67,7 +67,7 @@ class LeasedStore final : public LimitStore {
   }
 
   void adjust(const Item& item, std::int64_t delta) override {
-    if (item.leased.size == 0) return inner_->adjust(item, delta);
+    if (item.leased.size == 0 || !item.leased.holder.empty()) return inner_->adjust(item, delta);
     // A settlement on a leased key: the store must see what leases hold (lua/prelude.lua).
     Item leased = item;
     leased.leased.holder = book_.holder();
@@ -124,6 +124,7 @@ class LeasedStore final : public LimitStore {
       }
       const auto now = clock_.now();
       auto t = book_.take(item, now, back);
+      give_back(back);  // before any grant for the key: on one connection, in this order
       keep_sweeping();
       if (t.local) {
         out.decisions[i] = t.decision;
