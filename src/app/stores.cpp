@@ -30,12 +30,12 @@ http::StoreFactory configured_store_factory(const config::Config& config,
     for (const auto& n : rs.nodes) options.seeds.push_back(n.to_string());
     return [options, log, &leases, &clock](boost::asio::io_context& ioc) {
       return store::make_leased_store(ioc, store::make_redis_cluster_store(ioc, options, *log),
-                                      leases, clock);
+                                      leases, clock, options.timeout);
     };
   }
   return [options, log, &leases, &clock](boost::asio::io_context& ioc) {
     return store::make_leased_store(ioc, store::make_redis_store(ioc, options, *log), leases,
-                                    clock);
+                                    clock, options.timeout);
   };
 }
 

@@ -79,7 +79,7 @@ TEST_P(LeaseProperty, NeverOverAdmitsAndRefusesEarlyAtMostTheBound) {
     o.test_clock = &clock;
     auto in = std::make_unique<Instance>();
     in->store = store::make_leased_store(ioc, store::make_redis_store(ioc, o, *log), in->book,
-                                         clock);
+                                         clock, o.timeout);
     instances.push_back(std::move(in));
   }
   store::MemoryState exact(clock, 1000);

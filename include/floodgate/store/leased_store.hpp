@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <array>
+#include <chrono>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -44,21 +45,33 @@ class LeaseBook {
     std::int64_t reserved = 0;  // not local: units taken from hand towards the cost
     std::int64_t spare = 0;     // not local: units the store may add to the hand (now pending)
     std::int64_t settled = 0;   // spent units to report with the grant (top-up or not local)
+    bool wait = false;          // not enough in hand, units on their way: `wake` runs when
+                                // they land (or do not); take again then
   };
+  // Called, on whichever worker's thread a grant lands, for each request waiting for it.
+  using Wake = std::function<void()>;
 
   LeaseBook();  // with a random holder id
   // This instance's name in the store's record of who holds what (lua/prelude.lua).
   const std::string& holder() const { return holder_; }
 
-  // Takes `item.cost` units from hand, or says what to ask the store for.
-  Take take(const Item& item, limit::Micros now, GiveBacks& back);
+  // Takes `item.cost` units from hand, or says what to ask the store for. With `may_wait`, a
+  // request that finds the hand short while units are on their way is told to wait for them
+  // (`wait`) instead of asking again: what an instance has asked for must not make it refuse
+  // its own callers, only the other instances'.
+  Take take(const Item& item, limit::Micros now, GiveBacks& back, bool may_wait = false);
+  // Registers `wake` for when what is on its way lands; false (and nothing registered) when
+  // it already has.
+  bool await(const Item& item, Wake wake);
   // A grant's answer (null: the store failed). `need` of the granted units were the asking
   // request's; the rest goes into the hand. `sent` is when it was asked (local time) and
   // `store_now` the store's clock at the grant. Fills `decision` for the asking request.
   // `settled`: what the grant reported (counted again when it failed).
-  void granted(const Item& item, std::int64_t need, std::int64_t spare, std::int64_t settled,
-               const limit::Decision* answer, limit::Micros sent, limit::Micros store_now,
-               limit::Micros now, limit::Decision& decision, GiveBacks& back);
+  // Returns the requests to wake (call them outside any lock of the caller's).
+  std::vector<Wake> granted(const Item& item, std::int64_t need, std::int64_t spare,
+                            std::int64_t settled, const limit::Decision* answer,
+                            limit::Micros sent, limit::Micros store_now, limit::Micros now,
+                            limit::Decision& decision, GiveBacks& back);
   // Units of a request refused by another limit (or failed) go back into the hand, not to the
   // store; into the store only when the hand is gone.
   void put_back(const Item& item, std::int64_t units, limit::Micros now, GiveBacks& back);
@@ -84,6 +97,7 @@ class LeaseBook {
     limit::Micros window_end = 0;  // windows: the units are void from then; 0: not a window
     limit::Decision last;          // the store's answer to the last grant
     limit::Micros last_at = 0;     // when it came (local time)
+    std::vector<Wake> waiting;     // requests waiting for what is pending
   };
   struct Shard {
     mutable std::mutex mutex;
@@ -106,9 +120,11 @@ class LeaseBook {
   std::string holder_;
 };
 
-// `inner`: the worker's store (Redis, Redis Cluster); `clock`: the instance's local clock.
+// `inner`: the worker's store (Redis, Redis Cluster); `clock`: the instance's local clock;
+// `max_wait`: the longest a request waits for units on their way (the store's timeout).
 std::unique_ptr<LimitStore> make_leased_store(boost::asio::io_context& ioc,
                                               std::unique_ptr<LimitStore> inner, LeaseBook& book,
-                                              const limit::Clock& clock);
+                                              const limit::Clock& clock,
+                                              std::chrono::milliseconds max_wait);
 
 }  // namespace floodgate::store

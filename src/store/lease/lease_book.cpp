@@ -105,7 +105,8 @@ limit::Decision LeaseBook::in_hand(const Lease& l, std::int64_t cost, limit::Mic
   return d;
 }
 
-LeaseBook::Take LeaseBook::take(const Item& item, limit::Micros now, GiveBacks& back) {
+LeaseBook::Take LeaseBook::take(const Item& item, limit::Micros now, GiveBacks& back,
+                                bool may_wait) {
   auto& shard = shard_of(item.key);
   std::lock_guard lock(shard.mutex);
   auto [it, fresh] = shard.leases.try_emplace(item.key);
@@ -141,6 +142,10 @@ LeaseBook::Take LeaseBook::take(const Item& item, limit::Micros now, GiveBacks& 
     }
     return t;
   }
+  if (may_wait && l.pending > 0) {
+    t.wait = true;
+    return t;
+  }
   t.reserved = l.units;
   l.units = 0;
   // Reported with the grant; what this request takes from hand, with the next one.
@@ -152,23 +157,27 @@ LeaseBook::Take LeaseBook::take(const Item& item, limit::Micros now, GiveBacks& 
   return t;
 }
 
-void LeaseBook::granted(const Item& item, std::int64_t need, std::int64_t spare,
-                        std::int64_t settled, const limit::Decision* answer, limit::Micros sent,
-                        limit::Micros store_now, limit::Micros now, limit::Decision& decision,
-                        GiveBacks& back) {
+std::vector<LeaseBook::Wake> LeaseBook::granted(const Item& item, std::int64_t need,
+                                                std::int64_t spare, std::int64_t settled,
+                                                const limit::Decision* answer,
+                                                limit::Micros sent, limit::Micros store_now,
+                                                limit::Micros now, limit::Decision& decision,
+                                                GiveBacks& back) {
   auto& shard = shard_of(item.key);
   std::lock_guard lock(shard.mutex);
   auto it = shard.leases.find(item.key);
   Lease* l = it != shard.leases.end() && same_terms(it->second, item) ? &it->second : nullptr;
+  std::vector<Wake> wake;
   if (it != shard.leases.end()) {
     it->second.pending = std::max<std::int64_t>(0, it->second.pending - spare);
     if (!answer) it->second.spent += settled;  // not reported after all
+    if (spare > 0) wake.swap(it->second.waiting);
   }
-  if (!answer) return;
+  if (!answer) return wake;
   if (!answer->admitted) {
     decision = *answer;
     if (l) l->last = *answer, l->last_at = now;
-    return;
+    return wake;
   }
   const std::int64_t extra = std::max<std::int64_t>(0, answer->granted - need);
   bump(&admin::LeaseCounters::leases, item.leased.counters, 1);
@@ -205,6 +214,16 @@ void LeaseBook::granted(const Item& item, std::int64_t need, std::int64_t spare,
     decision = *answer;
     decision.remaining = std::max<std::int64_t>(0, answer->remaining);
   }
+  return wake;
+}
+
+bool LeaseBook::await(const Item& item, Wake wake) {
+  auto& shard = shard_of(item.key);
+  std::lock_guard lock(shard.mutex);
+  auto it = shard.leases.find(item.key);
+  if (it == shard.leases.end() || it->second.pending == 0) return false;
+  it->second.waiting.push_back(std::move(wake));
+  return true;
 }
 
 void LeaseBook::put_back(const Item& item, std::int64_t units, limit::Micros now,

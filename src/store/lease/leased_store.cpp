@@ -1,6 +1,8 @@
 // A worker's store for leased limits (store/leased_store.hpp): leased items are decided from
 // the instance's LeaseBook, everything else (and every grant) by the worker's own store.
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -46,11 +48,12 @@ limit::Decision undecided(const Item& item) {
 class LeasedStore final : public LimitStore {
  public:
   LeasedStore(asio::io_context& ioc, std::unique_ptr<LimitStore> inner, LeaseBook& book,
-              const limit::Clock& clock)
+              const limit::Clock& clock, std::chrono::milliseconds max_wait)
       : ioc_(ioc),
         inner_(std::move(inner)),
         book_(book),
         clock_(clock),
+        max_wait_(max_wait),
         sweep_timer_(ioc),
         alive_(std::make_shared<LeasedStore*>(this)) {}
 
@@ -81,21 +84,17 @@ class LeasedStore final : public LimitStore {
   void close(std::function<void()> done) override {
     LeaseBook::GiveBacks back;
     book_.close(clock_.now(), back);
-    give_back(back);
-    if (back.empty()) return done();
-    // Each return is followed on its key's connection by a decision that charges nothing:
-    // when every one has answered, the returns before them have reached the store.
-    auto left = std::make_shared<std::size_t>(back.size());
-    auto finished = std::make_shared<std::function<void()>>(std::move(done));
+    std::vector<Item> probes;
     for (const auto& g : back) {
       Item probe = g.item;  // with the holder: it sees what leases hold
       probe.cost = 0;
       probe.take_up_to = 0;
       probe.leased.settled = 0;
-      inner_->async_acquire({std::move(probe)}, [left, finished](AcquireResult) {
-        if (--*left == 0) (*finished)();
-      });
+      probe.leased.returning = false;
+      probes.push_back(std::move(probe));
     }
+    give_back(back);
+    probe(std::move(probes), 2, std::move(done));
   }
 
  private:
@@ -122,8 +121,16 @@ class LeasedStore final : public LimitStore {
         out.decisions[i] = undecided(item);
         continue;
       }
-      const auto now = clock_.now();
-      auto t = book_.take(item, now, back);
+      auto now = clock_.now();
+      auto t = book_.take(item, now, back, true);
+      if (t.wait) {
+        // Units are on their way (another request's grant, a top-up): wait for them, at most
+        // as long as a store decision may take, then take again.
+        give_back(back);
+        co_await wait_for_grant(item);
+        now = clock_.now();
+        t = book_.take(item, now, back);
+      }
       give_back(back);  // before any grant for the key: on one connection, in this order
       keep_sweeping();
       if (t.local) {
@@ -141,8 +148,8 @@ class LeasedStore final : public LimitStore {
       const auto* o = std::get_if<Outcome>(&answer);
       const bool decided = o && o->decisions.size() == 1;
       limit::Decision d;
-      book_.granted(item, need, t.spare, t.settled, decided ? &o->decisions[0] : nullptr, now,
-                    decided ? o->now : 0, clock_.now(), d, back);
+      wake(book_.granted(item, need, t.spare, t.settled, decided ? &o->decisions[0] : nullptr,
+                         now, decided ? o->now : 0, clock_.now(), d, back));
       if (!decided) {  // the store failed: the route's on_store_error decides the request
         book_.put_back(item, t.reserved, clock_.now(), back);
         undo();
@@ -194,10 +201,46 @@ class LeasedStore final : public LimitStore {
           const bool decided = o && o->decisions.size() == 1;
           LeaseBook::GiveBacks back;
           limit::Decision ignored;
-          book.granted(key, 0, units, settled, decided ? &o->decisions[0] : nullptr, sent,
-                       decided ? o->now : 0, clock.now(), ignored, back);
+          wake(book.granted(key, 0, units, settled, decided ? &o->decisions[0] : nullptr, sent,
+                            decided ? o->now : 0, clock.now(), ignored, back));
           if (auto self = alive.lock()) (*self)->give_back(back);
         });
+  }
+
+  // Each return is followed on its key's connection by a decision that charges nothing: when
+  // every one has answered, the returns before them have reached the store. Twice: a return
+  // whose script Redis had not loaded yet is sent again when its NOSCRIPT comes back, after
+  // the first probe.
+  void probe(std::vector<Item> probes, int rounds, std::function<void()> done) {
+    if (probes.empty() || rounds == 0) return done();
+    auto left = std::make_shared<std::size_t>(probes.size());
+    auto state = std::make_shared<std::pair<std::vector<Item>, std::function<void()>>>(
+        probes, std::move(done));
+    std::weak_ptr<LeasedStore*> alive = alive_;
+    for (auto& p : probes)
+      inner_->async_acquire({std::move(p)}, [left, state, rounds, alive](AcquireResult) {
+        if (--*left != 0) return;
+        if (auto self = alive.lock())
+          (*self)->probe(std::move(state->first), rounds - 1, std::move(state->second));
+      });
+  }
+
+  asio::awaitable<void> wait_for_grant(const Item& item) {
+    auto timer = std::make_shared<asio::steady_timer>(ioc_, max_wait_);
+    std::weak_ptr<asio::steady_timer> weak = timer;
+    // The grant may land on another worker: the wake is posted to this one's loop, which runs
+    // it only once this coroutine waits (one thread per loop), so no wake is missed.
+    auto woken = book_.await(item, [weak, ex = ioc_.get_executor()] {
+      asio::post(ex, [weak] {
+        if (auto t = weak.lock()) t->cancel();
+      });
+    });
+    if (!woken) co_return;
+    co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+
+  static void wake(const std::vector<LeaseBook::Wake>& waiting) {
+    for (const auto& w : waiting) w();
   }
 
   void give_back(LeaseBook::GiveBacks& back) {
@@ -233,6 +276,7 @@ class LeasedStore final : public LimitStore {
   std::unique_ptr<LimitStore> inner_;
   LeaseBook& book_;
   const limit::Clock& clock_;
+  std::chrono::milliseconds max_wait_;
   asio::steady_timer sweep_timer_;
   bool sweeping_ = false;
   std::shared_ptr<LeasedStore*> alive_;  // handlers hold it weakly: is this store still there
@@ -242,8 +286,9 @@ class LeasedStore final : public LimitStore {
 
 std::unique_ptr<LimitStore> make_leased_store(asio::io_context& ioc,
                                               std::unique_ptr<LimitStore> inner, LeaseBook& book,
-                                              const limit::Clock& clock) {
-  return std::make_unique<LeasedStore>(ioc, std::move(inner), book, clock);
+                                              const limit::Clock& clock,
+                                              std::chrono::milliseconds max_wait) {
+  return std::make_unique<LeasedStore>(ioc, std::move(inner), book, clock, max_wait);
 }
 
 }  // namespace floodgate::store

@@ -1,0 +1,158 @@
+// Leased decisions through the whole proxy (SPEC "Leased decisions"), with a real
+// redis-server, far away where that is the point: a DelayProxy the test starts adds 40 ms each
+// way (80 ms a round trip) between floodgate and Redis, and nothing else is slowed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "delay_proxy.hpp"
+#include "floodgate_process.hpp"
+#include "redis_server.hpp"
+
+namespace floodgate::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Ms = std::chrono::milliseconds;
+
+std::string lease_routes(const std::string& leased, const std::string& exact,
+                         const std::string& policy = "fail_open") {
+  return "  - name: leased\n    match: { path_prefix: /leased }\n    upstream: origin\n"
+         "    on_store_error: " +
+         policy + "\n    limits: [{ name: hot, " + leased +
+         ", key: [route] }]\n"
+         "  - name: exact\n    match: { path_prefix: /exact }\n    upstream: origin\n"
+         "    limits: [{ name: hot, " +
+         exact + ", key: [route] }]\n";
+}
+
+// Sequential requests on one keep-alive connection: each one's time, in order.
+std::vector<double> timed(std::uint16_t port, const std::string& target, int n,
+                          std::vector<int>* statuses = nullptr) {
+  Client c(port);
+  std::vector<double> ms;
+  for (int i = 0; i < n; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    auto r = c.request("GET " + target + " HTTP/1.1\r\nHost: t\r\n\r\n");
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
+    if (statuses) statuses->push_back(r ? static_cast<int>(r->result_int()) : -1);
+  }
+  return ms;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::uint64_t metric(Proxy& p, const std::string& line_start) {
+  auto text = p.metrics().render();
+  auto at = text.find(line_start);
+  if (at == std::string::npos) return 0;
+  return std::stoull(text.substr(text.find(' ', at + line_start.size()) + 1));
+}
+
+TEST(FarStore, AHotKeyThroughALeaseIsAnsweredLocallyWhileTheExactLimitPaysTheRoundTrip) {
+  RedisServer redis;
+  DelayProxy far(redis.port(), 40ms);
+  Origin origin;
+  const std::string bucket = "algorithm: token_bucket, capacity: 100000, refill_rate: 1000/s";
+  Proxy proxy(redis_config(0, origin.port(), far.port(),
+                           lease_routes(bucket + ", lease: { size: 100, ttl: 10s }", bucket),
+                           "500ms"));
+  std::vector<int> statuses;
+  auto leased = timed(proxy.port(), "/leased/x", 40, &statuses);
+  auto exact = timed(proxy.port(), "/exact/x", 10, &statuses);
+  EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 200), 50);
+  // The first leased request waits for its lease, as without one; the rest do not.
+  EXPECT_GE(leased.front(), 80.0);
+  const auto rest = std::vector<double>(leased.begin() + 1, leased.end());
+  EXPECT_LT(median(rest), 5.0) << "leased requests waited for the store";
+  EXPECT_LT(*std::max_element(rest.begin(), rest.end()), 20.0);
+  EXPECT_GE(median(exact), 80.0) << "exact requests did not pay the round trip";
+  std::printf("[ far store ] 80 ms away: leased median %.2f ms (max %.2f), first %.1f ms; "
+              "exact median %.1f ms\n",
+              median(rest), *std::max_element(rest.begin(), rest.end()), leased.front(),
+              median(exact));
+  EXPECT_GE(metric(proxy, "floodgate_lease_local_decisions_total{route=\"leased\""), 39u);
+  EXPECT_GE(metric(proxy, "floodgate_lease_grants_total{route=\"leased\""), 1u);
+}
+
+// Three instances (each its own process state and lease book) on one store, a burst at all
+// of them: never more than the limit, and at most the bound fewer.
+void expect_three_instances_within(const std::string& limit, int quota, int bound) {
+  RedisServer redis;
+  Origin origin;
+  auto config = substitute(
+      redis_config(0, origin.port(), redis.port(), lease_routes(limit, limit), "500ms"),
+      "instances: 2", "instances: 3");
+  Proxy a(config), b(config), c(config);
+  auto statuses = burst({a.port(), b.port(), c.port()}, "/leased/x", 300);
+  const int admitted = statuses[200];
+  EXPECT_EQ(admitted + statuses[429], 300);
+  EXPECT_LE(admitted, quota) << "over-admitted";
+  EXPECT_GE(admitted, quota - bound) << "refused earlier than the bound";
+  // What was held goes back on drain: the instances' units are all in the store again.
+  std::printf("[ three instances ] %s: %d of 300 admitted (limit %d, bound %d)\n",
+              limit.c_str(), admitted, quota, bound);
+}
+
+TEST(ThreeInstances, NeverOverAdmitATokenBucket) {
+  expect_three_instances_within(
+      "algorithm: token_bucket, capacity: 60, refill_rate: 1/h, lease: { size: 10, ttl: 30s }",
+      60, 20);
+}
+
+TEST(ThreeInstances, NeverOverAdmitAFixedWindow) {
+  expect_three_instances_within(
+      "algorithm: fixed_window, limit: 60, window: 1h, lease: { size: 10, ttl: 30s }", 60, 20);
+}
+
+TEST(LeaseOutage, UnitsInHandKeepServingWhileRedisIsStoppedThenThePolicyApplies) {
+  RedisServer redis;
+  Origin origin;
+  const std::string bucket = "algorithm: token_bucket, capacity: 1000, refill_rate: 1/h";
+  auto config = substitute(redis_config(0, origin.port(), redis.port(),
+                                        lease_routes(bucket + ", lease: { size: 20, ttl: 30s }",
+                                                     bucket, "fail_closed"),
+                                        "100ms"),
+                           "threads: 2", "threads: 1");
+  Proxy proxy(config);
+  ASSERT_EQ(get(proxy.port(), "/leased/x")->result_int(), 200u);  // takes 1 + 20 units
+  redis.kill();
+  std::vector<int> statuses;
+  timed(proxy.port(), "/leased/x", 40, &statuses);
+  const auto served = std::count(statuses.begin(), statuses.end(), 200);
+  const auto refused = std::count(statuses.begin(), statuses.end(), 503);
+  EXPECT_EQ(served, 20) << "the units in hand";
+  EXPECT_EQ(refused, 20) << "then on_store_error: fail_closed";
+  EXPECT_EQ(statuses.front(), 200);
+  EXPECT_EQ(statuses.back(), 503);
+}
+
+TEST(LeaseDrain, UnusedUnitsGoBackToTheStoreOnDrain) {
+  RedisServer redis;
+  Origin origin;
+  const std::string bucket = "algorithm: token_bucket, capacity: 1000, refill_rate: 1/h";
+  auto config = redis_config(0, origin.port(), redis.port(),
+                             lease_routes(bucket + ", lease: { size: 50, ttl: 30s }", bucket));
+  auto tokens = [&] {
+    auto key = redis.cli("--scan --pattern '*:leased:hot:*}'");
+    auto value = redis.cli("GET '" + key + "'");
+    return value.empty() ? -1.0 : std::stod(value.substr(0, value.find(' ')));
+  };
+  {
+    Proxy proxy(config);
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(get(proxy.port(), "/leased/x")->result_int(), 200u);
+    EXPECT_LE(tokens(), 1000 - 50 - 1);  // a lease is out
+    proxy.drain(2000ms);
+  }
+  // 3 spent, the rest back, and nothing recorded as held any more.
+  EXPECT_NEAR(tokens(), 1000 - 3, 0.01);
+  EXPECT_EQ(redis.cli("--scan --pattern '*:leased:hot:*:leases'"), "");
+}
+
+}  // namespace
+}  // namespace floodgate::testing
