@@ -2,6 +2,7 @@
 
 #include <boost/asio/use_awaitable.hpp>
 
+#include "floodgate/config/loader.hpp"
 #include "floodgate/http/path_normalize.hpp"
 #include "pipeline.hpp"
 
@@ -32,13 +33,16 @@ const LimitGate::Bound& LimitGate::bind(const config::ConfigPtr& c) {
   bound_.decision = c->store.backend == config::StoreBackend::memory ? &metrics_.decision_memory
                                                                      : &metrics_.decision_redis;
   bound_.leases.clear();
+  std::string leased;  // every leased limit's definition: what the store may hold units of
   for (const auto& route : c->routes) {
     auto& cells = bound_.leases.emplace_back();
-    for (const auto& limit : route.limits)
-      cells.push_back(limit.lease && c->store.backend != config::StoreBackend::memory
-                          ? &metrics_.lease(route.name, limit.name)
-                          : nullptr);
+    for (const auto& limit : route.limits) {
+      const bool leases = limit.lease && c->store.backend != config::StoreBackend::memory;
+      cells.push_back(leases ? &metrics_.lease(route.name, limit.name) : nullptr);
+      if (leases) leased += config::lease_definition(c->store, route, limit) + "\n";
+    }
   }
+  store_->reconfigured(leased);
   bound_.top.clear();
   if (c->admin.keeps_top())
     for (const auto& route : c->routes) {

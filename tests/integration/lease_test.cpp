@@ -54,6 +54,13 @@ std::uint64_t metric(Proxy& p, const std::string& line_start) {
   return std::stoull(text.substr(text.find(' ', at + line_start.size()) + 1));
 }
 
+// The state of a limit's key in the store: its tokens ("tokens updated"), -1 when it has none.
+double tokens_of(RedisServer& redis, const std::string& route_limit) {
+  auto key = redis.cli("--scan --pattern '*:" + route_limit + ":*}'");
+  auto value = key.empty() ? std::string() : redis.cli("GET '" + key + "'");
+  return value.empty() ? -1.0 : std::stod(value.substr(0, value.find(' ')));
+}
+
 TEST(FarStore, AHotKeyThroughALeaseIsAnsweredLocallyWhileTheExactLimitPaysTheRoundTrip) {
   RedisServer redis;
   DelayProxy far(redis.port(), 40ms);
@@ -138,11 +145,7 @@ TEST(LeaseDrain, UnusedUnitsGoBackToTheStoreOnDrain) {
   const std::string bucket = "algorithm: token_bucket, capacity: 1000, refill_rate: 1/h";
   auto config = redis_config(0, origin.port(), redis.port(),
                              lease_routes(bucket + ", lease: { size: 50, ttl: 30s }", bucket));
-  auto tokens = [&] {
-    auto key = redis.cli("--scan --pattern '*:leased:hot:*}'");
-    auto value = redis.cli("GET '" + key + "'");
-    return value.empty() ? -1.0 : std::stod(value.substr(0, value.find(' ')));
-  };
+  auto tokens = [&] { return tokens_of(redis, "leased:hot"); };
   {
     Proxy proxy(config);
     for (int i = 0; i < 3; ++i) ASSERT_EQ(get(proxy.port(), "/leased/x")->result_int(), 200u);
@@ -151,6 +154,47 @@ TEST(LeaseDrain, UnusedUnitsGoBackToTheStoreOnDrain) {
   }
   // 3 spent, the rest back, and nothing recorded as held any more.
   EXPECT_NEAR(tokens(), 1000 - 3, 0.01);
+  EXPECT_EQ(redis.cli("--scan --pattern '*:leased:hot:*:leases'"), "");
+}
+
+TEST(LeaseAllOrNothing, ARequestRefusedByAnotherLimitGivesItsUnitBackToTheLease) {
+  RedisServer redis;
+  Origin origin;
+  const std::string routes = R"(  - name: api
+    match: { path_prefix: / }
+    upstream: origin
+    limits:
+      - { name: hot, algorithm: token_bucket, capacity: 1000, refill_rate: 1/h, key: [route],
+          lease: { size: 50, ttl: 30s } }
+      - { name: tight, algorithm: token_bucket, capacity: 2, refill_rate: 1/h, key: [route] }
+)";
+  {
+    Proxy proxy(redis_config(0, origin.port(), redis.port(), routes));
+    std::vector<int> statuses;
+    timed(proxy.port(), "/x", 6, &statuses);
+    EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 200), 2);
+    EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 429), 4);
+    proxy.drain(2000ms);
+  }
+  // Two admitted, so two units of `hot` spent; the four refused by `tight` cost it nothing.
+  EXPECT_NEAR(tokens_of(redis, "api:hot"), 1000 - 2, 0.01);
+  EXPECT_NEAR(tokens_of(redis, "api:tight"), 0, 0.01);
+}
+
+TEST(LeaseReload, UnitsGoBackWhenALeasedLimitChanges) {
+  RedisServer redis;
+  Origin origin;
+  const std::string bucket = "algorithm: token_bucket, capacity: 1000, refill_rate: 1/h";
+  const auto leased = redis_config(0, origin.port(), redis.port(),
+                                   lease_routes(bucket + ", lease: { size: 50, ttl: 30s }", bucket));
+  Proxy proxy(leased);
+  ASSERT_EQ(get(proxy.port(), "/leased/x")->result_int(), 200u);
+  EXPECT_NEAR(tokens_of(redis, "leased:hot"), 1000 - 51, 0.01);  // one spent, 50 in hand
+  // The same limit without its lease: the units in hand go back before it decides exactly.
+  proxy.source().publish(load_or_fail(substitute(leased, ", lease: { size: 50, ttl: 30s }", "")));
+  ASSERT_EQ(get(proxy.port(), "/leased/x")->result_int(), 200u);
+  EXPECT_TRUE(eventually([&] { return tokens_of(redis, "leased:hot") > 1000 - 2 - 0.01; }, 2s))
+      << tokens_of(redis, "leased:hot");
   EXPECT_EQ(redis.cli("--scan --pattern '*:leased:hot:*:leases'"), "");
 }
 

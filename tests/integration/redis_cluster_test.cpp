@@ -112,6 +112,37 @@ TEST(RedisClusterStore, TwoProcessesAdmitExactlyTheLimit) {
   }
 }
 
+// Leased decisions on a cluster (SPEC "Leased decisions"): grants, reports and returns go to
+// the master of the key's slot, with the record of who holds what beside it (same hash tag).
+TEST(RedisClusterStore, LeasedLimitsNeverOverAdmitAcrossTwoInstances) {
+  RedisCluster cluster;
+  Origin origin;
+  const std::string routes = kProbeRoute + R"(
+  - name: tb
+    match: { path_prefix: /tb }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: l, algorithm: token_bucket, capacity: 100, refill_rate: 1/h,
+               key: ["header:X-User"], lease: { size: 10, ttl: 30s } }]
+)";
+  Proxy a(cluster_config(0, origin.port(), cluster, routes, "5s"));
+  Proxy b(cluster_config(0, origin.port(), cluster, routes, "5s"));
+  wait_enforced(a.port(), "/probe");
+  wait_enforced(b.port(), "/probe");
+  for (int user = 0; user < 3; ++user) {  // three keys, on whichever masters they hash to
+    int admitted = 0;
+    for (int i = 0; i < 150; ++i) {
+      auto r = get(i % 2 ? a.port() : b.port(), "/tb",
+                   "X-User: leased-" + std::to_string(user) + "\r\n");
+      admitted += r && r->result_int() == 200 ? 1 : 0;
+    }
+    std::cout << "[ cluster lease ] user " << user << ": " << admitted
+              << " of 150 admitted (limit 100, bound 10)\n";
+    EXPECT_LE(admitted, 100);
+    EXPECT_GE(admitted, 90);
+  }
+}
+
 TEST(RedisClusterStore, AMasterKilledUnderLoadIsFollowedAfterFailover) {
   RedisCluster cluster;
   Origin origin;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "admin/admin_server.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/tls/contexts.hpp"
 
@@ -769,3 +770,55 @@ TEST(LoadConfig, UpstreamCredentialsAreRefusedWithoutEchoingThem) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string leased_config(const std::string& store, const std::string& lease) {
+  return "server:\n  listen: 0.0.0.0:8080\nupstreams:\n  origin: { url: \"http://127.0.0.1:9000\" }\n" +
+         store +
+         "routes:\n  - name: api\n    match: { path_prefix: / }\n    upstream: origin\n"
+         "    limits:\n      - { name: tenant, algorithm: token_bucket, capacity: 1000,\n"
+         "          refill_rate: 100/s, key: [route], lease: " +
+         lease + " }\n";
+}
+
+const std::string kRedisStore =
+    "store:\n  backend: redis\n  redis: { address: \"127.0.0.1:6379\" }\n"
+    "  key_secret: test-secret-0123456789\n  instances: 3\n";
+
+}  // namespace
+
+TEST(LoadConfig, ALeaseDefaultsToATenthOfTheCapacityPerInstanceAndTwoSeconds) {
+  auto r = load_config_text(leased_config(kRedisStore, "{}"), "lease.yaml", env_of({}));
+  ASSERT_TRUE(r.errors.empty()) << errors_of(r);
+  EXPECT_TRUE(r.warnings.empty());
+  const auto& lease = *r.config->routes[0].limits[0].lease;
+  EXPECT_EQ(lease.size, 1000 / (10 * 3));
+  EXPECT_EQ(lease.ttl, 2000ms);
+  EXPECT_EQ(lease.early_refusal_bound(3), 2 * 33);
+}
+
+TEST(LoadConfig, CheckConfigPrintsEachLeasedLimitsBound) {
+  auto r = load_config_text(leased_config(kRedisStore, "{ size: 50, ttl: 5s }"), "lease.yaml",
+                            env_of({}));
+  ASSERT_TRUE(r.errors.empty()) << errors_of(r);
+  EXPECT_NE(summarize(*r.config).find("leased: 50 units per lease, returned after 5s; early "
+                                      "refusals at most 100 units = (3 instances - 1) x 50"),
+            std::string::npos)
+      << summarize(*r.config);
+  // And /config says the same.
+  EXPECT_NE(floodgate::admin::redacted_config_json(*r.config)
+                .find(R"("lease":{"size":50,"ttl":"5s","early_refusal_bound":100})"),
+            std::string::npos)
+      << floodgate::admin::redacted_config_json(*r.config);
+}
+
+TEST(LoadConfig, ALeaseOnTheMemoryBackendIsAWarning) {
+  auto r = load_config_text(leased_config("", "{ size: 50 }"), "lease.yaml", env_of({}));
+  ASSERT_TRUE(r.errors.empty()) << errors_of(r);
+  bool warned = false;
+  for (const auto& w : r.warnings)
+    warned |= w.message.find("no effect on the memory backend") != std::string::npos;
+  EXPECT_TRUE(warned);
+  EXPECT_NE(summarize(*r.config).find("(no effect on the memory backend)"), std::string::npos);
+}

@@ -36,6 +36,10 @@ LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
                             const EnvLookup& env);
 
 // The one-screen summary printed by --check-config.
+// A leased limit's definition as one line (key prefix, route, limit, algorithm, parameters,
+// tiers, lease terms): equal lines, the same units.
+std::string lease_definition(const StoreSettings& store, const Route& route, const Limit& limit);
+
 std::string summarize(const Config& config);
 
 }  // namespace floodgate::config

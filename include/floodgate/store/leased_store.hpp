@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -79,6 +80,10 @@ class LeaseBook {
   bool sweep(limit::Micros now, GiveBacks& back);
   // Drain: every unit in hand goes back, and from now on grants are for one request only.
   void close(limit::Micros now, GiveBacks& back);
+  // A reload whose leased limits are described by `leased`: when that differs from what the
+  // book last saw, every unit in hand goes back (a limit's definition changed, or it is no
+  // longer leased, and the exact path does not know what leases hold).
+  void reconfigure(const std::string& leased, limit::Micros now, GiveBacks& back);
 
   std::size_t size() const;  // leases kept (tests)
   std::int64_t in_hand(const std::string& key, limit::Micros now) const;  // (tests)
@@ -114,10 +119,13 @@ class LeaseBook {
             GiveBacks& back) const;
   GiveBack plain_return(const Item& item, std::int64_t units) const;
   static limit::Decision in_hand(const Lease& l, std::int64_t cost, limit::Micros now);
+  void return_all(limit::Micros now, GiveBacks& back);
 
   std::array<Shard, kShards> shards_;
   std::atomic<bool> closed_{false};
   std::string holder_;
+  std::mutex definition_mutex_;
+  std::optional<std::string> definition_;  // the leased limits last seen
 };
 
 // `inner`: the worker's store (Redis, Redis Cluster); `clock`: the instance's local clock;

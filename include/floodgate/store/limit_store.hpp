@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "floodgate/store/item.hpp"
@@ -30,6 +31,9 @@ class LimitStore {
   // Drain: what the store holds for this instance goes back (leased units); `done` runs once
   // it has reached the store, or failed to (it may run inline).
   virtual void close(std::function<void()> done) { done(); }
+  // A reload: `leased` describes every leased limit of the new config (route, limit and
+  // terms); what the store holds under other terms goes back now.
+  virtual void reconfigured(const std::string& leased) { (void)leased; }
 
   template <typename Token>
   auto acquire(std::vector<Item> items, Token&& token) {

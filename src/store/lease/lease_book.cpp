@@ -273,6 +273,10 @@ bool LeaseBook::sweep(limit::Micros now, GiveBacks& back) {
 
 void LeaseBook::close(limit::Micros now, GiveBacks& back) {
   closed_ = true;
+  return_all(now, back);
+}
+
+void LeaseBook::return_all(limit::Micros now, GiveBacks& back) {
   for (auto& shard : shards_) {
     std::lock_guard lock(shard.mutex);
     for (auto& [key, l] : shard.leases) {
@@ -281,6 +285,17 @@ void LeaseBook::close(limit::Micros now, GiveBacks& back) {
       l.units = 0;
     }
   }
+}
+
+void LeaseBook::reconfigure(const std::string& leased, limit::Micros now, GiveBacks& back) {
+  {
+    std::lock_guard lock(definition_mutex_);
+    const bool first = !definition_;
+    if (definition_ == leased) return;
+    definition_ = leased;
+    if (first) return;  // the config the instance started with: nothing is held yet
+  }
+  return_all(now, back);
 }
 
 std::int64_t LeaseBook::in_hand(const std::string& key, limit::Micros now) const {

@@ -81,6 +81,12 @@ class LeasedStore final : public LimitStore {
   void release(const Item& item) override { inner_->release(item); }
   bool healthy() const override { return inner_->healthy(); }
 
+  void reconfigured(const std::string& leased) override {
+    LeaseBook::GiveBacks back;
+    book_.reconfigure(leased, clock_.now(), back);
+    give_back(back);
+  }
+
   void close(std::function<void()> done) override {
     LeaseBook::GiveBacks back;
     book_.close(clock_.now(), back);
