@@ -37,6 +37,20 @@ bench_args() {
   [[ -z $md_out || $md_out == /* ]] || md_out=$caller/$md_out
 }
 
+# dir_args "$@": the options of the scripts that take only --dir DIR (and --help): sets
+# out_dir ('' when not given; relative to where the script was called from, $caller).
+dir_args() {
+  out_dir=''
+  while (($#)); do
+    case $1 in
+      --dir) out_dir=${2:?--dir needs a directory}; shift 2 ;;
+      -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+      *) die "unknown argument $1 (see --help)" ;;
+    esac
+  done
+  [[ -z $out_dir || $out_dir == /* ]] || out_dir=$caller/$out_dir
+}
+
 # need_tools TOOL...: dies naming the first one that is not on PATH.
 need_tools() {
   local tool

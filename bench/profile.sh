@@ -3,7 +3,7 @@
 # bench/configs/*.yaml and drives it with wrk while a profiler watches floodgate only.
 #
 #   bench/profile.sh MODE [high|low] [perf|callgrind|cpu]
-#     MODE      pass | memory | redis | redis3            (bench/configs/MODE.yaml)
+#     MODE      pass | memory | redis | redis3 | leased   (bench/configs/MODE.yaml)
 #     high|low  limit per second: 1000000 (nothing refused) or 100 (~all answered 429)
 #     perf      perf record -g on floodgate for the run, then the top of perf report
 #     callgrind valgrind --tool=callgrind (instruction counts, repeatable; ~50x slower)
@@ -54,7 +54,7 @@ CONF
 else
   build/floodgate-test-origin --port "$FG_ORIGIN_PORT" >/dev/null & pids+=($!)
 fi
-if [[ $mode == redis* ]]; then
+if [[ $mode == redis* || $mode == leased ]]; then
   redis-server --port "$FG_REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no >"$out/redis.log" & pids+=($!)
 fi
 sleep 0.5

@@ -18,15 +18,7 @@ caller=$PWD
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
-out_dir=''
-while (($#)); do
-  case $1 in
-    --dir) out_dir=${2:?--dir needs a directory}; shift 2 ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument $1 (see --help)" ;;
-  esac
-done
-[[ -z $out_dir || $out_dir == /* ]] || out_dir=$caller/$out_dir
+dir_args "$@"
 out_dir=${out_dir:-/tmp/floodgate-redis-latency/$(date +%Y%m%d-%H%M%S)}
 n=${N:-5000} runs=${RUNS:-3}
 fg_bin=${FLOODGATE_BIN:-build/floodgate} origin_bin=${ORIGIN_BIN:-build/floodgate-test-origin}

@@ -101,7 +101,9 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < fds.size(); ++i) {
     auto& v = us[i];
     std::sort(v.begin(), v.end());
-    auto q = [&](double p) { return v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))]; };
+    auto q = [&](double p) {
+      return v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
+    };
     std::printf("%d\t%.1f\t%.1f\t%.1f\n", ports[i], q(0.5), q(0.9), q(0.99));
     ::close(fds[i]);
   }

@@ -34,8 +34,8 @@ http::StoreFactory configured_store_factory(const config::Config& config,
     };
   }
   return [options, log, &leases, &clock](boost::asio::io_context& ioc) {
-    return store::make_leased_store(ioc, store::make_redis_store(ioc, options, *log), leases,
-                                    clock, options.timeout);
+    return store::make_leased_store(ioc, store::make_redis_store(ioc, options, *log), leases, clock,
+                                    options.timeout);
   };
 }
 

@@ -39,8 +39,9 @@ void cross_check(YamlReader& r, const YAML::Node& root, Config& c) {
               "no upstream named \"" + rt.upstream + "\"" + YamlReader::hint(rt.upstream, names));
     for (std::size_t j = 0; j < rt.limits.size(); ++j) {
       auto& l = rt.limits[j];
-      if (l.lease) check_lease(r, node["limits"][j]["lease"],
-                               path + ".limits[" + std::to_string(j) + "].lease", c.store, l);
+      if (l.lease)
+        check_lease(r, node["limits"][j]["lease"],
+                    path + ".limits[" + std::to_string(j) + "].lease", c.store, l);
       bool needs_jwt = l.overrides.has_value();
       for (const auto& k : l.key) needs_jwt |= k.kind == KeyPart::Kind::jwt;
       if (needs_jwt && !c.jwt)

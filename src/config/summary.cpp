@@ -49,8 +49,8 @@ std::string describe(const Limit& l, const StoreSettings& store) {
 std::string lease_definition(const StoreSettings& store, const Route& route, const Limit& l) {
   std::ostringstream o;
   o << store.key_prefix << ":" << route.name << ":" << l.name << " " << to_string(l.algorithm)
-    << " " << l.params.capacity << " " << l.params.refill_rate.per_second << " "
-    << l.params.limit << " " << l.params.window.count();
+    << " " << l.params.capacity << " " << l.params.refill_rate.per_second << " " << l.params.limit
+    << " " << l.params.window.count();
   if (l.overrides)
     for (const auto& [tier, p] : l.overrides->values)
       o << " " << tier << "=" << p.capacity << "/" << p.refill_rate.per_second << "/" << p.limit

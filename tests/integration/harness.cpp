@@ -187,9 +187,9 @@ Proxy::Proxy(const std::string& yaml, const limit::Clock* clock,
   }
   server_ = std::make_unique<http::Server>(
       *source_, log,
-      http::ServerDeps{*clock, app::configured_store_factory(*source_->get(), *memory_, leases_,
-                                                                 *clock, log),
-                       app::memory_store_factory(*memory_), metrics_, access_log_.get()});
+      http::ServerDeps{
+          *clock, app::configured_store_factory(*source_->get(), *memory_, leases_, *clock, log),
+          app::memory_store_factory(*memory_), metrics_, access_log_.get()});
   server_->start();
   metrics_.store_health = [this] { return server_->store_health(); };
   port_ = server_->ports().at(0);

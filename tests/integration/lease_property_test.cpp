@@ -41,15 +41,6 @@ struct Shape {
   Micros ttl;
 };
 
-limit::Params params(Algorithm a, std::int64_t capacity, double rate, Micros window) {
-  limit::Params p;
-  p.algorithm = a;
-  p.capacity = capacity;
-  p.per_second = rate;
-  p.window = window;
-  return p;
-}
-
 class LeaseProperty : public ::testing::TestWithParam<Shape> {};
 
 // The worst differences seen, for the closing note: printed, and asserted against the bound.
@@ -67,8 +58,8 @@ TEST_P(LeaseProperty, NeverOverAdmitsAndRefusesEarlyAtMostTheBound) {
   constexpr int kInstances = 3;
   RedisServer redis;
   limit::FakeClock clock;
-  auto log = std::make_shared<spdlog::logger>("lease",
-                                              std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto log =
+      std::make_shared<spdlog::logger>("lease", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   log->set_level(spdlog::level::err);
   asio::io_context ioc;
   std::vector<std::unique_ptr<Instance>> instances;
@@ -185,24 +176,25 @@ TEST_P(LeaseProperty, NeverOverAdmitsAndRefusesEarlyAtMostTheBound) {
       }
     }
   }
-  std::printf("[ lease ] %s: %d requests, %lld admitted leased vs %lld exact; worst "
-              "(admitted - exact) = %lld, worst (exact - admitted) = %lld%s, most units free "
-              "at a refusal %lld, bound %lld\n",
-              shape.name, steps, static_cast<long long>(leased_total),
-              static_cast<long long>(exact_total), static_cast<long long>(worst.over),
-              static_cast<long long>(worst.under), window ? " (per window)" : " (cumulative)",
-              static_cast<long long>(worst_early), static_cast<long long>(bound));
+  std::printf(
+      "[ lease ] %s: %d requests, %lld admitted leased vs %lld exact; worst "
+      "(admitted - exact) = %lld, worst (exact - admitted) = %lld%s, most units free "
+      "at a refusal %lld, bound %lld\n",
+      shape.name, steps, static_cast<long long>(leased_total), static_cast<long long>(exact_total),
+      static_cast<long long>(worst.over), static_cast<long long>(worst.under),
+      window ? " (per window)" : " (cumulative)", static_cast<long long>(worst_early),
+      static_cast<long long>(bound));
   EXPECT_GT(leased_total, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Algorithms, LeaseProperty,
     ::testing::Values(
-        Shape{"token_bucket", params(Algorithm::token_bucket, 100, 50, 0), 10, 500'000},
-        Shape{"gcra", params(Algorithm::gcra, 100, 50, 0), 10, 500'000},
-        Shape{"fixed_window", params(Algorithm::fixed_window, 100, 0, kMicrosPerSecond), 10,
+        Shape{"token_bucket", limit::Params{Algorithm::token_bucket, 100, 50, 0}, 10, 500'000},
+        Shape{"gcra", limit::Params{Algorithm::gcra, 100, 50, 0}, 10, 500'000},
+        Shape{"fixed_window", limit::Params{Algorithm::fixed_window, 100, 0, kMicrosPerSecond}, 10,
               500'000},
-        Shape{"sliding_window", params(Algorithm::sliding_window, 100, 0, kMicrosPerSecond), 10,
+        Shape{"sliding_window", limit::Params{Algorithm::sliding_window, 100, 0, kMicrosPerSecond}, 10,
               500'000}),
     [](const auto& info) { return std::string(info.param.name); });
 

@@ -79,10 +79,10 @@ TEST(FarStore, AHotKeyThroughALeaseIsAnsweredLocallyWhileTheExactLimitPaysTheRou
   EXPECT_LT(median(rest), 5.0) << "leased requests waited for the store";
   EXPECT_LT(*std::max_element(rest.begin(), rest.end()), 20.0);
   EXPECT_GE(median(exact), 80.0) << "exact requests did not pay the round trip";
-  std::printf("[ far store ] 80 ms away: leased median %.2f ms (max %.2f), first %.1f ms; "
-              "exact median %.1f ms\n",
-              median(rest), *std::max_element(rest.begin(), rest.end()), leased.front(),
-              median(exact));
+  std::printf(
+      "[ far store ] 80 ms away: leased median %.2f ms (max %.2f), first %.1f ms; "
+      "exact median %.1f ms\n",
+      median(rest), *std::max_element(rest.begin(), rest.end()), leased.front(), median(exact));
   EXPECT_GE(metric(proxy, "floodgate_lease_local_decisions_total{route=\"leased\""), 39u);
   EXPECT_GE(metric(proxy, "floodgate_lease_grants_total{route=\"leased\""), 1u);
 }
@@ -92,9 +92,9 @@ TEST(FarStore, AHotKeyThroughALeaseIsAnsweredLocallyWhileTheExactLimitPaysTheRou
 void expect_three_instances_within(const std::string& limit, int quota, int bound) {
   RedisServer redis;
   Origin origin;
-  auto config = substitute(
-      redis_config(0, origin.port(), redis.port(), lease_routes(limit, limit), "500ms"),
-      "instances: 2", "instances: 3");
+  auto config =
+      substitute(redis_config(0, origin.port(), redis.port(), lease_routes(limit, limit), "500ms"),
+                 "instances: 2", "instances: 3");
   Proxy a(config), b(config), c(config);
   auto statuses = burst({a.port(), b.port(), c.port()}, "/leased/x", 300);
   const int admitted = statuses[200];
@@ -102,14 +102,14 @@ void expect_three_instances_within(const std::string& limit, int quota, int boun
   EXPECT_LE(admitted, quota) << "over-admitted";
   EXPECT_GE(admitted, quota - bound) << "refused earlier than the bound";
   // What was held goes back on drain: the instances' units are all in the store again.
-  std::printf("[ three instances ] %s: %d of 300 admitted (limit %d, bound %d)\n",
-              limit.c_str(), admitted, quota, bound);
+  std::printf("[ three instances ] %s: %d of 300 admitted (limit %d, bound %d)\n", limit.c_str(),
+              admitted, quota, bound);
 }
 
 TEST(ThreeInstances, NeverOverAdmitATokenBucket) {
   expect_three_instances_within(
-      "algorithm: token_bucket, capacity: 60, refill_rate: 1/h, lease: { size: 10, ttl: 30s }",
-      60, 20);
+      "algorithm: token_bucket, capacity: 60, refill_rate: 1/h, lease: { size: 10, ttl: 30s }", 60,
+      20);
 }
 
 TEST(ThreeInstances, NeverOverAdmitAFixedWindow) {
@@ -121,11 +121,11 @@ TEST(LeaseOutage, UnitsInHandKeepServingWhileRedisIsStoppedThenThePolicyApplies)
   RedisServer redis;
   Origin origin;
   const std::string bucket = "algorithm: token_bucket, capacity: 1000, refill_rate: 1/h";
-  auto config = substitute(redis_config(0, origin.port(), redis.port(),
-                                        lease_routes(bucket + ", lease: { size: 20, ttl: 30s }",
-                                                     bucket, "fail_closed"),
-                                        "100ms"),
-                           "threads: 2", "threads: 1");
+  auto config = substitute(
+      redis_config(0, origin.port(), redis.port(),
+                   lease_routes(bucket + ", lease: { size: 20, ttl: 30s }", bucket, "fail_closed"),
+                   "100ms"),
+      "threads: 2", "threads: 1");
   Proxy proxy(config);
   ASSERT_EQ(get(proxy.port(), "/leased/x")->result_int(), 200u);  // takes 1 + 20 units
   redis.kill();
@@ -185,8 +185,9 @@ TEST(LeaseReload, UnitsGoBackWhenALeasedLimitChanges) {
   RedisServer redis;
   Origin origin;
   const std::string bucket = "algorithm: token_bucket, capacity: 1000, refill_rate: 1/h";
-  const auto leased = redis_config(0, origin.port(), redis.port(),
-                                   lease_routes(bucket + ", lease: { size: 50, ttl: 30s }", bucket));
+  const auto leased =
+      redis_config(0, origin.port(), redis.port(),
+                   lease_routes(bucket + ", lease: { size: 50, ttl: 30s }", bucket));
   Proxy proxy(leased);
   ASSERT_EQ(get(proxy.port(), "/leased/x")->result_int(), 200u);
   EXPECT_NEAR(tokens_of(redis, "leased:hot"), 1000 - 51, 0.01);  // one spent, 50 in hand

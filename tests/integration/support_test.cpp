@@ -219,14 +219,14 @@ class EchoServer {
     });
   }
   void echo(const std::shared_ptr<Peer>& p) {
-    p->socket.async_read_some(asio::buffer(p->buffer), [this, p](boost::system::error_code ec,
-                                                                 std::size_t n) {
-      if (ec) return;
-      asio::async_write(p->socket, asio::buffer(p->buffer.data(), n),
-                        [this, p](boost::system::error_code e, std::size_t) {
-                          if (!e) echo(p);
-                        });
-    });
+    p->socket.async_read_some(
+        asio::buffer(p->buffer), [this, p](boost::system::error_code ec, std::size_t n) {
+          if (ec) return;
+          asio::async_write(p->socket, asio::buffer(p->buffer.data(), n),
+                            [this, p](boost::system::error_code e, std::size_t) {
+                              if (!e) echo(p);
+                            });
+        });
   }
   asio::io_context io_;
   tcp::acceptor acceptor_{io_, {asio::ip::make_address("127.0.0.1"), 0}};

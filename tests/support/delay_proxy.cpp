@@ -66,7 +66,7 @@ struct DelayProxy::Impl {
   tcp::endpoint target;
   std::atomic<std::int64_t> delay_us{0};
   std::atomic<std::uint64_t> connections{0};
-  bool refusing = false;                  // the io thread's
+  bool refusing = false;                   // the io thread's
   std::vector<std::weak_ptr<Link>> links;  // the io thread's; pruned on accept
   std::thread thread;
 
@@ -111,16 +111,16 @@ struct DelayProxy::Impl {
   // Reading never waits for the writes: a chunk's due time is taken when it arrives, so later
   // chunks are not delayed by the ones ahead of them (beyond keeping their order).
   void read(const std::shared_ptr<Link>& link, Hop& hop) {
-    hop.from.async_read_some(asio::buffer(hop.buffer), [this, link, &hop](
-                                                           boost::system::error_code ec,
-                                                           std::size_t n) {
-      if (link->closed) return;
-      if (ec) return link->close();  // EOF or reset on either side ends both
-      auto due = Clock::now() + std::chrono::microseconds(delay_us.load());
-      hop.queue.emplace_back(due, std::string(hop.buffer.data(), n));
-      pump(link, hop);
-      read(link, hop);
-    });
+    hop.from.async_read_some(asio::buffer(hop.buffer),
+                             [this, link, &hop](boost::system::error_code ec, std::size_t n) {
+                               if (link->closed) return;
+                               if (ec)
+                                 return link->close();  // EOF or reset on either side ends both
+                               auto due = Clock::now() + std::chrono::microseconds(delay_us.load());
+                               hop.queue.emplace_back(due, std::string(hop.buffer.data(), n));
+                               pump(link, hop);
+                               read(link, hop);
+                             });
   }
 
   void pump(const std::shared_ptr<Link>& link, Hop& hop) {

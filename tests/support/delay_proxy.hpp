@@ -21,7 +21,7 @@ class DelayProxy {
   DelayProxy(const DelayProxy&) = delete;
   DelayProxy& operator=(const DelayProxy&) = delete;
 
-  std::uint16_t port() const { return port_; }  // where clients connect (127.0.0.1)
+  std::uint16_t port() const { return port_; }        // where clients connect (127.0.0.1)
   void set_delay(std::chrono::microseconds one_way);  // applies to chunks read from now on
   // Closes every open connection at once (both sides) and, while `refuse` is true, closes new
   // ones as soon as they are accepted. Done when it returns; call it from the test's thread.

@@ -774,7 +774,8 @@ TEST(LoadConfig, UpstreamCredentialsAreRefusedWithoutEchoingThem) {
 namespace {
 
 std::string leased_config(const std::string& store, const std::string& lease) {
-  return "server:\n  listen: 0.0.0.0:8080\nupstreams:\n  origin: { url: \"http://127.0.0.1:9000\" }\n" +
+  return "server:\n  listen: 0.0.0.0:8080\nupstreams:\n  origin: { url: \"http://127.0.0.1:9000\" "
+         "}\n" +
          store +
          "routes:\n  - name: api\n    match: { path_prefix: / }\n    upstream: origin\n"
          "    limits:\n      - { name: tenant, algorithm: token_bucket, capacity: 1000,\n"
@@ -807,8 +808,8 @@ TEST(LoadConfig, CheckConfigPrintsEachLeasedLimitsBound) {
             std::string::npos)
       << summarize(*r.config);
   // And /config says the same.
-  EXPECT_NE(floodgate::admin::redacted_config_json(*r.config)
-                .find(R"("lease":{"size":50,"ttl":"5s","early_refusal_bound":100})"),
+  EXPECT_NE(floodgate::admin::redacted_config_json(*r.config).find(
+                R"("lease":{"size":50,"ttl":"5s","early_refusal_bound":100})"),
             std::string::npos)
       << floodgate::admin::redacted_config_json(*r.config);
 }

@@ -13,8 +13,8 @@
 #include <boost/asio/io_context.hpp>
 
 #include <array>
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -70,9 +70,9 @@ class LeaseBook {
   // `settled`: what the grant reported (counted again when it failed).
   // Returns the requests to wake (call them outside any lock of the caller's).
   std::vector<Wake> granted(const Item& item, std::int64_t need, std::int64_t spare,
-                            std::int64_t settled, const limit::Decision* answer,
-                            limit::Micros sent, limit::Micros store_now, limit::Micros now,
-                            limit::Decision& decision, GiveBacks& back);
+                            std::int64_t settled, const limit::Decision* answer, limit::Micros sent,
+                            limit::Micros store_now, limit::Micros now, limit::Decision& decision,
+                            GiveBacks& back);
   // Units of a request refused by another limit (or failed) go back into the hand, not to the
   // store; into the store only when the hand is gone.
   void put_back(const Item& item, std::int64_t units, limit::Micros now, GiveBacks& back);
@@ -85,7 +85,7 @@ class LeaseBook {
   // longer leased, and the exact path does not know what leases hold).
   void reconfigure(const std::string& leased, limit::Micros now, GiveBacks& back);
 
-  std::size_t size() const;  // leases kept (tests)
+  std::size_t size() const;                                               // leases kept (tests)
   std::int64_t in_hand(const std::string& key, limit::Micros now) const;  // (tests)
   std::int64_t asked(const std::string& key) const;  // units asked for, not answered (tests)
 

@@ -79,8 +79,7 @@ LeaseBook::GiveBack LeaseBook::plain_return(const Item& item, std::int64_t units
   return g;
 }
 
-void LeaseBook::expire(const std::string& key, Lease& l, limit::Micros now,
-                       GiveBacks& back) const {
+void LeaseBook::expire(const std::string& key, Lease& l, limit::Micros now, GiveBacks& back) const {
   if (l.units == 0 && l.spent == 0) return;
   if (l.window_end != 0 && now + kWindowReturnMargin >= l.window_end) {
     if (now >= l.window_end) l.units = 0;  // the window they were taken from is over
@@ -159,10 +158,9 @@ LeaseBook::Take LeaseBook::take(const Item& item, limit::Micros now, GiveBacks& 
 
 std::vector<LeaseBook::Wake> LeaseBook::granted(const Item& item, std::int64_t need,
                                                 std::int64_t spare, std::int64_t settled,
-                                                const limit::Decision* answer,
-                                                limit::Micros sent, limit::Micros store_now,
-                                                limit::Micros now, limit::Decision& decision,
-                                                GiveBacks& back) {
+                                                const limit::Decision* answer, limit::Micros sent,
+                                                limit::Micros store_now, limit::Micros now,
+                                                limit::Decision& decision, GiveBacks& back) {
   auto& shard = shard_of(item.key);
   std::lock_guard lock(shard.mutex);
   auto it = shard.leases.find(item.key);
@@ -226,8 +224,7 @@ bool LeaseBook::await(const Item& item, Wake wake) {
   return true;
 }
 
-void LeaseBook::put_back(const Item& item, std::int64_t units, limit::Micros now,
-                         GiveBacks& back) {
+void LeaseBook::put_back(const Item& item, std::int64_t units, limit::Micros now, GiveBacks& back) {
   if (units <= 0) return;
   auto& shard = shard_of(item.key);
   std::lock_guard lock(shard.mutex);

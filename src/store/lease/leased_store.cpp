@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <optional>
 
 #include "floodgate/store/leased_store.hpp"
 
@@ -61,7 +62,25 @@ class LeasedStore final : public LimitStore {
     const bool leased =
         std::any_of(items.begin(), items.end(), [](const Item& i) { return i.leased.size > 0; });
     if (!leased) return inner_->async_acquire(std::move(items), std::move(handler));
-    asio::co_spawn(ioc_, decide(std::move(items)),
+    // The usual case, a hot key with units in hand: decided here, without a coroutine.
+    std::optional<LeaseBook::Take> first;
+    if (items.size() == 1) {
+      LeaseBook::GiveBacks back;
+      first = book_.take(items.front(), clock_.now(), back, true);
+      give_back(back);
+      if (first->local) {
+        keep_sweeping();
+        if (first->top_up > 0) top_up(items.front(), first->top_up, first->settled);
+        Outcome out;
+        out.admitted = true;
+        out.decisions.push_back(first->decision);
+        // The worker's own loop: the caller resumes on its thread, never inside this call.
+        return asio::post(ioc_, [h = std::move(handler), r = AcquireResult(std::move(out))]() mutable {
+          std::move(h)(std::move(r));
+        });
+      }
+    }
+    asio::co_spawn(ioc_, decide(std::move(items), std::move(first)),
                    [h = std::move(handler)](std::exception_ptr e, AcquireResult r) mutable {
                      // Nothing in decide() throws by design; if it did, the decision fails.
                      if (e) r = StoreError::protocol;
@@ -104,7 +123,9 @@ class LeasedStore final : public LimitStore {
   }
 
  private:
-  asio::awaitable<AcquireResult> decide(std::vector<Item> items) {
+  // `first`: what async_acquire already took for item 0 (not local), if it did.
+  asio::awaitable<AcquireResult> decide(std::vector<Item> items,
+                                        std::optional<LeaseBook::Take> first) {
     Outcome out;
     out.admitted = true;
     out.decisions.resize(items.size());
@@ -128,7 +149,7 @@ class LeasedStore final : public LimitStore {
         continue;
       }
       auto now = clock_.now();
-      auto t = book_.take(item, now, back, true);
+      auto t = i == 0 && first ? *first : book_.take(item, now, back, true);
       if (t.wait) {
         // Units are on their way (another request's grant, a top-up): wait for them, at most
         // as long as a store decision may take, then take again.
@@ -154,8 +175,8 @@ class LeasedStore final : public LimitStore {
       const auto* o = std::get_if<Outcome>(&answer);
       const bool decided = o && o->decisions.size() == 1;
       limit::Decision d;
-      wake(book_.granted(item, need, t.spare, t.settled, decided ? &o->decisions[0] : nullptr,
-                         now, decided ? o->now : 0, clock_.now(), d, back));
+      wake(book_.granted(item, need, t.spare, t.settled, decided ? &o->decisions[0] : nullptr, now,
+                         decided ? o->now : 0, clock_.now(), d, back));
       if (!decided) {  // the store failed: the route's on_store_error decides the request
         book_.put_back(item, t.reserved, clock_.now(), back);
         undo();

@@ -258,10 +258,10 @@ class ClusterStore final : public LimitStore {
                   false);
             break;
           default:  // what it took: its cost, or a lease's grant
-            send_fire_and_forget(
-                n, redis::adjust_args(item, -std::max(item.cost, d.granted), shas_,
-                                      redis::now_arg(options_.test_clock)),
-                true);
+            send_fire_and_forget(n,
+                                 redis::adjust_args(item, -std::max(item.cost, d.granted), shas_,
+                                                    redis::now_arg(options_.test_clock)),
+                                 true);
         }
       }
     }
