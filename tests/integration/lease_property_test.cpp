@@ -194,8 +194,8 @@ INSTANTIATE_TEST_SUITE_P(
         Shape{"gcra", limit::Params{Algorithm::gcra, 100, 50, 0}, 10, 500'000},
         Shape{"fixed_window", limit::Params{Algorithm::fixed_window, 100, 0, kMicrosPerSecond}, 10,
               500'000},
-        Shape{"sliding_window", limit::Params{Algorithm::sliding_window, 100, 0, kMicrosPerSecond}, 10,
-              500'000}),
+        Shape{"sliding_window", limit::Params{Algorithm::sliding_window, 100, 0, kMicrosPerSecond},
+              10, 500'000}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -75,9 +75,10 @@ class LeasedStore final : public LimitStore {
         out.admitted = true;
         out.decisions.push_back(first->decision);
         // The worker's own loop: the caller resumes on its thread, never inside this call.
-        return asio::post(ioc_, [h = std::move(handler), r = AcquireResult(std::move(out))]() mutable {
-          std::move(h)(std::move(r));
-        });
+        return asio::post(ioc_,
+                          [h = std::move(handler), r = AcquireResult(std::move(out))]() mutable {
+                            std::move(h)(std::move(r));
+                          });
       }
     }
     asio::co_spawn(ioc_, decide(std::move(items), std::move(first)),
