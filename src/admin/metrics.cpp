@@ -163,21 +163,25 @@ std::string Metrics::render() const {
     line(out, "floodgate_deny_cache_hits_total", label("route", name), r->deny_cache_hits.load());
 
   if (!leases_.empty()) {
-    const std::pair<const char*, std::atomic<std::uint64_t> LeaseCounters::*> lease_lines[] = {
-        {"floodgate_lease_grants_total", &LeaseCounters::leases},
-        {"floodgate_lease_units_granted_total", &LeaseCounters::granted},
-        {"floodgate_lease_units_returned_total", &LeaseCounters::returned},
-        {"floodgate_lease_local_decisions_total", &LeaseCounters::local}};
-    const char* lease_help[] = {"Leases taken from the store, by leased limit.",
-                                "Units the leases took from the store.",
-                                "Unused leased units given back to the store.",
-                                "Requests decided from leased units in hand."};
-    for (std::size_t i = 0; i < std::size(lease_lines); ++i) {
-      help(out, lease_lines[i].first, "counter", lease_help[i]);
+    struct LeaseLine {
+      const char* name;
+      const char* help;
+      std::atomic<std::uint64_t> LeaseCounters::*counter;
+    };
+    static constexpr LeaseLine lease_lines[] = {
+        {"floodgate_lease_grants_total", "Leases taken from the store, by leased limit.",
+         &LeaseCounters::leases},
+        {"floodgate_lease_units_granted_total", "Units the leases took from the store.",
+         &LeaseCounters::granted},
+        {"floodgate_lease_units_returned_total", "Unused leased units given back to the store.",
+         &LeaseCounters::returned},
+        {"floodgate_lease_local_decisions_total", "Requests decided from leased units in hand.",
+         &LeaseCounters::local}};
+    for (const auto& l : lease_lines) {
+      help(out, l.name, "counter", l.help);
       for (const auto& [names, c] : leases_)
-        line(out, lease_lines[i].first,
-             label("route", names.first) + "," + label("limit", names.second),
-             ((*c).*lease_lines[i].second).load(std::memory_order_relaxed));
+        line(out, l.name, label("route", names.first) + "," + label("limit", names.second),
+             ((*c).*l.counter).load(std::memory_order_relaxed));
     }
   }
   help(out, "floodgate_decision_seconds", "histogram", "Time for a store decision, by backend.");

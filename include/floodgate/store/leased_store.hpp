@@ -110,15 +110,22 @@ class LeaseBook {
   };
   static constexpr std::size_t kShards = 16;
   Shard& shard_of(const std::string& key);
+  const Shard& shard_of(const std::string& key) const;
   static bool same_terms(const Lease& l, const Item& item);
+  // The key's lease when it is under `item`'s terms (null: none, or other terms).
+  static Lease* current(Shard& shard, const Item& item);
+  // Whether a lease's units are worth returning at `now`: not those of a window about to end.
+  static bool worth_returning(const Lease& l, limit::Micros now);
   // Takes the units out of `l` that have run out by `now`, into `back` when worth returning.
   void expire(const std::string& key, Lease& l, limit::Micros now, GiveBacks& back) const;
   // Units back to the store; with `report`, the lease is still in the store's record and the
   // units spent from it are reported too (none of it is held any more).
   void give(const std::string& key, Lease& l, std::int64_t units, bool report,
             GiveBacks& back) const;
-  GiveBack plain_return(const Item& item, std::int64_t units) const;
-  static limit::Decision in_hand(const Lease& l, std::int64_t cost, limit::Micros now);
+  // `units` of `item` back to the store, reporting `settled` spent ones; `returning`: the
+  // units are in the store's record of what this holder holds.
+  GiveBack returned(Item item, std::int64_t units, std::int64_t settled, bool returning) const;
+  static limit::Decision local_decision(const Lease& l, std::int64_t cost, limit::Micros now);
   void return_all(limit::Micros now, GiveBacks& back);
 
   std::array<Shard, kShards> shards_;

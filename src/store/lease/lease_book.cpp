@@ -40,11 +40,34 @@ LeaseBook::Shard& LeaseBook::shard_of(const std::string& key) {
   return shards_[std::hash<std::string>{}(key) % kShards];
 }
 
+const LeaseBook::Shard& LeaseBook::shard_of(const std::string& key) const {
+  return shards_[std::hash<std::string>{}(key) % kShards];
+}
+
 bool LeaseBook::same_terms(const Lease& l, const Item& item) {
   const auto& p = item.params;
   return l.params.algorithm == p.algorithm && l.params.capacity == p.capacity &&
          l.params.per_second == p.per_second && l.params.window == p.window &&
          l.size == item.leased.size && l.ttl == item.leased.ttl;
+}
+
+LeaseBook::Lease* LeaseBook::current(Shard& shard, const Item& item) {
+  auto it = shard.leases.find(item.key);
+  return it != shard.leases.end() && same_terms(it->second, item) ? &it->second : nullptr;
+}
+
+bool LeaseBook::worth_returning(const Lease& l, limit::Micros now) {
+  return l.window_end == 0 || now + kWindowReturnMargin < l.window_end;
+}
+
+LeaseBook::GiveBack LeaseBook::returned(Item item, std::int64_t units, std::int64_t settled,
+                                        bool returning) const {
+  item.take_up_to = 0;
+  item.leased.holder = holder_;
+  item.leased.settled = settled;
+  item.leased.returning = returning;
+  bump(&admin::LeaseCounters::returned, item.leased.counters, units);
+  return {std::move(item), std::max<std::int64_t>(0, units)};
 }
 
 void LeaseBook::give(const std::string& key, Lease& l, std::int64_t units, bool report,
@@ -53,35 +76,18 @@ void LeaseBook::give(const std::string& key, Lease& l, std::int64_t units, bool 
   // store's record either (a report would be taken from the holder's next lease).
   if (!report || is_window(l.params)) l.spent = 0;
   if (units <= 0 && l.spent <= 0) return;
-  GiveBack g;
-  g.item.key = key;
-  g.item.params = l.params;
-  g.item.leased.size = l.size;
-  g.item.leased.ttl = l.ttl;
-  g.item.leased.counters = l.counters;
-  g.item.leased.holder = holder_;
-  g.item.leased.settled = l.spent;
-  g.item.leased.returning = report;
-  g.units = std::max<std::int64_t>(0, units);
-  back.push_back(std::move(g));
-  l.spent = 0;
-  bump(&admin::LeaseCounters::returned, l.counters, units);
-}
-
-// Units that are not (or no longer) held in the store's eyes: a plain refund.
-LeaseBook::GiveBack LeaseBook::plain_return(const Item& item, std::int64_t units) const {
-  GiveBack g{item, units};
-  g.item.take_up_to = 0;
-  g.item.leased.holder = holder_;
-  g.item.leased.settled = 0;
-  g.item.leased.returning = false;
-  bump(&admin::LeaseCounters::returned, item.leased.counters, units);
-  return g;
+  Item item;
+  item.key = key;
+  item.params = l.params;
+  item.leased.size = l.size;
+  item.leased.ttl = l.ttl;
+  item.leased.counters = l.counters;
+  back.push_back(returned(std::move(item), units, std::exchange(l.spent, 0), report));
 }
 
 void LeaseBook::expire(const std::string& key, Lease& l, limit::Micros now, GiveBacks& back) const {
   if (l.units == 0 && l.spent == 0) return;
-  if (l.window_end != 0 && now + kWindowReturnMargin >= l.window_end) {
+  if (!worth_returning(l, now)) {
     if (now >= l.window_end) l.units = 0;  // the window they were taken from is over
     return;
   }
@@ -92,7 +98,7 @@ void LeaseBook::expire(const std::string& key, Lease& l, limit::Micros now, Give
   l.units = 0;
 }
 
-limit::Decision LeaseBook::in_hand(const Lease& l, std::int64_t cost, limit::Micros now) {
+limit::Decision LeaseBook::local_decision(const Lease& l, std::int64_t cost, limit::Micros now) {
   limit::Decision d;
   d.admitted = true;
   d.limit = l.params.capacity;
@@ -114,8 +120,7 @@ LeaseBook::Take LeaseBook::take(const Item& item, limit::Micros now, GiveBacks& 
     // A new key, or its limit changed on a reload: what the old terms took goes back.
     if (!fresh) {
       expire(item.key, l, now, back);
-      if (l.window_end == 0 || now + kWindowReturnMargin < l.window_end)
-        give(item.key, l, l.units, true, back);
+      if (worth_returning(l, now)) give(item.key, l, l.units, true, back);
     }
     const auto pending = fresh ? 0 : l.pending;
     l = Lease{};
@@ -131,7 +136,7 @@ LeaseBook::Take LeaseBook::take(const Item& item, limit::Micros now, GiveBacks& 
     l.units -= item.cost;
     l.spent += item.cost;
     t.local = true;
-    t.decision = in_hand(l, item.cost, now);
+    t.decision = local_decision(l, item.cost, now);
     bump(&admin::LeaseCounters::local, l.counters, 1);
     // Below half: more is asked for in the background, so a hot key never waits.
     if (!closed_ && l.pending == 0 && l.units * 2 < l.size) {
@@ -164,7 +169,7 @@ std::vector<LeaseBook::Wake> LeaseBook::granted(const Item& item, std::int64_t n
   auto& shard = shard_of(item.key);
   std::lock_guard lock(shard.mutex);
   auto it = shard.leases.find(item.key);
-  Lease* l = it != shard.leases.end() && same_terms(it->second, item) ? &it->second : nullptr;
+  Lease* l = current(shard, item);
   std::vector<Wake> wake;
   if (it != shard.leases.end()) {
     it->second.pending = std::max<std::int64_t>(0, it->second.pending - spare);
@@ -183,10 +188,7 @@ std::vector<LeaseBook::Wake> LeaseBook::granted(const Item& item, std::int64_t n
   if (!l || closed_) {
     // Nobody keeps them (a drain, or the limit changed meanwhile): back at once, and the
     // request's own units reported spent.
-    auto g = plain_return(item, extra);
-    g.item.leased.settled = need;
-    g.item.leased.returning = true;
-    back.push_back(std::move(g));
+    back.push_back(returned(item, extra, need, true));
   } else {
     if (is_window(l->params) && store_now > 0) {
       // The units belong to the window the store was in. Its end in local time, counted from
@@ -205,7 +207,7 @@ std::vector<LeaseBook::Wake> LeaseBook::granted(const Item& item, std::int64_t n
     l->expires = sent + l->ttl;
   }
   if (l) {
-    decision = in_hand(*l, item.cost, now);
+    decision = local_decision(*l, item.cost, now);
     decision.reset_after = answer->reset_after;
     if (decision.remaining == 0) decision.retry_after = answer->retry_after;
   } else {
@@ -228,12 +230,11 @@ void LeaseBook::put_back(const Item& item, std::int64_t units, limit::Micros now
   if (units <= 0) return;
   auto& shard = shard_of(item.key);
   std::lock_guard lock(shard.mutex);
-  auto it = shard.leases.find(item.key);
-  Lease* l = it != shard.leases.end() && same_terms(it->second, item) ? &it->second : nullptr;
+  Lease* l = current(shard, item);
   if (is_window(item.params)) {
     // Units of a window are worth something only in it.
     if (!l || now + kWindowReturnMargin >= l->window_end) return;
-    if (closed_) return back.push_back(plain_return(item, units));
+    if (closed_) return back.push_back(returned(item, units, 0, false));
     l->units += units;
     return;
   }
@@ -246,7 +247,7 @@ void LeaseBook::put_back(const Item& item, std::int64_t units, limit::Micros now
     units -= again;
     if (units == 0) return;
   }
-  back.push_back(plain_return(item, units));
+  back.push_back(returned(item, units, 0, false));  // no longer held in the store's eyes
 }
 
 bool LeaseBook::sweep(limit::Micros now, GiveBacks& back) {
@@ -277,8 +278,7 @@ void LeaseBook::return_all(limit::Micros now, GiveBacks& back) {
   for (auto& shard : shards_) {
     std::lock_guard lock(shard.mutex);
     for (auto& [key, l] : shard.leases) {
-      if (l.window_end == 0 || now + kWindowReturnMargin < l.window_end)
-        give(key, l, l.units, now < l.expires, back);
+      if (worth_returning(l, now)) give(key, l, l.units, now < l.expires, back);
       l.units = 0;
     }
   }
@@ -296,7 +296,7 @@ void LeaseBook::reconfigure(const std::string& leased, limit::Micros now, GiveBa
 }
 
 std::int64_t LeaseBook::in_hand(const std::string& key, limit::Micros now) const {
-  const auto& shard = shards_[std::hash<std::string>{}(key) % kShards];
+  const auto& shard = shard_of(key);
   std::lock_guard lock(shard.mutex);
   auto it = shard.leases.find(key);
   if (it == shard.leases.end() || now >= it->second.expires) return 0;
@@ -304,7 +304,7 @@ std::int64_t LeaseBook::in_hand(const std::string& key, limit::Micros now) const
 }
 
 std::int64_t LeaseBook::asked(const std::string& key) const {
-  const auto& shard = shards_[std::hash<std::string>{}(key) % kShards];
+  const auto& shard = shard_of(key);
   std::lock_guard lock(shard.mutex);
   auto it = shard.leases.find(key);
   return it == shard.leases.end() ? 0 : it->second.pending;

@@ -65,12 +65,8 @@ class LeasedStore final : public LimitStore {
     // The usual case, a hot key with units in hand: decided here, without a coroutine.
     std::optional<LeaseBook::Take> first;
     if (items.size() == 1) {
-      LeaseBook::GiveBacks back;
-      first = book_.take(items.front(), clock_.now(), back, true);
-      give_back(back);
+      first = take(items.front(), clock_.now(), true);
       if (first->local) {
-        keep_sweeping();
-        if (first->top_up > 0) top_up(items.front(), first->top_up, first->settled);
         Outcome out;
         out.admitted = true;
         out.decisions.push_back(first->decision);
@@ -150,21 +146,17 @@ class LeasedStore final : public LimitStore {
         continue;
       }
       auto now = clock_.now();
-      auto t = i == 0 && first ? *first : book_.take(item, now, back, true);
+      auto t = i == 0 && first ? *first : take(item, now, true);
       if (t.wait) {
         // Units are on their way (another request's grant, a top-up): wait for them, at most
         // as long as a store decision may take, then take again.
-        give_back(back);
         co_await wait_for_grant(item);
         now = clock_.now();
-        t = book_.take(item, now, back);
+        t = take(item, now, false);
       }
-      give_back(back);  // before any grant for the key: on one connection, in this order
-      keep_sweeping();
       if (t.local) {
         out.decisions[i] = t.decision;
         held.push_back(i);
-        if (t.top_up > 0) top_up(item, t.top_up, t.settled);
         continue;
       }
       // Not enough in hand: one round trip, which also fills the hand.
@@ -214,6 +206,18 @@ class LeasedStore final : public LimitStore {
       give_back(back);
     }
     co_return out;
+  }
+
+  // Takes `item`'s cost from the book. What that gives back goes to the store at once, before
+  // any grant for the key (on one connection, in this order); a hand running low asks for more
+  // in the background.
+  LeaseBook::Take take(const Item& item, limit::Micros now, bool may_wait) {
+    LeaseBook::GiveBacks back;
+    auto t = book_.take(item, now, back, may_wait);
+    give_back(back);
+    keep_sweeping();
+    if (t.local && t.top_up > 0) top_up(item, t.top_up, t.settled);
+    return t;
   }
 
   // Asks for more in the background: nothing waits for it. The book outlives every worker;
