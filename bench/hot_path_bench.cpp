@@ -105,10 +105,11 @@ void BM_ScriptArguments(benchmark::State& state) {
                            "/api/v1/orders", "",     *config::parse_ip("203.0.113.7"),
                            &headers,         nullptr};
   auto plan = limit::plan(c, *route, facts, hasher);
-  auto shas = store::redis::ScriptShas::compute();
+  auto scripts = store::redis::Scripts::compute();
   const std::string now, lease = "0123456789abcdef:0:";
   for (auto _ : state)
-    benchmark::DoNotOptimize(store::redis::acquire_args(plan.items, shas, false, now, lease));
+    benchmark::DoNotOptimize(
+        store::redis::acquire_args(plan.items, scripts, store::redis::Via::fcall, now, lease));
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_ScriptArguments);

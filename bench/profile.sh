@@ -54,8 +54,10 @@ CONF
 else
   build/floodgate-test-origin --port "$FG_ORIGIN_PORT" >/dev/null & pids+=($!)
 fi
+redis_pid=
 if [[ $mode == redis* || $mode == leased ]]; then
   redis-server --port "$FG_REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no >"$out/redis.log" & pids+=($!)
+  redis_pid=$!
 fi
 sleep 0.5
 
@@ -71,18 +73,34 @@ echo "first request: $code"
 [[ $code == 200 || $code == 429 ]] || { echo "floodgate did not answer" >&2; exit 1; }
 wrk -t2 -c"$conns" -d2s "http://127.0.0.1:$FG_PORT/" >/dev/null  # warm-up
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$fg/stat"; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/${1:-$fg}/stat"; }
+# Script calls (FCALL, EVALSHA, EVAL) Redis has run so far: with the CPU ticks, what one
+# decision costs Redis and how many decisions share a call.
+script_calls() { # "calls usec" of FCALL, EVALSHA and EVAL so far
+  redis-cli -p "$FG_REDIS_PORT" info commandstats | tr -d '\r' |
+    awk -F'[:=,]' '/^cmdstat_(fcall|evalsha|eval):/ { n += $3; u += $5 } END { print n + 0, u + 0 }'
+}
 before=$(cpu_ticks)
+[[ -n $redis_pid ]] && redis_before=$(cpu_ticks "$redis_pid") && calls_before=$(script_calls)
 if [[ $tool == perf ]]; then
   perf record -F 2999 -g -o "$out/perf.data" -p "$fg" -- sleep "$duration" 2>"$out/perf.log" &
   perfpid=$!
 fi
 wrk -t2 -c"$conns" -d"${duration}s" --latency "http://127.0.0.1:$FG_PORT/" | tee "$out/wrk.txt"
 after=$(cpu_ticks)
+[[ -n $redis_pid ]] && redis_after=$(cpu_ticks "$redis_pid") && calls_after=$(script_calls)
 [[ $tool == perf ]] && wait "$perfpid"
 reqs=$(awk '/requests in/ {print $1}' "$out/wrk.txt")
 awk -v t=$((after - before)) -v r="$reqs" -v hz="$(getconf CLK_TCK)" \
   'BEGIN { printf "floodgate CPU: %.1f us per request (%d requests)\n", t / hz * 1e6 / r, r }'
+if [[ -n $redis_pid ]]; then
+  read -r c0 u0 <<<"$calls_before"
+  read -r c1 u1 <<<"$calls_after"
+  awk -v t=$((redis_after - redis_before)) -v c=$((c1 - c0)) -v u=$((u1 - u0)) -v r="$reqs" \
+    -v hz="$(getconf CLK_TCK)" 'BEGIN {
+      printf "redis CPU: %.1f us per request, %.1f of them inside scripts; %d script calls, %.2f per request\n",
+             t / hz * 1e6 / r, u / r, c, c / r }'
+fi
 
 case $tool in
   perf)

@@ -1,6 +1,7 @@
 // Bytes from a Redis server through hiredis's reply reader (bounded as the connections bound it)
 // and then floodgate's decoding of each reply: the acquire script's outcome for 1 to 3 items,
-// NOSCRIPT, and MOVED/ASK redirects. Checks what the stores rely on when they use a decoded reply.
+// a batch of requests, NOSCRIPT and the other resends, and MOVED/ASK redirects. Checks what the
+// stores rely on when they use a decoded reply.
 
 #include <hiredis/hiredis.h>
 
@@ -19,9 +20,28 @@ namespace redis = floodgate::store::redis;
 constexpr int kSlots = redis::kClusterSlots;
 
 void check(const redisReply* r) {
-  for (std::size_t items = 1; items <= 3; ++items)
-    if (auto o = redis::decode_outcome(r, items); o && o->decisions.size() != items)
+  // Requests of 1 to 3 items, and a batch of them, one item with a holder (a lease).
+  using floodgate::store::Item;
+  static const std::vector<std::vector<Item>> shapes = [] {
+    std::vector<std::vector<Item>> out(3);
+    for (std::size_t n = 1; n <= 3; ++n) out[n - 1].resize(n);
+    out[1][1].leased.holder = "h";
+    return out;
+  }();
+  for (const auto& items : shapes)
+    if (auto o = redis::decode_outcome(r, items); o && o->decisions.size() != items.size())
       __builtin_trap();
+  const std::vector<const std::vector<Item>*> batch{&shapes[0], &shapes[1], &shapes[0]};
+  std::string error;
+  if (auto all = redis::decode_outcomes(r, batch, &error)) {
+    if (all->size() != batch.size()) __builtin_trap();
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (const auto* o = std::get_if<floodgate::store::Outcome>(&(*all)[i]);
+          o && o->decisions.size() != batch[i]->size())
+        __builtin_trap();
+  }
+  for (auto via : {redis::Via::fcall, redis::Via::load_then_fcall, redis::Via::evalsha})
+    redis::resend_via(r, via);
   if (auto redirect = redis::redirect_of(r))
     if (redirect->slot < 0 || redirect->slot >= kSlots) __builtin_trap();
   // The cluster store fills a slot table from these: every range must fit it.

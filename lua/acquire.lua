@@ -1,257 +1,334 @@
--- floodgate: all of one request's limits, decided atomically with Redis's own clock.
--- Mirrors src/limit/algorithm.cpp line for line; a differential test holds both to the same
--- table of cases. Check every enforcing limit; only if all admit, charge them all (a shadow
--- limit is charged when it admits and never refuses).
+-- acquire: the decisions of one or more requests, in order, each deciding all of its limits
+-- atomically with Redis's own clock. Mirrors src/limit/algorithm.cpp line for line; a
+-- differential test holds both to the same table of cases. Per request: check every enforcing
+-- limit; only if all admit, charge them all (a shadow limit is charged when it admits and
+-- never refuses). Requests a proxy had waiting in one loop turn come as one call.
 --
--- KEYS[i]   state key of item i
--- (lua/prelude.lua comes first: ARGV[1], now, leases_of, set_lease)
--- ARGV[2]   lease id for concurrency items (unique per request)
--- ARGV[3..] per item, 10 values: algorithm, capacity, per_second, window_us, cost, enforce,
---           take_up_to (> 0: a lease: take as many free units as that, provided cost are),
---           holder (a leasing instance's id, "" otherwise), settled (units of its earlier
---           leases it has spent since it last said so), lease_ttl_us
+-- keys      per request, per item: its state key, then `<key>:leases` when it has a holder
+-- args[1]   "" = TIME; a number of microseconds = that time (tests only)
+-- args[2..] per request: its lease id (concurrency items), its item count n, then per item:
+--           algorithm, capacity, per_second, window_us, cost, enforce, holder (a leasing
+--           instance's id, "" otherwise), and only when it has a holder three more:
+--           take_up_to (> 0: take as many free units as that, provided cost are), settled
+--           (units of its earlier leases it has spent since it last said so), lease_ttl_us
 --           algorithm: 0 token_bucket, 1 gcra, 2 sliding_window, 3 sliding_log,
 --                      4 fixed_window, 5 concurrency
--- returns   { all_admitted, now, then per item: admitted, remaining, reset_after_us,
---             retry_after_us, limit, granted }; retry_after_us of an admitted item with nothing
---             remaining is when the same request would pass again (0: at once)
-local lease = ARGV[2]
+-- returns   { now, then per request: all_admitted, then per item: admitted, remaining,
+--           reset_after_us, retry_after_us, and for an item with a holder what it took }
+--           (a limit's capacity, and what an item without a holder took, the caller knows).
+--           retry_after_us of an admitted item with nothing remaining is when the same
+--           request would pass again (0: at once). A request whose decision raised an error
+--           (a key of another type, say) answers -1, the error, then zeros to its usual
+--           length; the requests around it are decided as usual.
 local CONCURRENCY_LEASE_US = 3600 * US
 
-local function ceil_us(x) return math.ceil(x - 1e-6) end
 local function floor_to(t, w) return t - (t % w) end
-local function fmt(x) return string.format('%.17g', x) end
 -- A sliding_log entry's member, "<lease>:<now>:<cost>" with integer digits: a cross-slot refund
 -- (script_calls.cpp, log_member) spells the same member to ZREM it. Lua's own number-to-string
 -- would write now (16 digits) in exponent form with 14 significant digits.
-local function log_member(t, cost) return string.format('%s:%d:%d', lease, t, cost) end
+local function log_member(lease, t, cost) return format('%s:%d:%d', lease, t, cost) end
 
--- Each evaluator returns: admitted, remaining, reset_after, retry_after, commit(function).
--- `held`: units leases hold (token_bucket, gcra; 0 otherwise).
-local eval = {}
-
-eval[0] = function(key, cap, rate, window, cost, held) -- token bucket
+-- Each evaluator returns: admitted, remaining, reset_after, retry_after, and for an admission
+-- the state commit() writes: three numbers, when it is neutral (µs from now; 0: DEL the key)
+-- and the key's expiry now (write_state). No state (nil): nothing to write, or (sliding_log,
+-- concurrency) commit() writes it. `held`: units leases hold (token_bucket, gcra; else 0).
+local function token_bucket(now, key, cap, rate, window, cost, held)
   local room = cap - held -- what is held cannot refill: the burst stays within capacity
-  local tokens, updated = room, now
-  local raw = redis.call('GET', key)
+  local tokens, updated, exp = room, now, 0
+  local raw = call('GET', key)
   if raw then
-    local a, b = string.match(raw, '^(%S+) (%S+)$')
-    tokens, updated = tonumber(a), tonumber(b)
-    local elapsed = math.max(0, now - updated)
-    tokens = math.min(room, tokens + elapsed * rate / US)
-    updated = math.max(now, updated)
+    local _
+    tokens, updated, _, exp = read_state(raw)
+    local elapsed = max(0, now - updated)
+    tokens = min(room, tokens + elapsed * rate / US)
+    updated = max(now, updated)
   end
-  local function time_to(missing) if missing <= 0 then return 0 end return ceil_us(missing * US / rate) end
   if tokens + 1e-9 >= cost then
     local left = tokens - cost
-    local reset = time_to(cap - left)
-    return 1, math.max(0, math.floor(left + 1e-9)), reset, 0, function()
-      if reset > 0 then redis.call('SET', key, fmt(left) .. ' ' .. fmt(updated), 'PX', math.ceil(reset / 1000))
-      else redis.call('DEL', key) end
-    end
+    local reset = time_to(cap - left, rate)
+    return 1, max(0, floor(left + 1e-9)), reset, 0, left, updated, 0, reset, exp
   end
-  return 0, 0, time_to(cap - tokens), math.max(1, time_to(cost - tokens)), nil
+  return 0, 0, time_to(cap - tokens, rate), max(1, time_to(cost - tokens, rate))
 end
 
-eval[1] = function(key, cap, rate, window, cost, held) -- gcra, kept as debt (see algorithm.hpp)
-  local debt = 0
-  local raw = redis.call('GET', key)
+local function gcra(now, key, cap, rate, window, cost, held) -- kept as debt (algorithm.hpp)
+  local debt, exp = 0, 0
+  local raw = call('GET', key)
   if raw then
-    local a, b = string.match(raw, '^(%S+) (%S+)$')
-    debt = math.max(0, tonumber(a) - math.max(0, now - tonumber(b)) * rate / US)
+    local a, b, _
+    a, b, _, exp = read_state(raw)
+    debt = max(0, a - max(0, now - b) * rate / US)
   end
-  debt = math.max(debt, held) -- what is held does not decay
-  local function time_to(x) if x <= 0 then return 0 end return ceil_us(x * US / rate) end
+  debt = max(debt, held) -- what is held does not decay
   local nxt = debt + cost
   if nxt <= cap + 1e-9 then
-    local reset = time_to(nxt)
-    return 1, math.max(0, math.floor(cap - nxt + 1e-9)), reset, 0, function()
-      if reset > 0 then redis.call('SET', key, fmt(nxt) .. ' ' .. fmt(now), 'PX', math.ceil(reset / 1000))
-      else redis.call('DEL', key) end
-    end
+    local reset = time_to(nxt, rate)
+    return 1, max(0, floor(cap - nxt + 1e-9)), reset, 0, nxt, now, 0, reset, exp
   end
-  return 0, 0, time_to(debt), math.max(1, time_to(nxt - cap)), nil
+  return 0, 0, time_to(debt, rate), max(1, time_to(nxt - cap, rate))
 end
 
+-- "start count previous" of the window holding now; and the key's expiry.
 local function read_window(key, start, window)
-  local raw = redis.call('GET', key)
-  if not raw then return start, 0, 0 end
-  local s, c, p = string.match(raw, '^(%S+) (%S+) (%S+)$')
-  s, c, p = tonumber(s), tonumber(c), tonumber(p)
-  if s < start - window then return start, 0, 0 end
-  if s == start - window then return start, 0, c end
-  return s, c, p
+  local raw = call('GET', key)
+  if not raw then return start, 0, 0, 0 end
+  local s, c, p, exp = read_state(raw)
+  if s < start - window then return start, 0, 0, exp end
+  if s == start - window then return start, 0, c, exp end
+  return s, c, p, exp
 end
 
-local function window_reset(s, c, p, window)
+local function window_reset(now, s, c, p, window)
   if c > 0 then return s + 2 * window - now end
   if p > 0 then return s + window - now end
   return 0
 end
 
-eval[2] = function(key, limit, rate, window, cost) -- sliding window
-  local s, c, p = read_window(key, floor_to(now, window), window)
-  local elapsed = math.min(1, math.max(0, (now - s) / window))
+local function sliding_window(now, key, limit, rate, window, cost)
+  local s, c, p, exp = read_window(key, floor_to(now, window), window)
+  local elapsed = min(1, max(0, (now - s) / window))
   local estimate = p * (1 - elapsed) + c
   if estimate + cost <= limit + 1e-9 then
     c = c + cost
-    local reset = window_reset(s, c, p, window)
-    return 1, math.max(0, math.floor(limit - estimate - cost + 1e-9)), reset, 0, function()
-      redis.call('SET', key, s .. ' ' .. c .. ' ' .. p, 'PX', math.max(1, math.ceil(reset / 1000)))
-    end
+    local reset = window_reset(now, s, c, p, window)
+    return 1, max(0, floor(limit - estimate - cost + 1e-9)), reset, 0,
+           s, c, p, max(1, reset), exp
   end
   local retry
   local room = limit - c - cost
   if room >= 0 and p > 0 then
     local at = s + ceil_us(window * (1 - room / p))
-    if at < s + window then retry = math.max(at - now, 1) end
+    if at < s + window then retry = max(at - now, 1) end
   end
   if not retry then
     local e = 0
-    if c > 0 then e = window * math.max(0, 1 - (limit - cost) / c) end
-    retry = math.max(s + window + ceil_us(e) - now, 1)
+    if c > 0 then e = window * max(0, 1 - (limit - cost) / c) end
+    retry = max(s + window + ceil_us(e) - now, 1)
   end
-  return 0, 0, window_reset(s, c, p, window), retry, nil
+  return 0, 0, window_reset(now, s, c, p, window), retry
 end
 
-eval[3] = function(key, limit, rate, window, cost) -- sliding log (sorted set: score = time)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-  local entries = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+local function sliding_log(now, key, limit, rate, window, cost) -- sorted set: score = time
+  call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  local entries = call('ZRANGE', key, 0, -1, 'WITHSCORES')
   local count = 0
-  for i = 1, #entries, 2 do count = count + tonumber(string.match(entries[i], ':(%d+)$')) end
+  for i = 1, #entries, 2 do count = count + num(match(entries[i], ':(%d+)$')) end
   local newest = nil
-  if #entries > 0 then newest = tonumber(entries[#entries]) end
+  if #entries > 0 then newest = num(entries[#entries]) end
   if count + cost <= limit then
     local reset = 0
     if cost > 0 then reset = window elseif newest then reset = newest + window - now end
-    return 1, limit - count - cost, reset, 0, function()
-      if cost > 0 then
-        redis.call('ZADD', key, now, log_member(now, cost))
-        redis.call('PEXPIRE', key, math.ceil(window / 1000))
-      end
-    end
+    return 1, limit - count - cost, reset, 0, nil, window
   end
   local excess = count + cost - limit
   local retry = 0
   for i = 1, #entries, 2 do
-    excess = excess - tonumber(string.match(entries[i], ':(%d+)$'))
-    if excess <= 0 then retry = math.max(tonumber(entries[i + 1]) + window - now, 1) break end
+    excess = excess - num(match(entries[i], ':(%d+)$'))
+    if excess <= 0 then retry = max(num(entries[i + 1]) + window - now, 1) break end
   end
   local reset = 0
   if newest then reset = newest + window - now end
   if retry == 0 then -- a cost above the limit never fits
-    if newest then retry = math.max(1, newest + window - now) else retry = window end
+    if newest then retry = max(1, newest + window - now) else retry = window end
   end
-  return 0, 0, reset, retry, nil
+  return 0, 0, reset, retry
 end
 
-eval[4] = function(key, limit, rate, window, cost) -- fixed window
+local function fixed_window(now, key, limit, rate, window, cost)
   local start = floor_to(now, window)
-  local count = 0
-  local raw = redis.call('GET', key)
+  local count, exp = 0, 0
+  local raw = call('GET', key)
   if raw then
-    local s, c = string.match(raw, '^(%S+) (%S+)$')
-    if tonumber(s) == start then count = tonumber(c) end
+    local s, c, _
+    s, c, _, exp = read_state(raw)
+    if s == start then count = c end
   end
   if count + cost <= limit then
     count = count + cost
     local reset = 0
-    if count > 0 then reset = start + window - now end
-    return 1, limit - count, reset, 0, function()
-      if count > 0 then redis.call('SET', key, start .. ' ' .. count, 'PX', math.max(1, math.ceil(reset / 1000))) end
+    if count > 0 then
+      reset = start + window - now
+      return 1, limit - count, reset, 0, start, count, 0, reset, exp
     end
+    return 1, limit - count, reset, 0
   end
   local reset = 0
   if count > 0 then reset = start + window - now end
-  return 0, 0, reset, math.max(start + window - now, 1), nil
+  return 0, 0, reset, max(start + window - now, 1)
 end
 
-eval[5] = function(key, limit, rate, window, cost) -- concurrency: leases expire by themselves
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  local in_flight = redis.call('ZCARD', key)
-  if in_flight + 1 <= limit then
-    return 1, limit - in_flight - 1, 0, 0, function()
-      redis.call('ZADD', key, now + CONCURRENCY_LEASE_US, lease)
-      redis.call('PEXPIRE', key, math.ceil(CONCURRENCY_LEASE_US / 1000))
-    end
-  end
-  return 0, 0, 0, US, nil
+local function concurrency(now, key, limit) -- leases expire by themselves
+  call('ZREMRANGEBYSCORE', key, '-inf', now)
+  local in_flight = call('ZCARD', key)
+  if in_flight + 1 <= limit then return 1, limit - in_flight - 1, 0, 0 end
+  return 0, 0, 0, US
 end
 
-local n = #KEYS
-local N = 10 -- ARGV values per item
-local out = { 1, now }
-local commits = {}
-local helds = {}
-local admitted_all = 1
-for i = 1, n do
-  local base = 2 + (i - 1) * N
-  local algo = tonumber(ARGV[base + 1])
-  local cap = tonumber(ARGV[base + 2])
-  local rate = tonumber(ARGV[base + 3])
-  local window = tonumber(ARGV[base + 4])
-  local cost = tonumber(ARGV[base + 5])
-  local enforce = ARGV[base + 6] == '1'
-  local up_to = tonumber(ARGV[base + 7])
-  local holder = ARGV[base + 8]
-  local held = 0
-  if holder ~= '' and algo <= 1 then
-    local own, own_until
-    held, own, own_until = leases_of(KEYS[i], holder, algo, cap, rate)
-    -- What the holder spent is no longer held (and was charged when leased): report it now,
-    -- whatever this decision is.
-    local settled = math.min(own, tonumber(ARGV[base + 9]))
-    if settled > 0 then
-      held, own = held - settled, own - settled
-      set_lease(KEYS[i], holder, own, own_until)
+local evaluate = { [0] = token_bucket, gcra, sliding_window, sliding_log, fixed_window, concurrency }
+
+local function commit(now, algo, key, lease, cost, window, a, b, c, ttl, exp)
+  if algo == 3 then
+    if cost > 0 then
+      call('ZADD', key, now, log_member(lease, now, cost))
+      call('PEXPIRE', key, ceil(window / 1000))
     end
-    helds[i] = { own, now + tonumber(ARGV[base + 10]), own_until }
+  elseif algo == 5 then
+    call('ZADD', key, now + CONCURRENCY_LEASE_US, lease)
+    call('PEXPIRE', key, ceil(CONCURRENCY_LEASE_US / 1000))
+  elseif a then
+    write_state(now, key, a, b, c, ttl, exp)
   end
-  if up_to > 0 then -- free units: what an admission of nothing would leave
-    local _, free = eval[algo](KEYS[i], cap, rate, window, 0, held)
-    cost = math.max(cost, math.min(up_to, free))
-  end
-  local ok, remaining, reset, retry, commit = eval[algo](KEYS[i], cap, rate, window, cost, held)
-  if ok == 0 and enforce then admitted_all = 0 end
-  if commit and helds[i] then
-    local h = helds[i]
-    local c = commit
-    commit = function() -- what a leasing instance takes, it holds until its until
-      c()
-      set_lease(KEYS[i], holder, h[1] + cost, math.max(h[2], h[3]))
-    end
-  end
-  commits[i] = commit
-  local b = 2 + (i - 1) * 6
-  out[b + 1] = ok
-  out[b + 2] = remaining
-  out[b + 3] = reset
-  out[b + 4] = retry
-  out[b + 5] = cap
-  out[b + 6] = 0
-  if ok == 1 then out[b + 6] = cost end
 end
-out[1] = admitted_all
-if admitted_all == 1 then
-  for i = 1, n do
-    if commits[i] then commits[i]() end
-  end
-  -- An admission that took the last unit also says when the same request would pass again
-  -- (its retry_after; 0 = at once), so the proxy can refuse until then without asking.
-  for i = 1, n do
-    local base = 2 + (i - 1) * N
-    local b = 2 + (i - 1) * 6
-    local algo = tonumber(ARGV[base + 1])
-    if out[b + 1] == 1 and out[b + 2] == 0 and algo ~= 5 then
-      local held = 0
-      if helds[i] then
-        held = leases_of(KEYS[i], ARGV[base + 8], algo, tonumber(ARGV[base + 2]),
-                         tonumber(ARGV[base + 3]))
+
+-- One item from args[a] (its key keys[k], and its leases' after it when it has a holder):
+-- the positions after it, its arguments, and for a leasing holder what it holds now (its
+-- spent units reported first: no longer held, and charged when leased).
+local function read_item(now, keys, k, args, a)
+  local algo, cap, rate, window, cost =
+    num(args[a]), num(args[a + 1]), num(args[a + 2]), num(args[a + 3]), num(args[a + 4])
+  local enforce, holder = args[a + 5], args[a + 6]
+  local key, hk, held, up_to, own, untl = keys[k], false, 0, 0, false, 0
+  k, a = k + 1, a + 7
+  if holder ~= '' then
+    hk, up_to = keys[k], num(args[a])
+    if algo <= 1 then
+      local own_until
+      held, own, own_until = leases_of(now, key, hk, holder, algo, cap, rate)
+      local settled = min(own, num(args[a + 1]))
+      if settled > 0 then
+        held, own = held - settled, own - settled
+        set_lease(now, hk, holder, own, own_until)
       end
-      local ok, _, _, retry = eval[algo](KEYS[i], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]),
-                                         tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5]), held)
-      if ok == 0 then out[b + 4] = retry end
+      untl = max(now + num(args[a + 2]), own_until)
+    end
+    k, a = k + 1, a + 3
+  end
+  return k, a, algo, cap, rate, window, cost, enforce, holder, key, hk, held, up_to, own, untl
+end
+
+-- An item's decision: what it takes (a lease takes as many free units as up_to, provided cost
+-- are), then the evaluator's answer.
+local function evaluate_item(now, algo, key, cap, rate, window, cost, held, up_to)
+  local eval = evaluate[algo]
+  if up_to > 0 then -- free units: what an admission of nothing would leave
+    local _, free = eval(now, key, cap, rate, window, 0, held)
+    cost = max(cost, min(up_to, free))
+  end
+  return cost, eval(now, key, cap, rate, window, cost, held)
+end
+
+-- An admitted item's writes: its state, and what a leasing holder now holds (until its until).
+local function charge(now, algo, key, lease, cost, window, sa, sb, sc, ttl, exp, hk, holder,
+                      own, untl)
+  commit(now, algo, key, lease, cost, window, sa, sb, sc, ttl, exp)
+  if own then set_lease(now, hk, holder, own + cost, untl) end
+end
+
+-- An admission that took the last unit also says when the same request (asked units) would
+-- pass again (0: at once), so the proxy can refuse until then without asking.
+local function again_after(now, algo, key, cap, rate, window, asked, hk, holder, own)
+  local held = 0
+  if own then held = leases_of(now, key, hk, holder, algo, cap, rate) end
+  local ok, _, _, retry = evaluate[algo](now, key, cap, rate, window, asked, held)
+  if ok == 0 then return retry end
+  return 0
+end
+
+-- An item's answer at out[b + 1 ...]; returns its last position.
+local function answer(out, b, holder, ok, remaining, reset, retry, cost)
+  out[b + 1], out[b + 2], out[b + 3], out[b + 4] = ok, remaining, reset, retry
+  if holder == '' then return b + 4 end
+  if ok == 1 then out[b + 5] = cost else out[b + 5] = 0 end -- what a lease took
+  return b + 5
+end
+
+-- A request of one item (most are): decided and written at once. Its answer goes to
+-- out[o + 1 ...]; returns the next key and arg positions and its answer's last position.
+local function decide_one(now, keys, k, args, a, lease, out, o)
+  local algo, cap, rate, window, cost, enforce, holder, key, hk, held, up_to, own, untl
+  k, a, algo, cap, rate, window, cost, enforce, holder, key, hk, held, up_to, own, untl =
+    read_item(now, keys, k, args, a)
+  local asked = cost
+  local ok, remaining, reset, retry, sa, sb, sc, ttl, exp
+  cost, ok, remaining, reset, retry, sa, sb, sc, ttl, exp =
+    evaluate_item(now, algo, key, cap, rate, window, cost, held, up_to)
+  if ok == 1 then
+    charge(now, algo, key, lease, cost, window, sa, sb, sc, ttl, exp, hk, holder, own, untl)
+    if remaining == 0 and algo ~= 5 then
+      retry = again_after(now, algo, key, cap, rate, window, asked, hk, holder, own)
     end
   end
+  if ok == 1 or enforce ~= '1' then out[o + 1] = 1 else out[o + 1] = 0 end
+  return k, a, answer(out, o + 1, holder, ok, remaining, reset, retry, cost)
 end
-return out
+
+-- A request of n items: every enforcing one must admit before any is charged, so what each
+-- would write waits in w (per item i from w[W * (i - 1)]).
+local W = 17
+local function decide(now, keys, k, args, a, n, lease, out, o, w)
+  if n == 1 then return decide_one(now, keys, k, args, a, lease, out, o) end
+  local admitted_all = 1
+  local b = o + 1 -- the request's status; each item's answer after it
+  for i = 1, n do
+    local algo, cap, rate, window, cost, enforce, holder, key, hk, held, up_to, own, untl
+    k, a, algo, cap, rate, window, cost, enforce, holder, key, hk, held, up_to, own, untl =
+      read_item(now, keys, k, args, a)
+    local asked = cost
+    local ok, remaining, reset, retry, sa, sb, sc, ttl, exp
+    cost, ok, remaining, reset, retry, sa, sb, sc, ttl, exp =
+      evaluate_item(now, algo, key, cap, rate, window, cost, held, up_to)
+    if ok == 0 and enforce == '1' then admitted_all = 0 end
+    local x = W * (i - 1)
+    w[x + 1], w[x + 2], w[x + 3], w[x + 4], w[x + 5], w[x + 6], w[x + 7], w[x + 8] =
+      algo, key, cost, window, sa, sb, sc, ttl
+    w[x + 9], w[x + 10], w[x + 11], w[x + 12], w[x + 13], w[x + 14], w[x + 15], w[x + 16] =
+      exp, hk, holder, own, untl, cap, rate, asked
+    w[x + 17] = b
+    b = answer(out, b, holder, ok, remaining, reset, retry, cost)
+  end
+  out[o + 1] = admitted_all
+  if admitted_all == 0 then return k, a, b end
+  for i = 1, n do
+    local x = W * (i - 1)
+    local p = w[x + 17]
+    if out[p + 1] == 1 then
+      local algo, key = w[x + 1], w[x + 2]
+      charge(now, algo, key, lease, w[x + 3], w[x + 4], w[x + 5], w[x + 6], w[x + 7], w[x + 8],
+             w[x + 9], w[x + 10], w[x + 11], w[x + 12], w[x + 13])
+    end
+  end
+  for i = 1, n do -- after every charge: a later item may share an earlier one's key
+    local x = W * (i - 1)
+    local p = w[x + 17]
+    local algo = w[x + 1]
+    if out[p + 1] == 1 and out[p + 2] == 0 and algo ~= 5 then
+      out[p + 4] = again_after(now, algo, w[x + 2], w[x + 14], w[x + 15], w[x + 4], w[x + 16],
+                               w[x + 10], w[x + 11], w[x + 12])
+    end
+  end
+  return k, a, b
+end
+
+local function acquire(keys, args)
+  local now = clock(args[1])
+  local out, w = { now }, {}
+  local k, a, o = 1, 2, 1
+  while a <= #args do
+    local lease, n = args[a], num(args[a + 1])
+    local ok, nk, na, no = pcall(decide, now, keys, k, args, a + 2, n, lease, out, o, w)
+    if not ok then -- nk: the error; where this request's keys, args and answer end
+      if type(nk) == 'table' then nk = nk.err end
+      na, no = a + 2, o + 1
+      for _ = 1, n do
+        k, no = k + 1, no + 4
+        if args[na + 6] ~= '' then k, na, no = k + 1, na + 3, no + 1 end
+        na = na + 7
+      end
+      for j = o + 1, no do out[j] = 0 end
+      out[o + 1], out[o + 2] = -1, tostring(nk)
+      nk = k
+    end
+    k, a, o = nk, na, no
+  end
+  return out
+end

@@ -54,11 +54,12 @@ std::uint64_t metric(Proxy& p, const std::string& line_start) {
   return std::stoull(text.substr(text.find(' ', at + line_start.size()) + 1));
 }
 
-// The state of a limit's key in the store: its tokens ("tokens updated"), -1 when it has none.
+// The state of a limit's key in the store: its tokens (the first of its numbers), -1 when it
+// has none.
 double tokens_of(RedisServer& redis, const std::string& route_limit) {
   auto key = redis.cli("--scan --pattern '*:" + route_limit + ":*}'");
-  auto value = key.empty() ? std::string() : redis.cli("GET '" + key + "'");
-  return value.empty() ? -1.0 : std::stod(value.substr(0, value.find(' ')));
+  auto value = key.empty() ? std::string() : redis.cli(state_command(key));
+  return value.empty() ? -1.0 : std::stod(value.substr(0, value.find('\n')));
 }
 
 TEST(FarStore, AHotKeyThroughALeaseIsAnsweredLocallyWhileTheExactLimitPaysTheRoundTrip) {

@@ -11,6 +11,7 @@
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate_process.hpp"
 #include "redis_cluster.hpp"
+#include "redis_server.hpp"
 #include "store/redis/script_calls.hpp"
 
 namespace floodgate::testing {
@@ -110,7 +111,7 @@ TEST(RedisClusterStore, ARefusalInALaterSlotRefundsEveryAlgorithmInEarlierSlots)
         // The admitted request's log entry; a concurrency lease went back with its response.
         return state == (c.algorithm == "sliding_log" ? "1" : "0");
       }
-      state = cluster.cli(any, "-c GET " + shell_quoted(charged));
+      state = cluster.cli(any, "-c " + state_command(charged));
       std::istringstream in(state);
       double a = 0, b = 0;
       in >> a >> b;

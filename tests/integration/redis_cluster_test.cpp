@@ -271,9 +271,9 @@ TEST(RedisClusterStore, ALiveSlotMigrationKeepsTheLimitExact) {
   for (auto [st, n] : statuses) all += n;
   EXPECT_EQ(statuses[200], all);
   EXPECT_GT(all, 100);
-  auto state = cluster.cli(dst, "GET '" + key + "'");  // "<window start> <count>"
-  ASSERT_NE(state.find(' '), std::string::npos) << state;
-  EXPECT_EQ(std::stoll(state.substr(state.find(' ') + 1)), 1 + statuses[200]);
+  auto state = cluster.cli(dst, state_command(key));  // window start, count, 0
+  ASSERT_NE(state.find('\n'), std::string::npos) << state;
+  EXPECT_EQ(std::stoll(state.substr(state.find('\n') + 1)), 1 + statuses[200]);
 }
 
 }  // namespace

@@ -311,24 +311,25 @@ TEST_F(RedisProxy, EveryAlgorithmsKeyExpiresWhenItsStateIsNeutral) {
   for (auto target : {"/tb", "/gcra", "/sw", "/log", "/fw"}) ASSERT_EQ(status(target), 200);
   const std::int64_t s = 1'000'000;
 
+  // (States are packed: state_command prints their numbers; the third is 0 where unused.)
   // token_bucket "tokens updated": one token of 5 missing at 1/m, whole again 60 s later.
   auto tb = key_of(redis, "tb");
-  auto tb_state = lines(substitute(redis.cli("GET " + tb), " ", "\n"));
-  ASSERT_EQ(tb_state.size(), 2u);
+  auto tb_state = lines(redis.cli(state_command(tb)));
+  ASSERT_EQ(tb_state.size(), 3u);
   EXPECT_EQ(tb_state[0], "4");
   expect_expires_when_neutral(redis, tb, to_int(tb_state[1]) + 60 * s, 60'000);
 
   // gcra "debt at": a debt of 1 at 2/m, paid off 30 s later.
   auto gcra = key_of(redis, "gcra");
-  auto gcra_state = lines(substitute(redis.cli("GET " + gcra), " ", "\n"));
-  ASSERT_EQ(gcra_state.size(), 2u);
+  auto gcra_state = lines(redis.cli(state_command(gcra)));
+  ASSERT_EQ(gcra_state.size(), 3u);
   EXPECT_EQ(gcra_state[0], "1");
   expect_expires_when_neutral(redis, gcra, to_int(gcra_state[1]) + 30 * s, 30'000);
 
   // sliding_window "start current previous": the count weighs on the next window too, so the
   // state is neutral when the window after this one ends.
   auto sw = key_of(redis, "sw");
-  auto sw_state = lines(substitute(redis.cli("GET " + sw), " ", "\n"));
+  auto sw_state = lines(redis.cli(state_command(sw)));
   ASSERT_EQ(sw_state.size(), 3u);
   EXPECT_EQ(to_int(sw_state[0]) % (40 * s), 0) << "windows align to the epoch";
   expect_expires_when_neutral(redis, sw, to_int(sw_state[0]) + 80 * s, 80'000);
@@ -341,8 +342,8 @@ TEST_F(RedisProxy, EveryAlgorithmsKeyExpiresWhenItsStateIsNeutral) {
 
   // fixed_window "start count": neutral when this window ends.
   auto fw = key_of(redis, "fw");
-  auto fw_state = lines(substitute(redis.cli("GET " + fw), " ", "\n"));
-  ASSERT_EQ(fw_state.size(), 2u);
+  auto fw_state = lines(redis.cli(state_command(fw)));
+  ASSERT_EQ(fw_state.size(), 3u);
   EXPECT_EQ(fw_state[1], "1");
   expect_expires_when_neutral(redis, fw, to_int(fw_state[0]) + 70 * s, 70'000);
 

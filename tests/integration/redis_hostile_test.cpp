@@ -87,7 +87,7 @@ std::uint64_t peak_virtual_kib() {
 FakeRedis::Script acquire_answers(std::string bytes, std::uint16_t slots_owner = 0) {
   auto behave = FakeRedis::behave(slots_owner);
   return [behave, bytes](const std::vector<std::string>& c) {
-    if (c[0] == "EVALSHA" || c[0] == "EVAL") return FakeRedis::reply(bytes);
+    if (c[0] == "FCALL" || c[0] == "EVALSHA" || c[0] == "EVAL") return FakeRedis::reply(bytes);
     return behave(c);
   };
 }
@@ -197,7 +197,7 @@ TEST(RedisHostile, RedirectsDoNotExtendTheDecisionsDeadline) {
   auto behave = FakeRedis::behave(fake.port());
   std::atomic<bool> slow{false};
   fake.script([&slow, behave, self](const std::vector<std::string>& c) {
-    if (slow && c[0] == "EVALSHA")
+    if (slow && c[0] == "FCALL")
       return FakeRedis::later(
           "-MOVED " + std::to_string(store::redis::key_slot(c[3])) + " 127.0.0.1:" + self + "\r\n",
           80ms);

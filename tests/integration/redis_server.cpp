@@ -90,4 +90,11 @@ std::string redis_cli(std::uint16_t port, const std::string& args, int timeout_s
   return command_output("redis-cli -p " + std::to_string(port) + " " + args, timeout_seconds);
 }
 
+std::string state_command(const std::string& key) {
+  return "EVAL \"local v = redis.call('GET', KEYS[1]) if not v then return {} end "
+         "local _, a, b, c = struct.unpack('<Bdddd', v) local f = string.format "
+         "return {f('%.17g', a), f('%.17g', b), f('%.17g', c)}\" 1 '" +
+         key + "'";
+}
+
 }  // namespace floodgate::testing

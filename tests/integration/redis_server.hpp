@@ -34,6 +34,10 @@ class RedisServer {
   std::unique_ptr<ChildProcess> process_;
 };
 
+// A redis-cli command printing the three numbers of a token_bucket, gcra, sliding_window or
+// fixed_window key's state (lua/prelude.lua packs them), one per line; nothing without a key.
+std::string state_command(const std::string& key);
+
 // A port that was free a moment ago (bound, then released), below the ephemeral range.
 std::uint16_t free_port();
 

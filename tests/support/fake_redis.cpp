@@ -145,15 +145,52 @@ std::uint64_t FakeRedis::connections() const {
   return impl_->connections.load();
 }
 
-std::string FakeRedis::admitted(std::size_t items) {
+std::string FakeRedis::admitted(const std::vector<std::vector<bool>>& requests) {
   auto now = std::chrono::duration_cast<std::chrono::microseconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
-  std::string out = "*" + std::to_string(2 + 6 * items) + "\r\n" + integer(1) + integer(now);
-  for (std::size_t i = 0; i < items; ++i)
-    out += integer(1) + integer(5) + integer(0) + integer(0) + integer(10) + integer(1);
+  std::size_t total = 1;
+  for (const auto& items : requests) {
+    total += 1;
+    for (bool leased : items) total += leased ? 5 : 4;
+  }
+  std::string out = "*" + std::to_string(total) + "\r\n" + integer(now);
+  for (const auto& items : requests) {
+    out += integer(1);
+    for (bool leased : items) {
+      out += integer(1) + integer(5) + integer(0) + integer(0);
+      if (leased) out += integer(1);
+    }
+  }
   return out;
 }
+
+namespace {
+// The items of an acquire call's requests, whether each has a holder (lua/acquire.lua: after
+// the keys, now, then per request its lease id, its item count and per item 7 values, 3 more
+// when its 7th, the holder, is not empty); empty if it is not one.
+std::vector<std::vector<bool>> acquire_requests(const std::vector<std::string>& c) {
+  std::size_t keys = 0;
+  if (c.size() < 3) return {};
+  std::from_chars(c[2].data(), c[2].data() + c[2].size(), keys);
+  std::vector<std::vector<bool>> out;
+  std::size_t at = 3 + keys + 1;
+  while (at + 1 < c.size()) {
+    std::size_t n = 0;
+    std::from_chars(c[at + 1].data(), c[at + 1].data() + c[at + 1].size(), n);
+    if (n == 0) return {};
+    at += 2;
+    auto& items = out.emplace_back();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (at + 7 > c.size()) return {};
+      items.push_back(!c[at + 6].empty());
+      at += items.back() ? 10 : 7;
+    }
+  }
+  if (at != c.size()) return {};
+  return out;
+}
+}  // namespace
 
 std::string FakeRedis::all_slots_to(std::uint16_t port) {
   return "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n" + integer(port);
@@ -168,12 +205,12 @@ FakeRedis::Script FakeRedis::behave(std::uint16_t slots_owner) {
     if (name == "CLUSTER")
       return reply(slots_owner ? all_slots_to(slots_owner)
                                : "-ERR This instance has cluster support disabled\r\n");
-    if ((name == "EVALSHA" || name == "EVAL") && c.size() >= 3) {
-      std::size_t keys = 0;
-      std::from_chars(c[2].data(), c[2].data() + c[2].size(), keys);
-      // adjust.lua: one key and six arguments; acquire.lua: n keys, 2 + 10n arguments.
-      if (c.size() == 3 + keys + 6 && keys == 1) return reply(integer(1));
-      return reply(admitted(keys));
+    if (name == "FUNCTION") return reply("$8\r\nfloodgate\r\n");
+    if ((name == "FCALL" || name == "EVALSHA" || name == "EVAL") && c.size() >= 3) {
+      // adjust: one or two keys and 6 or 9 arguments; an acquire call parses as one.
+      auto requests = acquire_requests(c);
+      if (requests.empty()) return reply(integer(1));
+      return reply(admitted(requests));
     }
     return reply("-ERR unknown command\r\n");
   };

@@ -47,8 +47,8 @@ class FakeRedis {
   // 5 of 10 remaining), adjust and ZREM acknowledged, and CLUSTER SLOTS naming
   // 127.0.0.1:`slots_owner` for every slot (0: not a cluster node).
   static Script behave(std::uint16_t slots_owner = 0);
-  // The acquire script's reply: every one of `items` admitted.
-  static std::string admitted(std::size_t items);
+  // The acquire script's reply to these requests (per item: has it a holder): all admitted.
+  static std::string admitted(const std::vector<std::vector<bool>>& requests);
   static std::string all_slots_to(std::uint16_t port);
 
  private:

@@ -38,6 +38,7 @@ struct Item {
   LeaseTerms leased;    // decided from units taken in advance (store/leased_store.hpp)
   // Taking a lease: as many units as are free, up to this many, provided `cost` are; the
   // decision's `granted` says how many were taken. 0: an ordinary decision of `cost`.
+  // (Redis stores send it only with a holder, `leased.holder`: a lease is always someone's.)
   std::int64_t take_up_to = 0;
 };
 

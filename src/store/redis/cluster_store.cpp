@@ -44,13 +44,15 @@ constexpr std::size_t kMaxNodes = 256;
 struct Group {
   int slot = 0;
   std::vector<std::size_t> index;  // into the call's items
+  std::vector<Item> items;         // those items, as the script gets them
   limit::Micros now = 0;           // the owning node's TIME when it decided
 };
 
 struct Node {
   std::shared_ptr<redis::Connection> conn;
   std::shared_ptr<redis::Breaker> breaker;
-  bool owns_slots = false;  // in the current slot map: only such nodes count for health
+  bool owns_slots = false;             // in the current slot map: only such nodes count for health
+  redis::Via via = redis::Via::fcall;  // evalsha once it has shown it has no functions
   bool usable() const { return conn->connected() && !breaker->open(); }
 };
 
@@ -60,7 +62,7 @@ class ClusterStore final : public LimitStore {
       : ioc_(ioc),
         options_(std::move(options)),
         log_(log),
-        shas_(redis::ScriptShas::compute()),
+        scripts_(redis::Scripts::compute()),
         timer_(ioc) {
     owners_.fill(nullptr);
     for (const auto& seed : options_.seeds)
@@ -91,14 +93,18 @@ class ClusterStore final : public LimitStore {
       by_slot[slot].slot = slot;
       by_slot[slot].index.push_back(i);
     }
-    for (auto& [slot, g] : by_slot) call->groups.push_back(std::move(g));
+    for (auto& [slot, g] : by_slot) {
+      for (auto i : g.index) g.items.push_back(call->items[i]);
+      call->groups.push_back(std::move(g));
+    }
     next_group(call);
   }
 
   void adjust(const Item& item, std::int64_t delta) override {
-    send_fire_and_forget(
-        owner(redis::key_slot(item.key)),
-        redis::adjust_args(item, delta, shas_, redis::now_arg(options_.test_clock)), true);
+    send_fire_and_forget(owner(redis::key_slot(item.key)),
+                         redis::adjust_args(item, delta, scripts_, redis::Via::fcall,
+                                            redis::now_arg(options_.test_clock)),
+                         true);
   }
 
   void release(const Item& item) override {
@@ -155,11 +161,13 @@ class ClusterStore final : public LimitStore {
 
   void next_group(const std::shared_ptr<Call>& call) {
     if (call->next == call->groups.size()) return finish(call, call->outcome);
-    send_group(call, owner(call->groups[call->next].slot), false, false, 0);
+    send_group(call, owner(call->groups[call->next].slot), std::nullopt, false, 0);
   }
 
-  void send_group(const std::shared_ptr<Call>& call, Node* n, bool use_eval, bool asking,
-                  int redirects) {
+  // `via`: how to call the script (a resend after a missing library or script); by default
+  // the node's way.
+  void send_group(const std::shared_ptr<Call>& call, Node* n, std::optional<redis::Via> via,
+                  bool asking, int redirects) {
     const auto& g = call->groups[call->next];
     if (!n || !n->conn->connected()) {
       request_refresh();
@@ -168,19 +176,17 @@ class ClusterStore final : public LimitStore {
     if (n->breaker->open()) return failed(call, StoreError::unavailable, nullptr);  // fast
     // Spent on earlier groups or hops: not this node's failure.
     if (Clock::now() >= call->deadline) return failed(call, StoreError::timeout, nullptr);
-    std::vector<Item> items;
-    for (auto i : g.index) items.push_back(call->items[i]);
     const auto deadline = call->deadline;
-    if (asking)
-      n->conn->command({"ASKING"}, deadline, [](const redisReply*, redis::CommandStatus) {});
-    auto args = redis::acquire_args(items, shas_, use_eval, redis::now_arg(options_.test_clock),
+    const auto how = via.value_or(n->via);
+    prepare(n, how, asking, deadline);
+    auto args = redis::acquire_args(g.items, scripts_, how, redis::now_arg(options_.test_clock),
                                     options_.instance_id);
     std::vector<std::string_view> views(args.begin(), args.end());
     bool sent = n->conn->command(
         views, deadline,
-        [this, call, n, use_eval, asking, redirects](const redisReply* r, redis::CommandStatus s) {
+        [this, call, n, how, asking, redirects](const redisReply* r, redis::CommandStatus s) {
           try {
-            on_group_reply(call, n, r, s, use_eval, asking, redirects);
+            on_group_reply(call, n, r, s, how, asking, redirects);
           } catch (...) {
             // Allocation failure and the like: this decision fails, the loop logs and counts.
             failed(call, StoreError::protocol, n);
@@ -191,14 +197,14 @@ class ClusterStore final : public LimitStore {
   }
 
   void on_group_reply(const std::shared_ptr<Call>& call, Node* n, const redisReply* r,
-                      redis::CommandStatus s, bool use_eval, bool asking, int redirects) {
+                      redis::CommandStatus s, redis::Via via, bool asking, int redirects) {
     if (s == redis::CommandStatus::timeout) return failed(call, StoreError::timeout, n);
     if (s != redis::CommandStatus::ok) {
       request_refresh();
       return failed(call, StoreError::unavailable, n);
     }
-    if (redis::is_noscript(r) && !use_eval)
-      return send_group(call, n, true, asking, redirects);  // still ASKING if it was
+    if (auto again = redis::resend_via(r, via))
+      return send_group(call, n, remember(n, *again), asking, redirects);  // still ASKING
     if (auto redirect = redis::redirect_of(r)) {
       if (redirects >= kMaxRedirects) {
         log_redirect_loop(*redirect);
@@ -210,9 +216,9 @@ class ClusterStore final : public LimitStore {
         owners_[static_cast<std::size_t>(redirect->slot)] = target;
         request_refresh();
       }
-      return send_group(call, target, use_eval, redirect->ask, redirects + 1);
+      return send_group(call, target, std::nullopt, redirect->ask, redirects + 1);
     }
-    auto outcome = redis::decode_outcome(r, call->groups[call->next].index.size());
+    auto outcome = redis::decode_outcome(r, call->groups[call->next].items);
     if (!outcome) {
       if (r && r->type == REDIS_REPLY_ERROR)
         log_.error("redis cluster acquire failed: {}", std::string(r->str, r->len));
@@ -258,10 +264,11 @@ class ClusterStore final : public LimitStore {
                   false);
             break;
           default:  // what it took: its cost, or a lease's grant
-            send_fire_and_forget(n,
-                                 redis::adjust_args(item, -std::max(item.cost, d.granted), shas_,
-                                                    redis::now_arg(options_.test_clock)),
-                                 true);
+            send_fire_and_forget(
+                n,
+                redis::adjust_args(item, -std::max(item.cost, d.granted), scripts_,
+                                   redis::Via::fcall, redis::now_arg(options_.test_clock)),
+                true);
         }
       }
     }
@@ -269,30 +276,47 @@ class ClusterStore final : public LimitStore {
 
   // Releases, settlements and refunds: nobody waits for them, but a redirect is still followed
   // (MOVED updates the map, ASK is asked once) up to the same bound as a decision's.
+  // `script`: args are lua/adjust.lua's, called the node's way unless `via` says otherwise.
   void send_fire_and_forget(Node* n, std::vector<std::string> args, bool script,
-                            bool asking = false, int redirects = 0) {
+                            bool asking = false, int redirects = 0,
+                            std::optional<redis::Via> via = std::nullopt) {
     if (!n || !n->usable()) return;
+    const auto how = via.value_or(n->via);
+    if (script) redis::address(args, redis::Script::adjust, how, scripts_);
     auto shared = std::make_shared<std::vector<std::string>>(std::move(args));
     std::vector<std::string_view> views(shared->begin(), shared->end());
     auto deadline = Clock::now() + options_.timeout * 4;
+    prepare(n, script ? how : redis::Via::fcall, asking, deadline);
+    n->conn->command(views, deadline,
+                     [this, n, shared, script, asking, redirects, how](const redisReply* r,
+                                                                       redis::CommandStatus s) {
+                       if (s != redis::CommandStatus::ok) return;
+                       on_fire_and_forget_reply(r, n, shared, script, asking, redirects, how);
+                     });
+  }
+
+  // What goes before a call on `n`: the library when it is missing there (before ASKING,
+  // which only covers the command right after it; "already exists" is as good as loaded).
+  void prepare(Node* n, redis::Via via, bool asking, Clock::time_point deadline) {
+    if (via == redis::Via::load_then_fcall)
+      n->conn->command({"FUNCTION", "LOAD", scripts_.library}, deadline,
+                       [](const redisReply*, redis::CommandStatus) {});
     if (asking)
       n->conn->command({"ASKING"}, deadline, [](const redisReply*, redis::CommandStatus) {});
-    n->conn->command(
-        views, deadline,
-        [this, n, shared, script, asking, redirects](const redisReply* r, redis::CommandStatus s) {
-          if (s != redis::CommandStatus::ok) return;
-          on_fire_and_forget_reply(r, n, shared, script, asking, redirects);
-        });
+  }
+
+  // A node without functions (Redis < 7, or an ACL without FCALL) gets scripts from now on.
+  redis::Via remember(Node* n, redis::Via next) {
+    if (next == redis::Via::evalsha) n->via = redis::Via::evalsha;
+    return next;
   }
 
   void on_fire_and_forget_reply(const redisReply* r, Node* n,
                                 const std::shared_ptr<std::vector<std::string>>& args, bool script,
-                                bool asking, int redirects) {
-    if (script && redis::is_noscript(r)) {
-      (*args)[0] = "EVAL";
-      (*args)[1] = std::string(redis::adjust_script());
-      return send_fire_and_forget(n, *args, false, asking, redirects);  // once: no longer a SHA
-    }
+                                bool asking, int redirects, redis::Via via) {
+    if (script)
+      if (auto again = redis::resend_via(r, via))
+        return send_fire_and_forget(n, *args, true, asking, redirects, remember(n, *again));
     auto redirect = redis::redirect_of(r);
     if (!redirect) return;
     if (redirects >= kMaxRedirects) return log_redirect_loop(*redirect);
@@ -399,7 +423,7 @@ class ClusterStore final : public LimitStore {
   asio::io_context& ioc_;
   RedisStoreOptions options_;
   spdlog::logger& log_;
-  redis::ScriptShas shas_;
+  redis::Scripts scripts_;
   asio::steady_timer timer_;
   std::map<std::string, Node> nodes_;  // by NodeAddress::name(); never erased (owners_ points in)
   std::array<Node*, kSlots> owners_;

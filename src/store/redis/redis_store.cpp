@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 
 #include <charconv>
+#include <deque>
 
 #include "store/redis/breaker.hpp"
 #include "store/redis/redis_connection.hpp"
@@ -33,13 +34,22 @@ std::string sha1_hex(std::string_view text) {
 namespace {
 
 using redis::breaker_options;
-using redis::decode_outcome;
-using redis::is_noscript;
+using redis::Via;
+
+// Requests waiting in one loop turn go to Redis as one call (lua/acquire.lua decides them in
+// order, each on its own). Bounded so one call's reply and time in Redis stay small; the rest
+// follow in the next call, pipelined behind it.
+constexpr std::size_t kMaxBatchRequests = 64;
+constexpr std::size_t kMaxBatchItems = 256;
 
 class RedisStore final : public LimitStore {
  public:
   RedisStore(asio::io_context& ioc, RedisStoreOptions options, spdlog::logger& log)
-      : ioc_(ioc), options_(std::move(options)), log_(log), shas_(redis::ScriptShas::compute()) {
+      : ioc_(ioc),
+        options_(std::move(options)),
+        log_(log),
+        scripts_(redis::Scripts::compute()),
+        alive_(std::make_shared<RedisStore*>(this)) {
     redis::ConnectionOptions c;
     c.host = options_.host;
     c.port = options_.port;
@@ -53,8 +63,10 @@ class RedisStore final : public LimitStore {
   }
 
   ~RedisStore() override {
+    alive_.reset();
     breaker_->stop();
     conn_->stop();
+    for (auto& call : queue_) finish(call, StoreError::unavailable);
   }
 
   bool healthy() const override { return conn_->connected() && !breaker_->open(); }
@@ -63,79 +75,143 @@ class RedisStore final : public LimitStore {
     auto call = std::make_shared<Call>(
         Call{std::move(items), std::move(handler), Clock::now() + options_.timeout});
     if (breaker_->open() || !conn_->connected()) return finish(call, StoreError::unavailable);
-    send(call, false);
+    queue_.push_back(std::move(call));
+    if (flush_posted_) return;
+    flush_posted_ = true;
+    asio::post(ioc_, [alive = std::weak_ptr<RedisStore*>(alive_)] {
+      if (auto self = alive.lock()) (*self)->flush();
+    });
   }
 
   void adjust(const Item& item, std::int64_t delta) override {
     if (breaker_->open() || !conn_->connected())
       return;  // best effort: a lost settlement errs neither way for long
     auto args = std::make_shared<std::vector<std::string>>(
-        redis::adjust_args(item, delta, shas_, redis::now_arg(options_.test_clock)));
-    send_simple(args, true);
+        redis::adjust_args(item, delta, scripts_, via_, redis::now_arg(options_.test_clock)));
+    send_adjust(args, via_);
   }
 
   void release(const Item& item) override {
     if (!conn_->connected()) return;  // the lease expires by itself
-    auto args = std::make_shared<std::vector<std::string>>(
-        std::vector<std::string>{"ZREM", item.key, item.lease});
-    send_simple(args, false);
+    conn_->command({"ZREM", item.key, item.lease}, Clock::now() + options_.timeout * 4,
+                   [](const redisReply*, redis::CommandStatus) {});
   }
 
  private:
   struct Call {
     std::vector<Item> items;
     Handler handler;
-    Clock::time_point deadline;  // one budget, a NOSCRIPT retry included
+    Clock::time_point deadline;
     bool done = false;
   };
+  // One script call: the requests of a loop turn, and its arguments (sent again as they are,
+  // but for args[0..1], after a missing library or script).
+  struct Batch {
+    std::vector<std::shared_ptr<Call>> calls;
+    std::vector<std::string> args;
+    Clock::time_point deadline;  // the earliest call's: one budget, a resend included
+  };
 
-  void send(const std::shared_ptr<Call>& call, bool use_eval) {
-    auto args = redis::acquire_args(call->items, shas_, use_eval,
-                                    redis::now_arg(options_.test_clock), options_.instance_id);
-    std::vector<std::string_view> views(args.begin(), args.end());
-    bool sent = conn_->command(views, call->deadline,
-                               [this, call, use_eval](const redisReply* r, redis::CommandStatus s) {
+  void flush() {
+    flush_posted_ = false;
+    while (!queue_.empty()) {
+      auto batch = std::make_shared<Batch>();
+      std::size_t items = 0;
+      while (!queue_.empty() && batch->calls.size() < kMaxBatchRequests &&
+             (batch->calls.empty() || items + queue_.front()->items.size() <= kMaxBatchItems)) {
+        items += queue_.front()->items.size();
+        batch->calls.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      batch->deadline = batch->calls.front()->deadline;
+      std::vector<const std::vector<Item>*> requests;
+      requests.reserve(batch->calls.size());
+      for (const auto& c : batch->calls) requests.push_back(&c->items);
+      batch->args = redis::acquire_args(requests, scripts_, via_,
+                                        redis::now_arg(options_.test_clock), options_.instance_id);
+      send(batch, via_);
+    }
+  }
+
+  void send(const std::shared_ptr<Batch>& batch, Via via) {
+    if (breaker_->open() || !conn_->connected()) return fail_all(*batch, StoreError::unavailable);
+    redis::address(batch->args, redis::Script::acquire, via, scripts_);
+    if (via == Via::load_then_fcall) load_library(batch->deadline);
+    std::vector<std::string_view> views(batch->args.begin(), batch->args.end());
+    bool sent = conn_->command(views, batch->deadline,
+                               [this, batch, via](const redisReply* r, redis::CommandStatus s) {
                                  try {
-                                   on_acquire_reply(call, r, s, use_eval);
+                                   on_reply(batch, r, s, via);
                                  } catch (...) {
-                                   // The decision fails; the event loop logs and counts it.
-                                   failed(call, StoreError::protocol);
+                                   // The decisions fail; the event loop logs and counts it.
+                                   fail_all(*batch, StoreError::protocol);
                                    throw;
                                  }
                                });
-    if (!sent) finish(call, StoreError::unavailable);
+    if (!sent) fail_all(*batch, StoreError::unavailable);
   }
 
-  void on_acquire_reply(const std::shared_ptr<Call>& call, const redisReply* r,
-                        redis::CommandStatus s, bool used_eval) {
-    if (s == redis::CommandStatus::timeout) return failed(call, StoreError::timeout);
-    if (s != redis::CommandStatus::ok) return failed(call, StoreError::unavailable);
-    if (is_noscript(r) && !used_eval) return send(call, true);  // script cache flushed: once more
-    auto outcome = decode_outcome(r, call->items.size());
-    if (!outcome) {
+  void on_reply(const std::shared_ptr<Batch>& batch, const redisReply* r, redis::CommandStatus s,
+                Via via) {
+    if (s == redis::CommandStatus::timeout) return fail_all(*batch, StoreError::timeout);
+    if (s != redis::CommandStatus::ok) return fail_all(*batch, StoreError::unavailable);
+    if (auto again = redis::resend_via(r, via)) return send(batch, remember(*again));
+    std::vector<const std::vector<Item>*> requests;
+    requests.reserve(batch->calls.size());
+    for (const auto& c : batch->calls) requests.push_back(&c->items);
+    std::string error;
+    auto answers = redis::decode_outcomes(r, requests, &error);
+    if (!answers) {
       if (r && r->type == REDIS_REPLY_ERROR)
         log_.error("redis acquire script failed: {}", std::string(r->str, r->len));
-      return failed(call, StoreError::protocol);
+      return fail_all(*batch, StoreError::protocol);
     }
     breaker_->succeeded();
-    finish(call, std::move(*outcome));
+    // A request whose own decision raised an error (a key of another type) fails alone; the
+    // store answered, so its breaker does not count it.
+    if (!error.empty()) log_.error("redis acquire script failed for one request: {}", error);
+    for (std::size_t i = 0; i < batch->calls.size(); ++i)
+      finish(batch->calls[i], std::move((*answers)[i]));
   }
 
-  void send_simple(const std::shared_ptr<std::vector<std::string>>& args, bool script) {
+  // Functions unsupported or not allowed: every later call goes as a script.
+  Via remember(Via next) {
+    if (next == Via::evalsha) {
+      if (via_ != Via::evalsha)
+        log_.warn("redis {}:{}: no functions (Redis < 7 or an ACL without FCALL); using scripts",
+                  options_.host, options_.port);
+      via_ = Via::evalsha;
+    }
+    return next;
+  }
+
+  // Pipelined before the call that needs it; "already exists" (another instance or call got
+  // there first) is as good as loaded.
+  void load_library(Clock::time_point deadline) {
+    conn_->command({"FUNCTION", "LOAD", scripts_.library}, deadline,
+                   [](const redisReply*, redis::CommandStatus) {});
+  }
+
+  void send_adjust(const std::shared_ptr<std::vector<std::string>>& args, Via via) {
+    redis::address(*args, redis::Script::adjust, via, scripts_);
+    const auto deadline = Clock::now() + options_.timeout * 4;
+    if (via == Via::load_then_fcall) load_library(deadline);
     std::vector<std::string_view> views(args->begin(), args->end());
-    conn_->command(views, Clock::now() + options_.timeout * 4,
-                   [this, args, script](const redisReply* r, redis::CommandStatus s) {
-                     if (s == redis::CommandStatus::ok && script && is_noscript(r)) {
-                       (*args)[0] = "EVAL";
-                       (*args)[1] = std::string(redis::adjust_script());
-                       send_simple(args, false);
-                     }
+    conn_->command(views, deadline,
+                   [this, args, via, alive = std::weak_ptr<RedisStore*>(alive_)](
+                       const redisReply* r, redis::CommandStatus s) {
+                     if (s != redis::CommandStatus::ok || !alive.lock()) return;
+                     if (auto again = redis::resend_via(r, via))
+                       send_adjust(args, remember(*again));
                    });
   }
 
-  void failed(const std::shared_ptr<Call>& call, StoreError e) {
-    breaker_->failed(e);
-    finish(call, e);
+  void fail_all(const Batch& batch, StoreError e) {
+    for (const auto& call : batch.calls) {
+      if (call->done) continue;
+      breaker_->failed(e);
+      finish(call, e);
+    }
   }
 
   // Completion is posted: never inline on the caller's stack, and never during teardown.
@@ -149,9 +225,13 @@ class RedisStore final : public LimitStore {
   asio::io_context& ioc_;
   RedisStoreOptions options_;
   spdlog::logger& log_;
-  redis::ScriptShas shas_;
+  redis::Scripts scripts_;
+  Via via_ = Via::fcall;
   std::shared_ptr<redis::Connection> conn_;
   std::shared_ptr<redis::Breaker> breaker_;
+  std::deque<std::shared_ptr<Call>> queue_;  // waiting for this loop turn's flush
+  bool flush_posted_ = false;
+  std::shared_ptr<RedisStore*> alive_;  // posted flushes hold it weakly
 };
 
 }  // namespace

@@ -16,52 +16,127 @@ std::string number(double v) {
 }
 }  // namespace
 
-ScriptShas ScriptShas::compute() {
-  return {sha1_hex(acquire_script()), sha1_hex(adjust_script())};
+Scripts Scripts::compute() {
+  Scripts s;
+  const auto body = library_body();
+  const auto tag = sha1_hex(body).substr(0, 16);
+  s.acquire_fn = "fg_acquire_" + tag;
+  s.adjust_fn = "fg_adjust_" + tag;
+  s.library = "#!lua name=floodgate_" + tag + "\n";
+  s.library += body;
+  s.library += "\nredis.register_function('" + s.acquire_fn + "', acquire)\n";
+  s.library += "redis.register_function('" + s.adjust_fn + "', adjust)\n";
+  s.acquire_text = std::string(body) + "\nreturn acquire(KEYS, ARGV)\n";
+  s.adjust_text = std::string(body) + "\nreturn adjust(KEYS, ARGV)\n";
+  s.acquire_sha = sha1_hex(s.acquire_text);
+  s.adjust_sha = sha1_hex(s.adjust_text);
+  return s;
 }
 
-std::vector<std::string> acquire_args(const std::vector<Item>& items, const ScriptShas& shas,
-                                      bool use_eval, const std::string& now,
+void address(std::vector<std::string>& args, Script script, Via via, const Scripts& scripts) {
+  const bool acquire = script == Script::acquire;
+  switch (via) {
+    case Via::fcall:
+    case Via::load_then_fcall:
+      args[0] = "FCALL";
+      args[1] = acquire ? scripts.acquire_fn : scripts.adjust_fn;
+      break;
+    case Via::evalsha:
+      args[0] = "EVALSHA";
+      args[1] = acquire ? scripts.acquire_sha : scripts.adjust_sha;
+      break;
+    case Via::eval:
+      args[0] = "EVAL";
+      args[1] = acquire ? scripts.acquire_text : scripts.adjust_text;
+      break;
+  }
+}
+
+std::optional<Via> resend_via(const redisReply* r, Via via) {
+  if (!r || r->type != REDIS_REPLY_ERROR) return std::nullopt;
+  std::string_view e(r->str, r->len);
+  switch (via) {
+    case Via::fcall:
+    case Via::load_then_fcall:
+      // Redis 6 ("unknown command 'FCALL'"), or an ACL without functions: scripts instead.
+      if (e.find("unknown command") != std::string_view::npos || e.starts_with("NOPERM"))
+        return Via::evalsha;
+      // FUNCTION FLUSH, or a server that never had it: once more behind a FUNCTION LOAD.
+      if (via == Via::fcall && e.starts_with("ERR Function not found")) return Via::load_then_fcall;
+      return std::nullopt;
+    case Via::evalsha:
+      if (is_noscript(r)) return Via::eval;
+      return std::nullopt;
+    case Via::eval:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> acquire_args(const std::vector<const std::vector<Item>*>& requests,
+                                      const Scripts& scripts, Via via, const std::string& now,
                                       const std::string& default_lease) {
+  std::size_t keys = 0, items = 0;
+  for (const auto* r : requests) {
+    items += r->size();
+    for (const auto& i : *r) keys += i.leased.holder.empty() ? 1 : 2;
+  }
   std::vector<std::string> a;
-  a.reserve(5 + items.size() * 10);
-  a.emplace_back(use_eval ? "EVAL" : "EVALSHA");
-  a.emplace_back(use_eval ? std::string(acquire_script()) : shas.acquire);
-  a.push_back(std::to_string(items.size()));
-  for (const auto& i : items) a.push_back(i.key);
+  a.reserve(4 + keys + 2 * requests.size() + items * 7 + (keys - items) * 3);
+  a.resize(2);
+  address(a, Script::acquire, via, scripts);
+  a.push_back(std::to_string(keys));
+  for (const auto* r : requests)
+    for (const auto& i : *r) {
+      a.push_back(i.key);
+      if (!i.leased.holder.empty()) a.push_back(i.key + ":leases");
+    }
   a.push_back(now);
-  std::string lease;
-  for (const auto& i : items)
-    if (!i.lease.empty()) lease = i.lease;
-  a.push_back(lease.empty() ? default_lease : lease);
-  for (const auto& i : items) {
-    a.push_back(std::to_string(static_cast<int>(i.params.algorithm)));
-    a.push_back(std::to_string(i.params.capacity));
-    a.push_back(number(i.params.per_second));
-    a.push_back(std::to_string(i.params.window));
-    a.push_back(std::to_string(i.cost));
-    a.emplace_back(i.enforce ? "1" : "0");
-    a.push_back(std::to_string(i.take_up_to));
-    a.push_back(i.leased.holder);
-    a.push_back(std::to_string(i.leased.settled));
-    a.push_back(std::to_string(i.leased.ttl));
+  for (const auto* r : requests) {
+    std::string lease;
+    for (const auto& i : *r)
+      if (!i.lease.empty()) lease = i.lease;
+    a.push_back(lease.empty() ? default_lease : lease);
+    a.push_back(std::to_string(r->size()));
+    for (const auto& i : *r) {
+      a.push_back(std::to_string(static_cast<int>(i.params.algorithm)));
+      a.push_back(std::to_string(i.params.capacity));
+      a.push_back(number(i.params.per_second));
+      a.push_back(std::to_string(i.params.window));
+      a.push_back(std::to_string(i.cost));
+      a.emplace_back(i.enforce ? "1" : "0");
+      a.push_back(i.leased.holder);
+      if (i.leased.holder.empty()) continue;  // (take_up_to is a lease's: it has a holder)
+      a.push_back(std::to_string(i.take_up_to));
+      a.push_back(std::to_string(i.leased.settled));
+      a.push_back(std::to_string(i.leased.ttl));
+    }
   }
   return a;
 }
 
-std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const ScriptShas& shas,
-                                     const std::string& now) {
-  std::vector<std::string> a{"EVALSHA",
-                             shas.adjust,
-                             "1",
-                             item.key,
-                             now,
-                             std::to_string(static_cast<int>(item.params.algorithm)),
-                             std::to_string(item.params.capacity),
-                             number(item.params.per_second),
-                             std::to_string(item.params.window),
-                             std::to_string(delta)};
-  if (!item.leased.holder.empty()) {
+std::vector<std::string> acquire_args(const std::vector<Item>& items, const Scripts& scripts,
+                                      Via via, const std::string& now,
+                                      const std::string& default_lease) {
+  return acquire_args(std::vector<const std::vector<Item>*>{&items}, scripts, via, now,
+                      default_lease);
+}
+
+std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const Scripts& scripts,
+                                     Via via, const std::string& now) {
+  const bool leased = !item.leased.holder.empty();
+  std::vector<std::string> a(2);
+  address(a, Script::adjust, via, scripts);
+  a.emplace_back(leased ? "2" : "1");
+  a.push_back(item.key);
+  if (leased) a.push_back(item.key + ":leases");
+  a.push_back(now);
+  a.push_back(std::to_string(static_cast<int>(item.params.algorithm)));
+  a.push_back(std::to_string(item.params.capacity));
+  a.push_back(number(item.params.per_second));
+  a.push_back(std::to_string(item.params.window));
+  a.push_back(std::to_string(delta));
+  if (leased) {
     a.push_back(item.leased.holder);
     a.push_back(std::to_string(item.leased.settled));
     a.emplace_back(item.leased.returning ? "1" : "0");
@@ -109,26 +184,67 @@ std::optional<Redirect> redirect_of(const redisReply* r) {
   return out;
 }
 
-std::optional<Outcome> decode_outcome(const redisReply* r, std::size_t items) {
-  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 + 6 * items) return std::nullopt;
-  for (std::size_t i = 0; i < r->elements; ++i)
-    if (r->element[i]->type != REDIS_REPLY_INTEGER) return std::nullopt;
+std::optional<std::vector<AcquireResult>> decode_outcomes(
+    const redisReply* r, const std::vector<const std::vector<Item>*>& requests,
+    std::string* error) {
+  auto leased = [](const Item& i) { return !i.leased.holder.empty(); };
+  std::size_t total = 1;
+  for (const auto* items : requests) {
+    total += 1;
+    for (const auto& i : *items) total += leased(i) ? 5 : 4;
+  }
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != total) return std::nullopt;
+  auto integer = [&](std::size_t i) { return r->element[i]->type == REDIS_REPLY_INTEGER; };
   auto at = [&](std::size_t i) { return static_cast<std::int64_t>(r->element[i]->integer); };
-  Outcome out;
-  out.admitted = at(0) == 1;
-  out.now = at(1);
-  for (std::size_t i = 0; i < items; ++i) {
-    limit::Decision d;
-    std::size_t b = 2 + 6 * i;
-    d.admitted = at(b) == 1;
-    d.remaining = at(b + 1);
-    d.reset_after = at(b + 2);
-    d.retry_after = at(b + 3);
-    d.limit = at(b + 4);
-    d.granted = at(b + 5);
-    out.decisions.push_back(d);
+  if (!integer(0)) return std::nullopt;
+  const limit::Micros now = at(0);
+  std::vector<AcquireResult> out;
+  out.reserve(requests.size());
+  std::size_t b = 1;
+  for (const auto* items : requests) {
+    std::size_t end = b + 1;
+    for (const auto& i : *items) end += leased(i) ? 5 : 4;
+    if (!integer(b)) return std::nullopt;
+    if (at(b) == -1) {  // this request's decision raised an error in Redis
+      const auto* m = r->element[b + 1];
+      if (error && m->type == REDIS_REPLY_STRING) *error = std::string(m->str, m->len);
+      out.emplace_back(StoreError::protocol);
+      b = end;
+      continue;
+    }
+    for (std::size_t e = b + 1; e < end; ++e)
+      if (!integer(e)) return std::nullopt;
+    Outcome o;
+    o.admitted = at(b) == 1;
+    o.now = now;
+    o.decisions.reserve(items->size());
+    std::size_t e = b + 1;
+    for (const auto& i : *items) {
+      limit::Decision d;
+      d.admitted = at(e) == 1;
+      d.remaining = at(e + 1);
+      d.reset_after = at(e + 2);
+      d.retry_after = at(e + 3);
+      d.limit = i.params.capacity;
+      e += 4;
+      if (leased(i))
+        d.granted = at(e++);
+      else
+        d.granted = d.admitted ? i.cost : 0;
+      o.decisions.push_back(d);
+    }
+    out.emplace_back(std::move(o));
+    b = end;
   }
   return out;
+}
+
+std::optional<Outcome> decode_outcome(const redisReply* r, const std::vector<Item>& items) {
+  auto all = decode_outcomes(r, std::vector<const std::vector<Item>*>{&items});
+  if (!all) return std::nullopt;
+  auto* o = std::get_if<Outcome>(&all->front());
+  if (!o) return std::nullopt;
+  return std::move(*o);
 }
 
 std::vector<SlotRange> slot_ranges_of(const redisReply* r) {

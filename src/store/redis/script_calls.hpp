@@ -15,20 +15,43 @@ struct redisReply;
 
 namespace floodgate::store::redis {
 
-struct ScriptShas {
-  std::string acquire;
-  std::string adjust;
-  static ScriptShas compute();
+// How a script call reaches Redis. Redis 7 runs floodgate's library as functions (FCALL),
+// loaded once per server: a call that finds no library is sent again after a FUNCTION LOAD
+// (pipelined: no extra round trip). A Redis without functions, or a user whose ACL does not
+// allow them, gets the same code as scripts: EVALSHA, and EVAL when its script cache lacks it.
+enum class Via { fcall, load_then_fcall, evalsha, eval };
+
+// The library under a name of its content, so that two floodgate versions sharing a Redis
+// during a rolling upgrade each call their own code: FUNCTION LOAD of a name Redis has is
+// always the same text (its "already exists" is success).
+struct Scripts {
+  std::string library;                    // the FUNCTION LOAD text
+  std::string acquire_fn, adjust_fn;      // FCALL names
+  std::string acquire_text, adjust_text;  // the script forms (EVAL)
+  std::string acquire_sha, adjust_sha;    // and their SHA1 (EVALSHA)
+  static Scripts compute();
 };
 
-// EVALSHA (or EVAL with the script body) of lua/acquire.lua for `items`; `now` is "" (Redis
-// TIME) except in the differential tests.
-std::vector<std::string> acquire_args(const std::vector<Item>& items, const ScriptShas& shas,
-                                      bool use_eval, const std::string& now,
+enum class Script { acquire, adjust };
+
+// args[0] and args[1] of a script call: FCALL name, EVALSHA sha or EVAL text.
+void address(std::vector<std::string>& args, Script script, Via via, const Scripts& scripts);
+// After `r` answered a call sent `via`: how to send that call again, or nullopt when r is its
+// answer (a decision, or an error that sending again would not change).
+std::optional<Via> resend_via(const redisReply* r, Via via);
+
+// One call of lua/acquire.lua deciding `requests` in order, each on its own (all-or-nothing
+// across its items, its own answer); `now` is "" (Redis TIME) except in the differential
+// tests.
+std::vector<std::string> acquire_args(const std::vector<const std::vector<Item>*>& requests,
+                                      const Scripts& scripts, Via via, const std::string& now,
+                                      const std::string& default_lease);
+std::vector<std::string> acquire_args(const std::vector<Item>& items, const Scripts& scripts,
+                                      Via via, const std::string& now,
                                       const std::string& default_lease);
 // lua/adjust.lua for one item and a delta.
-std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const ScriptShas& shas,
-                                     const std::string& now);
+std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const Scripts& scripts,
+                                     Via via, const std::string& now);
 
 // The scripts' time argument: "" (they read Redis's TIME) unless a test clock is given.
 std::string now_arg(const limit::Clock* test_clock);
@@ -47,8 +70,17 @@ struct Redirect {
 };
 std::optional<Redirect> redirect_of(const redisReply* r);
 
-// {all_admitted, now, (admitted, remaining, reset_after, retry_after, limit, granted) per item}
-std::optional<Outcome> decode_outcome(const redisReply* r, std::size_t items);
+// The answer to acquire_args for `requests`: {now, per request: all_admitted, per item:
+// admitted, remaining, reset_after, retry_after, and what it took when it has a holder}. Per
+// request an Outcome (each decision's limit is its capacity; an item without a holder took
+// its cost when admitted), or protocol for a request whose decision raised an error in Redis
+// (-1, then the message, which goes to `error` when given). nullopt: the reply as a whole is
+// not that shape, and every request in it fails.
+std::optional<std::vector<AcquireResult>> decode_outcomes(
+    const redisReply* r, const std::vector<const std::vector<Item>*>& requests,
+    std::string* error = nullptr);
+// One request's: an Outcome, or nullopt.
+std::optional<Outcome> decode_outcome(const redisReply* r, const std::vector<Item>& items);
 
 // A CLUSTER SLOTS reply -> which master owns each slot range. Ranges that are malformed, fall
 // outside 0..16383 or name a node that is not a host and a port in 1..65535 are skipped: a

@@ -1,13 +1,13 @@
 #pragma once
-// The Lua scripts of lua/, embedded at build time, and their SHA1 (what EVALSHA names).
+// The Lua library of lua/ (prelude, acquire, adjust joined), embedded at build time, and SHA1
+// (what names the library and the EVALSHA scripts made from it: script_calls.hpp).
 
 #include <string>
 #include <string_view>
 
 namespace floodgate::store::redis {
 
-std::string_view acquire_script();
-std::string_view adjust_script();
+std::string_view library_body();
 
 std::string sha1_hex(std::string_view text);
 
