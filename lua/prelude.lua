@@ -23,7 +23,7 @@ local function time_to(x, rate) if x <= 0 then return 0 end return ceil_us(x * U
 -- The state of token_bucket, gcra, sliding_window and fixed_window keys: three numbers and
 -- the instant it goes neutral (when its key expires), packed: version byte 1, four doubles.
 -- A decision neither formats nor parses a number. (Text states, "a b [c]", were written
--- before 0.9: read once, written back packed.)
+-- by earlier builds: read once, written back packed.)
 local function read_state(raw)
   if byte(raw, 1) == 1 then
     local _, a, b, c, exp = sunpack('<Bdddd', raw)

@@ -105,9 +105,14 @@ TEST(RedisHostile, MalformedAndHugeRepliesFollowThePolicyWithinTheDeadline) {
            "-ERR boom\r\n",       // an error
            "*2\r\n:1\r\n:1\r\n",  // an array too short for one item
            "*8\r\n$1\r\n1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n",  // a string among them
-           "*1000000000\r\n",  // an 8 GB element table, announced
-           "$1000000000\r\n",  // a bulk string that never completes
-           "%3\r\n",           // not RESP2 at all
+           "*1000000000\r\n",              // an 8 GB element table, announced
+           "$1000000000\r\n",              // a bulk string that never completes
+           "%3\r\n",                       // not RESP2 at all
+           "-ERR Function not found\r\n",  // also behind its FUNCTION LOAD: no third try
+           "-NOSCRIPT No matching script\r\n",
+           // functions refused: scripts from then on, which get the same bytes
+           "-NOPERM this user has no permissions to run the 'fcall' command\r\n",
+           "*4\r\n:1\r\n:1\r\n:-1\r\n$4\r\nboom\r\n",  // one request failed, too short
        }) {
     fake.script(acquire_answers(bytes));
     expect_policy(proxy.port(), bytes);

@@ -203,10 +203,11 @@ TEST_F(Policies, RedisFrozenThenThawed) {
   EXPECT_EQ(admitted, 3);
 }
 
-TEST_F(Policies, ScriptCacheFlushIsReloadedTransparently) {
+TEST_F(Policies, AFlushedLibraryIsReloadedTransparently) {
   EXPECT_EQ(timed("/closed/a").first, 200);
+  redis.cli("FUNCTION FLUSH");
   redis.cli("SCRIPT FLUSH");
-  EXPECT_EQ(timed("/closed/b").first, 200);  // NOSCRIPT -> EVAL, once
+  EXPECT_EQ(timed("/closed/b").first, 200);  // "Function not found" -> FUNCTION LOAD, FCALL
   EXPECT_EQ(timed("/closed/c").first, 200);
   EXPECT_EQ(timed("/closed/d").first, 429);
 }

@@ -179,4 +179,125 @@ TEST(RedisReplies, TheSlidingLogMemberHasIntegerDigits) {
   EXPECT_EQ(redis::log_member("abc:0:7", 1764600000123456, 3), "abc:0:7:1764600000123456:3");
 }
 
+std::string integer(long long v) {
+  return ":" + std::to_string(v) + "\r\n";
+}
+
+floodgate::store::Item item(std::int64_t capacity, std::int64_t cost, std::string holder = "") {
+  floodgate::store::Item i;
+  i.key = "rl:r:l:{k}";
+  i.params.capacity = capacity;
+  i.cost = cost;
+  i.leased.holder = std::move(holder);
+  return i;
+}
+
+// Three requests decided in one call: {now, then per request its status and per item
+// admitted, remaining, reset, retry (+ what a lease took)}. The middle one raised an error in
+// Redis: it fails alone.
+TEST(RedisBatch, EachRequestGetsItsOwnAnswerAndAFailedOneFailsAlone) {
+  const std::vector<floodgate::store::Item> one{item(10, 2)};
+  const std::vector<floodgate::store::Item> two{item(5, 1), item(100, 1, "holder")};
+  // The wrong length for these requests: refused as a whole.
+  EXPECT_FALSE(redis::decode_outcomes(parse("*3\r\n" + integer(1) + integer(1) + integer(1)).get(),
+                                      {&one, &two, &one}));
+
+  auto ok = parse("*21\r\n" + integer(1'764'600'000'000'000) +                        // now
+                  integer(1) + integer(1) + integer(8) + integer(400) + integer(0) +  // one: 8 left
+                  integer(-1) + "$9\r\nWRONGTYPE\r\n" + integer(0) + integer(0) +     // two: failed
+                  integer(0) + integer(0) + integer(0) + integer(0) + integer(0) + integer(0) +
+                  integer(0) + integer(0) + integer(0) + integer(9'000) +
+                  integer(250'000));  // the last one: refused, again in 0.25 s
+  std::string error;
+  auto all = redis::decode_outcomes(ok.get(), {&one, &two, &one}, &error);
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 3u);
+  const auto* first = std::get_if<floodgate::store::Outcome>(&(*all)[0]);
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(first->admitted);
+  EXPECT_EQ(first->now, 1'764'600'000'000'000);
+  ASSERT_EQ(first->decisions.size(), 1u);
+  EXPECT_EQ(first->decisions[0].remaining, 8);
+  EXPECT_EQ(first->decisions[0].limit, 10);   // its capacity: not in the reply
+  EXPECT_EQ(first->decisions[0].granted, 2);  // an item without a holder took its cost
+  EXPECT_EQ(std::get<floodgate::store::StoreError>((*all)[1]),
+            floodgate::store::StoreError::protocol);
+  EXPECT_EQ(error, "WRONGTYPE");
+  const auto* third = std::get_if<floodgate::store::Outcome>(&(*all)[2]);
+  ASSERT_TRUE(third);
+  EXPECT_FALSE(third->admitted);
+  EXPECT_EQ(third->decisions[0].retry_after, 250'000);
+  EXPECT_EQ(third->decisions[0].granted, 0);
+
+  // A string where a number belongs, in an answer that did not fail: the whole reply is bad.
+  auto bad = parse("*6\r\n" + integer(1) + integer(1) + "$1\r\n1\r\n" + integer(0) + integer(0) +
+                   integer(0));
+  EXPECT_FALSE(redis::decode_outcomes(bad.get(), {&one}));
+}
+
+TEST(RedisBatch, ALeasedItemsAnswerSaysWhatItTook) {
+  const std::vector<floodgate::store::Item> two{item(5, 1), item(100, 1, "holder")};
+  auto r = parse("*11\r\n" + integer(7) + integer(1) + integer(1) + integer(4) + integer(0) +
+                 integer(0) + integer(1) + integer(60) + integer(0) + integer(0) + integer(40));
+  auto o = redis::decode_outcome(r.get(), two);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->decisions[0].granted, 1);
+  EXPECT_EQ(o->decisions[1].granted, 40);
+  EXPECT_EQ(o->decisions[1].remaining, 60);
+}
+
+// One call's keys and arguments: per request its lease id and item count; per item 7 values,
+// and a leased item's three more after its holder, with its leases' key declared beside its key.
+TEST(RedisBatch, ArgumentsNameEveryKeyTheLibraryTouches) {
+  auto scripts = redis::Scripts::compute();
+  const std::vector<floodgate::store::Item> one{item(10, 2)};
+  const std::vector<floodgate::store::Item> two{item(5, 1), item(100, 1, "holder")};
+  const std::vector<const std::vector<floodgate::store::Item>*> both{&one, &two};
+  auto a = redis::acquire_args(both, scripts, redis::Via::fcall, "", "lease-1");
+  ASSERT_GE(a.size(), 7u);
+  EXPECT_EQ(a[0], "FCALL");
+  EXPECT_EQ(a[1], scripts.acquire_fn);
+  EXPECT_EQ(a[2], "4");  // three items, one of them leased
+  EXPECT_EQ(a[5], "rl:r:l:{k}");
+  EXPECT_EQ(a[6], "rl:r:l:{k}:leases");
+  EXPECT_EQ(a.size(), 3u + 4 + 1 + (2 + 7) + (2 + 7 + 10));
+  EXPECT_EQ(a[8], "lease-1");
+  EXPECT_EQ(a[9], "1");
+  EXPECT_EQ(a[17], "lease-1");
+  EXPECT_EQ(a[18], "2");
+  redis::address(a, redis::Script::acquire, redis::Via::evalsha, scripts);
+  EXPECT_EQ(a[0], "EVALSHA");
+  EXPECT_EQ(a[1], scripts.acquire_sha);
+}
+
+// The library is named for its content, so two versions sharing a Redis never replace each
+// other's functions, and it starts as FUNCTION LOAD requires.
+TEST(RedisBatch, TheLibraryIsNamedForItsContent) {
+  auto s = redis::Scripts::compute();
+  EXPECT_EQ(s.library.rfind("#!lua name=floodgate_", 0), 0u);
+  const auto tag = s.acquire_fn.substr(std::string("fg_acquire_").size());
+  EXPECT_EQ(tag.size(), 16u);
+  EXPECT_NE(s.library.find("name=floodgate_" + tag + "\n"), std::string::npos);
+  EXPECT_EQ(s.adjust_fn, "fg_adjust_" + tag);
+  EXPECT_NE(s.acquire_text.find("return acquire(KEYS, ARGV)"), std::string::npos);
+}
+
+// What a reply says about sending the call again: never more than once per way, and only for
+// the errors that mean "not here" rather than "wrong".
+TEST(RedisBatch, ResendsFollowWhatIsMissing) {
+  auto error = [](const std::string& e) { return parse("-" + e + "\r\n"); };
+  using V = redis::Via;
+  EXPECT_EQ(redis::resend_via(error("ERR Function not found").get(), V::fcall), V::load_then_fcall);
+  EXPECT_EQ(redis::resend_via(error("ERR Function not found").get(), V::load_then_fcall),
+            std::nullopt);
+  EXPECT_EQ(redis::resend_via(error("ERR unknown command 'FCALL', with args").get(), V::fcall),
+            V::evalsha);
+  EXPECT_EQ(redis::resend_via(error("NOPERM this user has no permissions").get(), V::fcall),
+            V::evalsha);
+  EXPECT_EQ(redis::resend_via(error("NOSCRIPT No matching script").get(), V::evalsha), V::eval);
+  EXPECT_EQ(redis::resend_via(error("NOSCRIPT No matching script").get(), V::eval), std::nullopt);
+  EXPECT_EQ(redis::resend_via(error("ERR boom").get(), V::fcall), std::nullopt);
+  EXPECT_EQ(redis::resend_via(parse(integer(1)).get(), V::fcall), std::nullopt);
+}
+
 }  // namespace

@@ -241,8 +241,8 @@ class LeasedStore final : public LimitStore {
 
   // Each return is followed on its key's connection by a decision that charges nothing: when
   // every one has answered, the returns before them have reached the store. Twice: a return
-  // whose script Redis had not loaded yet is sent again when its NOSCRIPT comes back, after
-  // the first probe.
+  // Redis could not run yet ("Function not found", NOSCRIPT) is sent again when that answer
+  // comes back, after the first probe.
   void probe(std::vector<Item> probes, int rounds, std::function<void()> done) {
     if (probes.empty() || rounds == 0) return done();
     auto left = std::make_shared<std::size_t>(probes.size());
