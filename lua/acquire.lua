@@ -180,10 +180,13 @@ local function commit(now, algo, key, lease, cost, window, a, b, c, ttl, exp)
   end
 end
 
--- One item from args[a] (its key keys[k], and its leases' after it when it has a holder):
--- the positions after it, its arguments, and for a leasing holder what it holds now (its
--- spent units reported first: no longer held, and charged when leased).
-local function read_item(now, keys, k, args, a)
+-- One item from args[a] (its key keys[k], and its leases' after it when it has a holder),
+-- decided: the positions after it; its algorithm, capacity, rate, window, the cost it asked,
+-- enforce, holder, key and leases' key; for a leasing holder what it holds now (its spent
+-- units reported first: no longer held, and charged when leased) and until when; then what
+-- it takes (a lease takes as many free units as up_to, provided cost are) and the
+-- evaluator's answer.
+local function decide_item(now, keys, k, args, a)
   local algo, cap, rate, window, cost =
     num(args[a]), num(args[a + 1]), num(args[a + 2]), num(args[a + 3]), num(args[a + 4])
   local enforce, holder = args[a + 5], args[a + 6]
@@ -203,18 +206,14 @@ local function read_item(now, keys, k, args, a)
     end
     k, a = k + 1, a + 3
   end
-  return k, a, algo, cap, rate, window, cost, enforce, holder, key, hk, held, up_to, own, untl
-end
-
--- An item's decision: what it takes (a lease takes as many free units as up_to, provided cost
--- are), then the evaluator's answer.
-local function evaluate_item(now, algo, key, cap, rate, window, cost, held, up_to)
   local eval = evaluate[algo]
+  local take = cost
   if up_to > 0 then -- free units: what an admission of nothing would leave
     local _, free = eval(now, key, cap, rate, window, 0, held)
-    cost = max(cost, min(up_to, free))
+    take = max(cost, min(up_to, free))
   end
-  return cost, eval(now, key, cap, rate, window, cost, held)
+  return k, a, algo, cap, rate, window, cost, enforce, holder, key, hk, own, untl, take,
+         eval(now, key, cap, rate, window, take, held)
 end
 
 -- An admitted item's writes: its state, and what a leasing holder now holds (until its until).
@@ -245,13 +244,8 @@ end
 -- A request of one item (most are): decided and written at once. Its answer goes to
 -- out[o + 1 ...]; returns the next key and arg positions and its answer's last position.
 local function decide_one(now, keys, k, args, a, lease, out, o)
-  local algo, cap, rate, window, cost, enforce, holder, key, hk, held, up_to, own, untl
-  k, a, algo, cap, rate, window, cost, enforce, holder, key, hk, held, up_to, own, untl =
-    read_item(now, keys, k, args, a)
-  local asked = cost
-  local ok, remaining, reset, retry, sa, sb, sc, ttl, exp
-  cost, ok, remaining, reset, retry, sa, sb, sc, ttl, exp =
-    evaluate_item(now, algo, key, cap, rate, window, cost, held, up_to)
+  local nk, na, algo, cap, rate, window, asked, enforce, holder, key, hk, own, untl, cost,
+        ok, remaining, reset, retry, sa, sb, sc, ttl, exp = decide_item(now, keys, k, args, a)
   if ok == 1 then
     charge(now, algo, key, lease, cost, window, sa, sb, sc, ttl, exp, hk, holder, own, untl)
     if remaining == 0 and algo ~= 5 then
@@ -259,7 +253,7 @@ local function decide_one(now, keys, k, args, a, lease, out, o)
     end
   end
   if ok == 1 or enforce ~= '1' then out[o + 1] = 1 else out[o + 1] = 0 end
-  return k, a, answer(out, o + 1, holder, ok, remaining, reset, retry, cost)
+  return nk, na, answer(out, o + 1, holder, ok, remaining, reset, retry, cost)
 end
 
 -- A request of n items: every enforcing one must admit before any is charged, so what each
@@ -270,13 +264,9 @@ local function decide(now, keys, k, args, a, n, lease, out, o, w)
   local admitted_all = 1
   local b = o + 1 -- the request's status; each item's answer after it
   for i = 1, n do
-    local algo, cap, rate, window, cost, enforce, holder, key, hk, held, up_to, own, untl
-    k, a, algo, cap, rate, window, cost, enforce, holder, key, hk, held, up_to, own, untl =
-      read_item(now, keys, k, args, a)
-    local asked = cost
-    local ok, remaining, reset, retry, sa, sb, sc, ttl, exp
-    cost, ok, remaining, reset, retry, sa, sb, sc, ttl, exp =
-      evaluate_item(now, algo, key, cap, rate, window, cost, held, up_to)
+    local nk, na, algo, cap, rate, window, asked, enforce, holder, key, hk, own, untl, cost,
+          ok, remaining, reset, retry, sa, sb, sc, ttl, exp = decide_item(now, keys, k, args, a)
+    k, a = nk, na
     if ok == 0 and enforce == '1' then admitted_all = 0 end
     local x = W * (i - 1)
     w[x + 1], w[x + 2], w[x + 3], w[x + 4], w[x + 5], w[x + 6], w[x + 7], w[x + 8] =
