@@ -11,7 +11,7 @@
 # Both floodgates: threads 1, one route, a token bucket on [ip] far from its capacity. Per
 # run: p50/p90/p99 per floodgate (build/seq_latency), then the Redis side: the PING round trip
 # (redis-benchmark -c 1 -t ping: its p50) and the acquire script's time inside Redis (INFO commandstats,
-# usec_per_call of evalsha). Target (issue 18): added median - (PING round trip + script time)
+# usec_per_call of FCALL). Target (issue 18): added median - (PING round trip + script time)
 # <= 0.1 ms.
 set -euo pipefail
 caller=$PWD
@@ -65,8 +65,9 @@ for run in $(seq "$runs"); do
   "$client_bin" "$n" /x "$port_memory" "$port_redis" >"$out_dir/raw/run-$run.tsv"
   ping_ms=$(timeout 60 redis-benchmark -p "$redis_port" -c 1 -n 20000 -t ping -q 2>/dev/null |
     tr '\r' '\n' | sed -n 's/^PING_MBULK:.*p50=\([0-9.]*\) msec.*/\1/p')
+  # the script's time inside Redis: FCALL (or EVALSHA, where functions are not allowed)
   script_us=$(redis-cli -p "$redis_port" info commandstats | tr -d '\r' |
-    sed -n 's/^cmdstat_evalsha:.*usec_per_call=\([0-9.]*\).*/\1/p')
+    awk -F'[:=,]' '/^cmdstat_(fcall|evalsha):/ { n += $3; u += $5 } END { if (n) printf "%.2f", u / n }')
   python3 - "$out_dir/raw/run-$run.tsv" "$run" "$ping_ms" "${script_us:-0}" >>"$out_dir/summary.tsv" <<'PY'
 import sys
 rows = [l.split("\t") for l in open(sys.argv[1]) if l.strip()]

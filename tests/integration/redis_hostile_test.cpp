@@ -108,7 +108,7 @@ TEST(RedisHostile, MalformedAndHugeRepliesFollowThePolicyWithinTheDeadline) {
            "*1000000000\r\n",              // an 8 GB element table, announced
            "$1000000000\r\n",              // a bulk string that never completes
            "%3\r\n",                       // not RESP2 at all
-           "-ERR Function not found\r\n",  // also behind its FUNCTION LOAD: no third try
+           "-ERR Function not found\r\n",  // also behind its load, then as a script: no more
            "-NOSCRIPT No matching script\r\n",
            // functions refused: scripts from then on, which get the same bytes
            "-NOPERM this user has no permissions to run the 'fcall' command\r\n",

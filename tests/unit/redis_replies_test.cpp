@@ -282,14 +282,15 @@ TEST(RedisBatch, TheLibraryIsNamedForItsContent) {
   EXPECT_NE(s.acquire_text.find("return acquire(KEYS, ARGV)"), std::string::npos);
 }
 
-// What a reply says about sending the call again: never more than once per way, and only for
-// the errors that mean "not here" rather than "wrong".
+// What a reply says about sending the call again: each way at most once, in one order (fcall,
+// load then fcall, evalsha, eval), and only for errors that mean "not here", not "wrong".
 TEST(RedisBatch, ResendsFollowWhatIsMissing) {
   auto error = [](const std::string& e) { return parse("-" + e + "\r\n"); };
   using V = redis::Via;
   EXPECT_EQ(redis::resend_via(error("ERR Function not found").get(), V::fcall), V::load_then_fcall);
+  // Still missing behind its FUNCTION LOAD: the load failed; the same code as a script.
   EXPECT_EQ(redis::resend_via(error("ERR Function not found").get(), V::load_then_fcall),
-            std::nullopt);
+            V::evalsha);
   EXPECT_EQ(redis::resend_via(error("ERR unknown command 'FCALL', with args").get(), V::fcall),
             V::evalsha);
   EXPECT_EQ(redis::resend_via(error("NOPERM this user has no permissions").get(), V::fcall),

@@ -61,8 +61,10 @@ std::optional<Via> resend_via(const redisReply* r, Via via) {
       // Redis 6 ("unknown command 'FCALL'"), or an ACL without functions: scripts instead.
       if (e.find("unknown command") != std::string_view::npos || e.starts_with("NOPERM"))
         return Via::evalsha;
-      // FUNCTION FLUSH, or a server that never had it: once more behind a FUNCTION LOAD.
-      if (via == Via::fcall && e.starts_with("ERR Function not found")) return Via::load_then_fcall;
+      // FUNCTION FLUSH, or a server that never had it: once more behind a FUNCTION LOAD; and
+      // if it still has none (the load failed), as a script.
+      if (e.starts_with("ERR Function not found"))
+        return via == Via::fcall ? Via::load_then_fcall : Via::evalsha;
       return std::nullopt;
     case Via::evalsha:
       if (is_noscript(r)) return Via::eval;
