@@ -42,7 +42,7 @@ local function adjust(keys, args)
     debt = min(2 * cap, max(held, debt + delta))
     write_state(now, key, debt, now, 0, time_to(debt, rate), exp)
   elseif algo == 2 or algo == 4 then
-    local start = now - (now % window)
+    local start = floor_to(now, window)
     local s, c, p = start, 0, 0
     if raw then
       if algo == 2 then

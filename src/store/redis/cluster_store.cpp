@@ -51,8 +51,8 @@ struct Group {
 struct Node {
   std::shared_ptr<redis::Connection> conn;
   std::shared_ptr<redis::Breaker> breaker;
-  bool owns_slots = false;             // in the current slot map: only such nodes count for health
-  redis::Via via = redis::Via::fcall;  // evalsha once it has shown it has no functions
+  bool owns_slots = false;  // in the current slot map: only such nodes count for health
+  redis::ServerWay way;     // scripts once it has shown it runs no functions
   bool usable() const { return conn->connected() && !breaker->open(); }
 };
 
@@ -177,7 +177,7 @@ class ClusterStore final : public LimitStore {
     // Spent on earlier groups or hops: not this node's failure.
     if (Clock::now() >= call->deadline) return failed(call, StoreError::timeout, nullptr);
     const auto deadline = call->deadline;
-    const auto how = via.value_or(n->via);
+    const auto how = via.value_or(n->way.via);
     prepare(n, how, asking, deadline);
     auto args = redis::acquire_args(g.items, scripts_, how, redis::now_arg(options_.test_clock),
                                     options_.instance_id);
@@ -281,7 +281,7 @@ class ClusterStore final : public LimitStore {
                             bool asking = false, int redirects = 0,
                             std::optional<redis::Via> via = std::nullopt) {
     if (!n || !n->usable()) return;
-    const auto how = via.value_or(n->via);
+    const auto how = via.value_or(n->way.via);
     if (script) redis::address(args, redis::Script::adjust, how, scripts_);
     auto shared = std::make_shared<std::vector<std::string>>(std::move(args));
     std::vector<std::string_view> views(shared->begin(), shared->end());
@@ -298,16 +298,14 @@ class ClusterStore final : public LimitStore {
   // What goes before a call on `n`: the library when it is missing there (before ASKING,
   // which only covers the command right after it; "already exists" is as good as loaded).
   void prepare(Node* n, redis::Via via, bool asking, Clock::time_point deadline) {
-    if (via == redis::Via::load_then_fcall)
-      n->conn->command({"FUNCTION", "LOAD", scripts_.library}, deadline,
-                       [](const redisReply*, redis::CommandStatus) {});
+    redis::load_library_for(*n->conn, via, scripts_, deadline);
     if (asking)
       n->conn->command({"ASKING"}, deadline, [](const redisReply*, redis::CommandStatus) {});
   }
 
   // A node without functions (Redis < 7, or an ACL without FCALL) gets scripts from now on.
   redis::Via remember(Node* n, redis::Via next) {
-    if (next == redis::Via::evalsha) n->via = redis::Via::evalsha;
+    n->way.follow(next);
     return next;
   }
 

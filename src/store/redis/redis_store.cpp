@@ -87,8 +87,8 @@ class RedisStore final : public LimitStore {
     if (breaker_->open() || !conn_->connected())
       return;  // best effort: a lost settlement errs neither way for long
     auto args = std::make_shared<std::vector<std::string>>(
-        redis::adjust_args(item, delta, scripts_, via_, redis::now_arg(options_.test_clock)));
-    send_adjust(args, via_);
+        redis::adjust_args(item, delta, scripts_, way_.via, redis::now_arg(options_.test_clock)));
+    send_adjust(args, way_.via);
   }
 
   void release(const Item& item) override {
@@ -108,6 +108,7 @@ class RedisStore final : public LimitStore {
   // but for args[0..1], after a missing library or script).
   struct Batch {
     std::vector<std::shared_ptr<Call>> calls;
+    std::vector<const std::vector<Item>*> requests;  // each call's items, for the reply too
     std::vector<std::string> args;
     Clock::time_point deadline;  // the earliest call's: one budget, a resend included
   };
@@ -124,19 +125,17 @@ class RedisStore final : public LimitStore {
         queue_.pop_front();
       }
       batch->deadline = batch->calls.front()->deadline;
-      std::vector<const std::vector<Item>*> requests;
-      requests.reserve(batch->calls.size());
-      for (const auto& c : batch->calls) requests.push_back(&c->items);
-      batch->args = redis::acquire_args(requests, scripts_, via_,
+      for (const auto& c : batch->calls) batch->requests.push_back(&c->items);
+      batch->args = redis::acquire_args(batch->requests, scripts_, way_.via,
                                         redis::now_arg(options_.test_clock), options_.instance_id);
-      send(batch, via_);
+      send(batch, way_.via);
     }
   }
 
   void send(const std::shared_ptr<Batch>& batch, Via via) {
     if (breaker_->open() || !conn_->connected()) return fail_all(*batch, StoreError::unavailable);
     redis::address(batch->args, redis::Script::acquire, via, scripts_);
-    if (via == Via::load_then_fcall) load_library(batch->deadline);
+    redis::load_library_for(*conn_, via, scripts_, batch->deadline);
     std::vector<std::string_view> views(batch->args.begin(), batch->args.end());
     bool sent = conn_->command(views, batch->deadline,
                                [this, batch, via](const redisReply* r, redis::CommandStatus s) {
@@ -156,11 +155,8 @@ class RedisStore final : public LimitStore {
     if (s == redis::CommandStatus::timeout) return fail_all(*batch, StoreError::timeout);
     if (s != redis::CommandStatus::ok) return fail_all(*batch, StoreError::unavailable);
     if (auto again = redis::resend_via(r, via)) return send(batch, remember(*again));
-    std::vector<const std::vector<Item>*> requests;
-    requests.reserve(batch->calls.size());
-    for (const auto& c : batch->calls) requests.push_back(&c->items);
     std::string error;
-    auto answers = redis::decode_outcomes(r, requests, &error);
+    auto answers = redis::decode_outcomes(r, batch->requests, &error);
     if (!answers) {
       if (r && r->type == REDIS_REPLY_ERROR)
         log_.error("redis acquire script failed: {}", std::string(r->str, r->len));
@@ -174,28 +170,17 @@ class RedisStore final : public LimitStore {
       finish(batch->calls[i], std::move((*answers)[i]));
   }
 
-  // Functions unsupported or not allowed: every later call goes as a script.
   Via remember(Via next) {
-    if (next == Via::evalsha) {
-      if (via_ != Via::evalsha)
-        log_.warn("redis {}:{}: no functions (Redis < 7 or an ACL without FCALL); using scripts",
-                  options_.host, options_.port);
-      via_ = Via::evalsha;
-    }
+    if (way_.follow(next))
+      log_.warn("redis {}:{}: no functions (Redis < 7 or an ACL without FCALL); using scripts",
+                options_.host, options_.port);
     return next;
-  }
-
-  // Pipelined before the call that needs it; "already exists" (another instance or call got
-  // there first) is as good as loaded.
-  void load_library(Clock::time_point deadline) {
-    conn_->command({"FUNCTION", "LOAD", scripts_.library}, deadline,
-                   [](const redisReply*, redis::CommandStatus) {});
   }
 
   void send_adjust(const std::shared_ptr<std::vector<std::string>>& args, Via via) {
     redis::address(*args, redis::Script::adjust, via, scripts_);
     const auto deadline = Clock::now() + options_.timeout * 4;
-    if (via == Via::load_then_fcall) load_library(deadline);
+    redis::load_library_for(*conn_, via, scripts_, deadline);
     std::vector<std::string_view> views(args->begin(), args->end());
     conn_->command(views, deadline,
                    [this, args, via, alive = std::weak_ptr<RedisStore*>(alive_)](
@@ -226,7 +211,7 @@ class RedisStore final : public LimitStore {
   RedisStoreOptions options_;
   spdlog::logger& log_;
   redis::Scripts scripts_;
-  Via via_ = Via::fcall;
+  redis::ServerWay way_;
   std::shared_ptr<redis::Connection> conn_;
   std::shared_ptr<redis::Breaker> breaker_;
   std::deque<std::shared_ptr<Call>> queue_;  // waiting for this loop turn's flush

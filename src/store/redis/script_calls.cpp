@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "store/redis/redis_connection.hpp"
 #include "store/redis/scripts.hpp"
 
 namespace floodgate::store::redis {
@@ -73,6 +74,19 @@ std::optional<Via> resend_via(const redisReply* r, Via via) {
       return std::nullopt;
   }
   return std::nullopt;
+}
+
+bool ServerWay::follow(Via next) {
+  if (next != Via::evalsha || via == Via::evalsha) return false;
+  via = Via::evalsha;
+  return true;
+}
+
+void load_library_for(Connection& conn, Via via, const Scripts& scripts,
+                      std::chrono::steady_clock::time_point deadline) {
+  if (via == Via::load_then_fcall)
+    conn.command({"FUNCTION", "LOAD", scripts.library}, deadline,
+                 [](const redisReply*, CommandStatus) {});
 }
 
 std::vector<std::string> acquire_args(const std::vector<const std::vector<Item>*>& requests,
@@ -190,11 +204,13 @@ std::optional<std::vector<AcquireResult>> decode_outcomes(
     const redisReply* r, const std::vector<const std::vector<Item>*>& requests,
     std::string* error) {
   auto leased = [](const Item& i) { return !i.leased.holder.empty(); };
+  auto width = [&](const std::vector<Item>& items) {  // a request's answer: status, items
+    std::size_t n = 1;
+    for (const auto& i : items) n += leased(i) ? 5 : 4;
+    return n;
+  };
   std::size_t total = 1;
-  for (const auto* items : requests) {
-    total += 1;
-    for (const auto& i : *items) total += leased(i) ? 5 : 4;
-  }
+  for (const auto* items : requests) total += width(*items);
   if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != total) return std::nullopt;
   auto integer = [&](std::size_t i) { return r->element[i]->type == REDIS_REPLY_INTEGER; };
   auto at = [&](std::size_t i) { return static_cast<std::int64_t>(r->element[i]->integer); };
@@ -204,8 +220,7 @@ std::optional<std::vector<AcquireResult>> decode_outcomes(
   out.reserve(requests.size());
   std::size_t b = 1;
   for (const auto* items : requests) {
-    std::size_t end = b + 1;
-    for (const auto& i : *items) end += leased(i) ? 5 : 4;
+    const std::size_t end = b + width(*items);
     if (!integer(b)) return std::nullopt;
     if (at(b) == -1) {  // this request's decision raised an error in Redis
       const auto* m = r->element[b + 1];

@@ -2,6 +2,7 @@
 // What the single-Redis and the cluster stores share: the arguments of the acquire and adjust
 // scripts, and the decoding of their replies.
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,8 @@
 struct redisReply;
 
 namespace floodgate::store::redis {
+
+class Connection;
 
 // How a script call reaches Redis. Redis 7 runs floodgate's library as functions (FCALL),
 // loaded once per server: a call that finds no library is sent again after a FUNCTION LOAD
@@ -39,6 +42,20 @@ void address(std::vector<std::string>& args, Script script, Via via, const Scrip
 // After `r` answered a call sent `via`: how to send that call again, or nullopt when r is its
 // answer (a decision, or an error that sending again would not change).
 std::optional<Via> resend_via(const redisReply* r, Via via);
+
+// What one server has shown about functions: FCALL until a reply says it runs none of ours
+// (Redis 6, an ACL without FCALL, a library that does not load), scripts from then on.
+struct ServerWay {
+  Via via = Via::fcall;
+  // `next` (from resend_via) is how the call goes again; scripts stay for every later call.
+  // True when that is news (worth one log line).
+  bool follow(Via next);
+};
+
+// What goes before a call sent `via` on `conn`: the library, when that way loads it first
+// (pipelined: no extra round trip; "already exists" is as good as loaded).
+void load_library_for(Connection& conn, Via via, const Scripts& scripts,
+                      std::chrono::steady_clock::time_point deadline);
 
 // One call of lua/acquire.lua deciding `requests` in order, each on its own (all-or-nothing
 // across its items, its own answer); `now` is "" (Redis TIME) except in the differential
