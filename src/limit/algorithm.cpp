@@ -18,12 +18,13 @@ Micros floor_to(Micros now, Micros window) {
 
 // ---- token bucket: continuous refill, starts full -------------------------------------
 
-BucketState refill(const Params& p, const State& s, Micros now) {
+// Refilled up to capacity - held: what leases hold cannot refill (lua/acquire.lua's room).
+BucketState refill(const Params& p, const State& s, Micros now, std::int64_t held = 0) {
+  const double room = static_cast<double>(p.capacity - held);
   const auto* b = std::get_if<BucketState>(&s);
-  if (!b) return BucketState{static_cast<double>(p.capacity), now};
+  if (!b) return BucketState{room, now};
   double elapsed = static_cast<double>(std::max<Micros>(0, now - b->updated));
-  double tokens =
-      std::min<double>(p.capacity, b->tokens + elapsed * p.per_second / kMicrosPerSecond);
+  double tokens = std::min<double>(room, b->tokens + elapsed * p.per_second / kMicrosPerSecond);
   return BucketState{tokens, std::max(now, b->updated)};
 }
 
@@ -31,8 +32,9 @@ Micros bucket_time_to(const Params& p, double missing) {
   return missing <= 0 ? 0 : ceil_micros(missing * kMicrosPerSecond / p.per_second);
 }
 
-Evaluation token_bucket(const Params& p, const State& s, Micros now, std::int64_t cost) {
-  auto b = refill(p, s, now);
+Evaluation token_bucket(const Params& p, const State& s, Micros now, std::int64_t cost,
+                        std::int64_t held) {
+  auto b = refill(p, s, now, held);
   Evaluation e;
   e.decision.limit = p.capacity;
   if (b.tokens + 1e-9 >= static_cast<double>(cost)) {
@@ -58,8 +60,9 @@ double gcra_debt(const Params& p, const State& s, Micros now) {
   return std::max(0.0, g->debt - elapsed * p.per_second / kMicrosPerSecond);
 }
 
-Evaluation gcra(const Params& p, const State& s, Micros now, std::int64_t cost) {
-  const double debt = gcra_debt(p, s, now);
+Evaluation gcra(const Params& p, const State& s, Micros now, std::int64_t cost, std::int64_t held) {
+  // What is held does not decay.
+  const double debt = std::max(gcra_debt(p, s, now), static_cast<double>(held));
   const double next = debt + static_cast<double>(cost);
   Evaluation e;
   e.decision.limit = p.capacity;
@@ -222,12 +225,13 @@ Params Params::from(const config::Limit& l, const config::LimitParams& p) {
   return out;
 }
 
-Evaluation evaluate(const Params& p, const State& s, Micros now, std::int64_t cost) {
+Evaluation evaluate(const Params& p, const State& s, Micros now, std::int64_t cost,
+                    std::int64_t held) {
   switch (p.algorithm) {
     case Algorithm::token_bucket:
-      return token_bucket(p, s, now, cost);
+      return token_bucket(p, s, now, cost, held);
     case Algorithm::gcra:
-      return gcra(p, s, now, cost);
+      return gcra(p, s, now, cost, held);
     case Algorithm::sliding_window:
       return sliding_window(p, s, now, cost);
     case Algorithm::sliding_log:
@@ -240,31 +244,33 @@ Evaluation evaluate(const Params& p, const State& s, Micros now, std::int64_t co
   return {};
 }
 
-Evaluation take(const Params& p, const State& s, Micros now, std::int64_t cost,
-                std::int64_t up_to) {
+Evaluation take(const Params& p, const State& s, Micros now, std::int64_t cost, std::int64_t up_to,
+                std::int64_t held) {
   if (up_to > 0) {
     // Free units: what an admission of nothing would leave (lua/acquire.lua does the same).
-    const auto free = evaluate(p, s, now, 0).decision.remaining;
+    const auto free = evaluate(p, s, now, 0, held).decision.remaining;
     cost = std::max(cost, std::min(up_to, free));
   }
-  auto e = evaluate(p, s, now, cost);
+  auto e = evaluate(p, s, now, cost, held);
   if (e.decision.admitted) e.decision.granted = cost;
   return e;
 }
 
-State adjust(const Params& p, const State& s, Micros now, std::int64_t delta) {
+State adjust(const Params& p, const State& s, Micros now, std::int64_t delta, std::int64_t held) {
   const double debt_floor = -static_cast<double>(p.capacity);
   switch (p.algorithm) {
     case Algorithm::token_bucket: {
-      auto b = refill(p, s, now);
-      b.tokens = std::clamp(b.tokens - static_cast<double>(delta), debt_floor,
-                            static_cast<double>(p.capacity));
+      auto b = refill(p, s, now, held);
+      b.tokens = std::min(static_cast<double>(p.capacity - held),
+                          std::max(debt_floor, b.tokens - static_cast<double>(delta)));
       return b;
     }
     case Algorithm::gcra: {
-      // Debt: at most one extra burst beyond a fully used one.
+      // Debt: at most one extra burst beyond a fully used one, and never below what is held.
       double debt = gcra_debt(p, s, now) + static_cast<double>(delta);
-      return GcraState{std::clamp(debt, 0.0, 2.0 * static_cast<double>(p.capacity)), now};
+      return GcraState{std::min(2.0 * static_cast<double>(p.capacity),
+                                std::max(static_cast<double>(held), debt)),
+                       now};
     }
     case Algorithm::sliding_window:
     case Algorithm::fixed_window: {
@@ -280,6 +286,27 @@ State adjust(const Params& p, const State& s, Micros now, std::int64_t delta) {
     default:
       return s;
   }
+}
+
+State hold(const Params& p, const State& s, Micros now, std::int64_t held) {
+  if (held <= 0) return s;
+  switch (p.algorithm) {
+    case Algorithm::token_bucket:
+      return refill(p, s, now, held);
+    case Algorithm::gcra: {
+      const auto* g = std::get_if<GcraState>(&s);
+      const double debt = std::max(gcra_debt(p, s, now), static_cast<double>(held));
+      return GcraState{debt, g ? std::max(now, g->updated) : now};
+    }
+    default:
+      return s;
+  }
+}
+
+const Micros* updated_at(const State& s) {
+  if (const auto* b = std::get_if<BucketState>(&s)) return &b->updated;
+  if (const auto* g = std::get_if<GcraState>(&s)) return &g->updated;
+  return nullptr;
 }
 
 State release(const Params&, const State& s) {

@@ -88,6 +88,7 @@ void expect_same(const store::Outcome& mem, const store::Outcome& red, const std
     EXPECT_EQ(a.remaining, b.remaining) << where << " item " << i;
     EXPECT_EQ(a.reset_after, b.reset_after) << where << " item " << i;
     EXPECT_EQ(a.retry_after, b.retry_after) << where << " item " << i;
+    EXPECT_EQ(a.granted, b.granted) << where << " item " << i;
   }
 }
 
@@ -225,6 +226,94 @@ TEST(DifferentialConcurrency, ALeaseNeverReturnedExpiresAfterTheLeaseTimeInBoth)
   clock.advance(1);
   EXPECT_TRUE(request("at-the-lease-time"));
 }
+
+// Leases (SPEC "Leased decisions"): three holders take units (partial grants), report them
+// spent, give them back and let them expire, on buckets where what is held cannot refill and
+// on windows. The embedded store keeps the same record of who holds what as the library
+// (lua/prelude.lua), so that `floodgate replay --lease` decides as Redis would.
+class DifferentialLease : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DifferentialLease, HoldersTakeSpendAndReturnAlike) {
+  RedisServer redis;
+  limit::FakeClock clock(1'800'000'000 * kMicrosPerSecond + 654'321);
+  store::MemoryState memory(clock, 100'000);
+  Driver driver(redis, clock);
+  ASSERT_TRUE(driver.wait_connected());
+  const auto p = GetParam().p;
+  std::mt19937_64 rng(31 + static_cast<unsigned>(p.algorithm));
+  const Micros ttl = 2 * kMicrosPerSecond;
+  const std::string key = std::string("difflease:") + GetParam().name;
+  const char* holders[] = {"holder-a", "holder-b", "holder-c"};
+  std::int64_t granted[3] = {0, 0, 0};  // per holder: taken, not yet reported or returned
+  int leases = 0, partial = 0, refused = 0, returns = 0;
+  auto item_for = [&](int h) {
+    store::Item item{key, p, 1, true, ""};
+    item.leased.size = 8;
+    item.leased.ttl = ttl;
+    item.leased.holder = holders[h];
+    return item;
+  };
+  for (int i = 0; i < 400; ++i) {
+    clock.advance(rng() % 8 == 0 ? static_cast<Micros>(rng() % (3 * ttl))
+                                 : static_cast<Micros>(rng() % 150'000));
+    const int h = static_cast<int>(rng() % 3);
+    const std::string where = std::string(GetParam().name) + " step " + std::to_string(i);
+    auto item = item_for(h);
+    const auto op = rng() % 10;
+    if (op < 7) {  // a grant: for a request (cost) and the hand (take_up_to), reporting spent
+      item.cost = static_cast<std::int64_t>(rng() % 3);
+      item.take_up_to = rng() % 4 == 0 ? 0 : item.cost + static_cast<std::int64_t>(rng() % 8);
+      item.leased.settled = std::min<std::int64_t>(granted[h], rng() % 6);
+      granted[h] -= item.leased.settled;
+      auto m = memory.acquire(std::span(&item, 1));
+      auto r = driver.acquire({item});
+      ASSERT_TRUE(std::holds_alternative<store::Outcome>(r)) << where;
+      expect_same(m, std::get<store::Outcome>(r), where);
+      if (m.admitted) {
+        ++leases;
+        granted[h] += m.decisions[0].granted;
+        if (item.take_up_to > 0 && m.decisions[0].granted < item.take_up_to) ++partial;
+      } else {
+        ++refused;
+      }
+    } else {  // units back (unused), or a settlement on the key, with a report
+      const auto units = std::min<std::int64_t>(granted[h], 1 + rng() % 4);
+      item.leased.settled = std::min<std::int64_t>(granted[h] - units, rng() % 3);
+      granted[h] -= units + item.leased.settled;
+      item.leased.returning = op < 9;
+      const std::int64_t delta =
+          item.leased.returning ? -units : static_cast<std::int64_t>(rng() % 5) - 2;
+      if (item.leased.returning) ++returns;
+      // (Sent at once on the connection the next decision takes: Redis runs it first.)
+      memory.adjust(item, delta);
+      driver.store().adjust(item, delta);
+    }
+    if (::testing::Test::HasFailure()) return;
+    // What a request of nothing would find now, from a holder that takes nothing.
+    store::Item probe = item_for(0);
+    probe.leased.holder = "holder-probe";
+    probe.cost = 0;
+    auto m = memory.acquire(std::span(&probe, 1));
+    auto r = driver.acquire({probe});
+    ASSERT_TRUE(std::holds_alternative<store::Outcome>(r)) << where;
+    expect_same(m, std::get<store::Outcome>(r), where + " (probe)");
+    if (::testing::Test::HasFailure()) return;
+  }
+  // The table exercised grants, partial grants, refusals and returns.
+  EXPECT_GT(leases, 50);
+  EXPECT_GT(partial, 10);
+  EXPECT_GT(refused, 10);
+  EXPECT_GT(returns, 10);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    LeasedAlgorithms, DifferentialLease,
+    ::testing::Values(
+        Case{"token_bucket", params(Algorithm::token_bucket, 20, 10, 0)},
+        Case{"gcra", params(Algorithm::gcra, 20, 10, 0)},
+        Case{"fixed_window", params(Algorithm::fixed_window, 20, 0, 3 * kMicrosPerSecond)},
+        Case{"sliding_window", params(Algorithm::sliding_window, 20, 0, 3 * kMicrosPerSecond)}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace floodgate::testing

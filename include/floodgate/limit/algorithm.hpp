@@ -75,16 +75,30 @@ struct Evaluation {
 
 // Decides one request of `cost` at `now`. Never mutates: the caller commits `next` only when
 // every enforcing limit of the route admits (all-or-nothing).
-Evaluation evaluate(const Params& p, const State& s, Micros now, std::int64_t cost);
+// `held`: units leasing instances hold on a token_bucket or gcra key (a store's record of who
+// holds what, SPEC "Leased decisions"): they count against the burst until spent or returned,
+// so a bucket refills only to capacity - held and a gcra debt stays at least held.
+Evaluation evaluate(const Params& p, const State& s, Micros now, std::int64_t cost,
+                    std::int64_t held = 0);
 
 // `evaluate` for a store item: with `up_to` > 0 (a lease being taken) the cost is as many
 // units as are free, up to `up_to`, provided at least `cost` are. Sets `granted` (the cost
 // charged) when admitted.
-Evaluation take(const Params& p, const State& s, Micros now, std::int64_t cost, std::int64_t up_to);
+Evaluation take(const Params& p, const State& s, Micros now, std::int64_t cost, std::int64_t up_to,
+                std::int64_t held = 0);
 
 // Charges (delta > 0) or refunds (delta < 0) after the fact: post-response settlement and
-// cross-slot refunds. Debt is bounded by one capacity (or one limit).
-State adjust(const Params& p, const State& s, Micros now, std::int64_t delta);
+// cross-slot refunds. Debt is bounded by one capacity (or one limit); `held` as for evaluate.
+State adjust(const Params& p, const State& s, Micros now, std::int64_t delta,
+             std::int64_t held = 0);
+
+// A token_bucket or gcra state brought up to `now` under `held` units held since it was last
+// written: what refilled meanwhile is capped as if it had been decided at every instant (a
+// lower hold later never credits a refill from before it). Other algorithms: `s` unchanged.
+State hold(const Params& p, const State& s, Micros now, std::int64_t held);
+
+// When a token_bucket or gcra state was last written (null: neutral, or another algorithm).
+const Micros* updated_at(const State& s);
 
 // Concurrency: one lease returned.
 State release(const Params& p, const State& s);

@@ -61,10 +61,29 @@ class MemoryState {
     using is_avalanching = void;  // already a full mix: no second mix by the table
     std::size_t operator()(const Digest& d) const noexcept { return static_cast<std::size_t>(d.a); }
   };
+  // What leasing instances hold on a token_bucket or gcra key, as Redis keeps it beside the
+  // state (lua/prelude.lua, `<key>:leases`): per holder, units until a time. A replay of
+  // several instances (replay/lease_fleet.hpp) decides leases here exactly as Redis does.
+  struct Hold {
+    std::string holder;
+    std::int64_t units = 0;
+    limit::Micros until = 0;
+  };
+  struct Holds {
+    std::vector<Hold> by_holder;
+    limit::Micros forget_at = 0;  // the record's own expiry: a minute after its last until
+  };
+  // A key's holds: every live holder's units, this holder's and until when.
+  struct Held {
+    std::int64_t live = 0;
+    std::int64_t own = 0;
+    limit::Micros own_until = 0;
+  };
   struct Shard {
     mutable std::mutex mutex;
     // Open addressing: one probe sequence in a flat array instead of a bucket list per key.
     boost::unordered_flat_map<Digest, Entry, DigestHash> map;
+    boost::unordered_flat_map<Digest, Holds, DigestHash> holds;  // leased keys only
     std::size_t inserts_since_sweep = 0;
     std::size_t live_after_sweep = 0;  // what the last sweep left
   };
@@ -76,6 +95,16 @@ class MemoryState {
   void insert(Shard& shard, const Digest& key, const limit::Params& p, limit::State next,
               limit::Micros now);
   void make_room(Shard& shard, limit::Micros now);
+  // Whether `item` is decided under the record of holds: a leasing holder's bucket.
+  static bool holds_apply(const Item& item);
+  // lua/prelude.lua's leases_of: drops expired holders and brings the state up to now under
+  // what was held since it was last written.
+  Held leases_of(Shard& shard, const Digest& key, const Item& item, limit::Micros now);
+  // The holder's units spent or returned (`freed`): no longer held. Returns what is then held.
+  Held release_held(Shard& shard, const Digest& key, const Item& item, std::int64_t freed,
+                    limit::Micros now);
+  void set_lease(Shard& shard, const Digest& key, const std::string& holder, std::int64_t units,
+                 limit::Micros until);
 
   const limit::Clock& clock_;
   std::size_t max_per_shard_;

@@ -52,6 +52,8 @@ void MemoryState::make_room(Shard& shard, limit::Micros now) {
   if (due || full) {
     boost::unordered::erase_if(shard.map,
                                [now](const auto& kv) { return kv.second.expires_at <= now; });
+    boost::unordered::erase_if(shard.holds,
+                               [now](const auto& kv) { return kv.second.forget_at <= now; });
     shard.inserts_since_sweep = 0;
     shard.live_after_sweep = shard.map.size();
   }
@@ -82,6 +84,65 @@ void MemoryState::insert(Shard& shard, const Digest& key, const limit::Params& p
   shard.map.emplace(key, Entry{std::move(next), now + ttl});
 }
 
+bool MemoryState::holds_apply(const Item& item) {
+  return !item.leased.holder.empty() && (item.params.algorithm == config::Algorithm::token_bucket ||
+                                         item.params.algorithm == config::Algorithm::gcra);
+}
+
+MemoryState::Held MemoryState::leases_of(Shard& shard, const Digest& key, const Item& item,
+                                         limit::Micros now) {
+  Held h;
+  auto it = shard.holds.find(key);
+  if (it == shard.holds.end()) return h;
+  const auto state = current(shard, key, now);
+  const auto* since = limit::updated_at(state);
+  std::int64_t held = 0;  // since the state was written: holders that expired meanwhile too
+  auto& all = it->second.by_holder;
+  for (const auto& x : all) {
+    if (!since || x.until > *since) held += x.units;
+    if (x.until > now) {
+      h.live += x.units;
+      if (x.holder == item.leased.holder) h.own = x.units, h.own_until = x.until;
+    }
+  }
+  std::erase_if(all, [now](const Hold& x) { return x.until <= now; });
+  if (all.empty()) shard.holds.erase(it);
+  if (held > 0) store(shard, key, item.params, limit::hold(item.params, state, now, held), now);
+  return h;
+}
+
+MemoryState::Held MemoryState::release_held(Shard& shard, const Digest& key, const Item& item,
+                                            std::int64_t freed, limit::Micros now) {
+  auto h = leases_of(shard, key, item, now);
+  freed = std::min(h.own, freed);
+  if (freed > 0) {
+    h.live -= freed;
+    h.own -= freed;
+    set_lease(shard, key, item.leased.holder, h.own, h.own_until);
+  }
+  return h;
+}
+
+void MemoryState::set_lease(Shard& shard, const Digest& key, const std::string& holder,
+                            std::int64_t units, limit::Micros until) {
+  auto it = shard.holds.find(key);
+  if (units <= 0) {
+    if (it == shard.holds.end()) return;
+    std::erase_if(it->second.by_holder, [&](const Hold& x) { return x.holder == holder; });
+    if (it->second.by_holder.empty()) shard.holds.erase(it);
+    return;
+  }
+  if (it == shard.holds.end()) it = shard.holds.try_emplace(key).first;
+  auto& all = it->second.by_holder;
+  auto x = std::find_if(all.begin(), all.end(), [&](const Hold& y) { return y.holder == holder; });
+  if (x == all.end())
+    all.push_back({holder, units, until});
+  else
+    x->units = units, x->until = until;
+  // Redis lets the record expire a minute after its last until, not sooner (prelude.lua).
+  it->second.forget_at = std::max(it->second.forget_at, until + 60 * limit::kMicrosPerSecond);
+}
+
 Outcome MemoryState::acquire(std::span<const Item> items) {
   Outcome out;
   acquire(items, out);
@@ -107,6 +168,17 @@ void MemoryState::acquire(std::span<const Item> items, Outcome& out) {
   out.now = now;
   out.decisions.clear();
   out.decisions.reserve(items.size());
+  // A leasing holder's bucket (acquire.lua's decide_item): what it reports spent is no longer
+  // held, and what every live holder holds counts against the burst. First, for every such
+  // item: this may write its state, before any entry is looked up below.
+  boost::container::small_vector<Held, 4> holds(items.size());
+  boost::container::small_vector<limit::Micros, 4> until(items.size(), 0);
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (holds_apply(items[i])) {
+      holds[i] =
+          release_held(shards_[shard_ix[i]], digests[i], items[i], items[i].leased.settled, now);
+      until[i] = std::max(now + items[i].leased.ttl, holds[i].own_until);
+    }
   // One lookup per key: its entry (or end) is kept for the write below.
   using Iterator = decltype(Shard::map)::iterator;
   boost::container::small_vector<Iterator, 4> found;
@@ -119,7 +191,8 @@ void MemoryState::acquire(std::span<const Item> items, Outcome& out) {
     present.push_back(it != shard.map.end());
     limit::State state;
     if (it != shard.map.end() && it->second.expires_at > now) state = it->second.state;
-    evals.push_back(limit::take(items[i].params, state, now, items[i].cost, items[i].take_up_to));
+    evals.push_back(limit::take(items[i].params, state, now, items[i].cost, items[i].take_up_to,
+                                holds[i].live));
     out.decisions.push_back(evals.back().decision);
     if (items[i].enforce && !evals.back().decision.admitted) out.admitted = false;
   }
@@ -131,7 +204,9 @@ void MemoryState::acquire(std::span<const Item> items, Outcome& out) {
     if (!d.admitted || d.remaining != 0 ||
         items[i].params.algorithm == config::Algorithm::concurrency)
       continue;
-    auto again = limit::evaluate(items[i].params, evals[i].next, now, items[i].cost);
+    // (What the holder took is held from now on.)
+    const auto held = holds[i].live + (holds_apply(items[i]) ? d.granted : 0);
+    auto again = limit::evaluate(items[i].params, evals[i].next, now, items[i].cost, held);
     if (!again.decision.admitted) d.retry_after = again.decision.retry_after;
   }
   // Existing entries first: writing through an iterator or erasing one invalidates no
@@ -158,6 +233,11 @@ void MemoryState::acquire(std::span<const Item> items, Outcome& out) {
       else
         insert(shard, digests[i], items[i].params, std::move(evals[i].next), now);
     }
+  // What a holder took is held until its until, or until it says it spent or returned it.
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (holds_apply(items[i]) && evals[i].decision.admitted)
+      set_lease(shards_[shard_ix[i]], digests[i], items[i].leased.holder,
+                holds[i].own + out.decisions[i].granted, until[i]);
 }
 
 void MemoryState::adjust(const Item& item, std::int64_t delta) {
@@ -165,8 +245,14 @@ void MemoryState::adjust(const Item& item, std::int64_t delta) {
   auto& shard = shards_[shard_for(key)];
   std::lock_guard lock(shard.mutex);
   auto now = clock_.now();
-  store(shard, key, item.params, limit::adjust(item.params, current(shard, key, now), now, delta),
-        now);
+  std::int64_t held = 0;
+  if (holds_apply(item)) {
+    // Units the holder reports spent, and a return's own units, are no longer held.
+    const auto freed = item.leased.settled - (item.leased.returning ? delta : 0);
+    held = release_held(shard, key, item, freed, now).live;
+  }
+  store(shard, key, item.params,
+        limit::adjust(item.params, current(shard, key, now), now, delta, held), now);
 }
 
 void MemoryState::release(const Item& item) {
