@@ -43,7 +43,7 @@ json::object limit_json(const config::Limit& l, const config::StoreSettings& sto
     if (store.backend == config::StoreBackend::memory)
       lease["early_refusal_bound"] = nullptr;
     else
-      lease["early_refusal_bound"] = l.lease->early_refusal_bound(store.instances);
+      lease["early_refusal_bound"] = l.lease->early_refusal_bound(store.instances, l.algorithm);
     o["lease"] = std::move(lease);
   }
   if (!l.settle_header.empty())

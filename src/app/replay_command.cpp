@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <iostream>
 
 #include "replay/replay.hpp"
@@ -13,10 +14,16 @@ namespace {
 constexpr const char* kReplayUsage =
     "usage: floodgate replay --config CANDIDATE.yaml [--baseline CURRENT.yaml] [--json]\n"
     "                        [--html FILE] [--decisions FILE] [--top N] [--quiet] LOG...\n"
+    "       floodgate replay --config FILE --lease [--instances N] [--spread HOW] ... LOG...\n"
     "  LOG: floodgate's JSON access log or nginx `combined`, plain or gzipped; - for stdin.\n"
     "  Several logs (one per instance) are merged by time. Prints a report (text, or JSON\n"
     "  with --json); --html writes one with a plot; --decisions writes one line per request\n"
-    "  (time, method, path, then route, verdict and limit per config). Progress on stderr.\n";
+    "  (time, method, path, then route, verdict and limit per config). Progress on stderr.\n"
+    "  --lease: the config's leased limits decided by N instances sharing one store (default\n"
+    "  store.instances), compared with the same config decided exactly: what leases refuse\n"
+    "  early, against the bound (N - 1) x size. --spread: how requests reach the instances:\n"
+    "  client (by client address, the default), request (each in turn: the worst case), or\n"
+    "  log (the i-th LOG is instance i).\n";
 
 }  // namespace
 
@@ -45,6 +52,29 @@ int replay_command(const std::vector<std::string_view>& args) {
         std::cerr << "floodgate replay: --top needs a number\n" << kReplayUsage;
         return 2;
       }
+    } else if (a == "--instances" && (v = value(i))) {
+      int n = 0;
+      auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+      if (ec != std::errc() || end != v->data() + v->size() || n < 1 || n > 10000) {
+        std::cerr << "floodgate replay: --instances needs a number from 1 to 10000\n"
+                  << kReplayUsage;
+        return 2;
+      }
+      o.instances = static_cast<std::size_t>(n);
+    } else if (a == "--spread" && (v = value(i))) {
+      if (*v == "client") {
+        o.spread = replay::Spread::client;
+      } else if (*v == "request") {
+        o.spread = replay::Spread::request;
+      } else if (*v == "log") {
+        o.spread = replay::Spread::log;
+      } else {
+        std::cerr << "floodgate replay: --spread is client, request or log, not " << *v << "\n"
+                  << kReplayUsage;
+        return 2;
+      }
+    } else if (a == "--lease") {
+      o.lease = true;
     } else if (a == "--json") {
       o.json = true;
     } else if (a == "--quiet") {
@@ -60,6 +90,11 @@ int replay_command(const std::vector<std::string_view>& args) {
     } else {
       o.logs.emplace_back(a);
     }
+  }
+  if ((o.instances > 0 || o.spread != replay::Spread::client) && !o.lease) {
+    std::cerr << "floodgate replay: --instances and --spread describe --lease's instances: add "
+                 "--lease\n";
+    return 2;
   }
   if (o.candidate_file.empty() || o.logs.empty()) {
     std::cerr << kReplayUsage;

@@ -37,14 +37,27 @@ std::string describe(const Limit& l, const StoreSettings& store) {
     if (store.backend == StoreBackend::memory)
       o << " (no effect on the memory backend)";
     else
-      o << "; early refusals at most " << l.lease->early_refusal_bound(store.instances)
-        << " units = (" << store.instances << " instances - 1) x " << l.lease->size
+      o << "; early refusals at most " << l.lease->early_refusal_bound(store.instances, l.algorithm)
+        << " units = (" << store.instances << " - 1) x " << l.lease->size
+        << " held by the other instances"
+        << (LeaseSettings::lingers(l.algorithm)
+                ? " + " + std::to_string(store.instances) + " x " + std::to_string(l.lease->size) +
+                      " spent or lapsed that the store still counts"
+                : std::string())
         << ", never an over-admission";
   }
   return o.str();
 }
 
 }  // namespace
+
+std::string early_refusal_terms(int instances, const Limit& l) {
+  const auto n = std::to_string(std::max(1, instances));
+  const auto size = std::to_string(l.lease ? l.lease->size : 0);
+  auto out = "(" + n + " - 1) x " + size;
+  if (LeaseSettings::lingers(l.algorithm)) out += " + " + n + " x " + size;
+  return out;
+}
 
 std::string lease_definition(const StoreSettings& store, const Route& route, const Limit& l) {
   std::ostringstream o;

@@ -180,16 +180,19 @@ bool LogReader::open(const std::vector<std::string>& paths, std::string& error) 
 const LogRecord* LogReader::next() {
   if (current_) recycle(std::move(current_));
   File* best = nullptr;
+  std::size_t source = 0;
   limit::Micros best_at = 0;
-  for (auto& f : files_) {
-    Entry* e = f->front();
+  for (std::size_t i = 0; i < files_.size(); ++i) {
+    Entry* e = files_[i]->front();
     if (e && (!best || e->record.at < best_at)) {
-      best = f.get();
+      best = files_[i].get();
+      source = i;
       best_at = e->record.at;
     }
   }
   if (!best) return nullptr;
   current_ = best->pop();
+  current_->record.source = source;
   return &current_->record;
 }
 

@@ -24,6 +24,7 @@ struct LogRecord {
   int status = 0;
   bool live_refused = false;  // floodgate's own verdict at the time ("decision":"limited")
   bool has_fields = false;    // the line carried replay fields ("fields")
+  std::size_t source = 0;     // which of the logs it came from (their order on the command line)
   // "header:x-api-key" -> value, "query:k" -> value, "jwt:tenant" -> value (as logged).
   std::vector<std::pair<std::string_view, std::string_view>> fields;
   // Response settle headers: lower-case name -> value.

@@ -53,9 +53,21 @@ void write_decision(std::ostream& out, const Decision& d) {
       << (d.limit ? d.limit->name : "-");
 }
 
+bool has_lease(const config::Config& c) {
+  for (const auto& route : c.routes)
+    for (const auto& l : route.limits)
+      if (l.lease) return true;
+  return false;
+}
+
 }  // namespace
 
 int run(const Options& o, std::ostream& out, std::ostream& err) {
+  if (o.lease && !o.baseline_file.empty()) {
+    err << "floodgate replay: --lease compares the config with itself decided exactly; it "
+           "takes no --baseline\n";
+    return 2;
+  }
   auto candidate = load(o.candidate_file, err);
   if (!candidate) return 2;
   config::ConfigPtr baseline;
@@ -79,9 +91,21 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
       return 2;
     }
   }
-  s.candidate = std::make_unique<Replayer>(candidate, "candidate", o.candidate_file, o.top);
-  if (baseline)
-    s.baseline = std::make_unique<Replayer>(baseline, "baseline", o.baseline_file, o.top);
+  if (o.lease) {
+    // The same config twice: its leased limits by the simulated instances, and exactly.
+    LeaseSimulation sim{o.instances, o.spread};
+    if (sim.instances == 0)
+      sim.instances = static_cast<std::size_t>(std::max(1, candidate->store.instances));
+    if (!has_lease(*candidate))
+      err << "floodgate replay: no limit in " << o.candidate_file
+          << " has a lease: every limit is decided exactly\n";
+    s.candidate = std::make_unique<Replayer>(candidate, "leased", o.candidate_file, o.top, sim);
+    s.baseline = std::make_unique<Replayer>(candidate, "exact", o.candidate_file, o.top);
+  } else {
+    s.candidate = std::make_unique<Replayer>(candidate, "candidate", o.candidate_file, o.top);
+    if (baseline)
+      s.baseline = std::make_unique<Replayer>(baseline, "baseline", o.baseline_file, o.top);
+  }
 
   const auto wall_start = std::chrono::steady_clock::now();
   const double cpu_start = cpu_seconds();

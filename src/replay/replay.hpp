@@ -23,6 +23,11 @@ struct Options {
   std::string decisions_file;  // empty: none; else one TSV line per request
   std::size_t top = 10;
   bool progress = true;  // on stderr, about once a second
+  // --lease: the candidate's leased limits decided by simulated instances, against the same
+  // config decided exactly (in the baseline's place). instances 0: the config's store.instances.
+  bool lease = false;
+  std::size_t instances = 0;
+  Spread spread = Spread::client;
 };
 
 struct Difference {

@@ -4,9 +4,11 @@
 #include <charconv>
 #include <cstring>
 
+#include "floodgate/config/loader.hpp"
 #include "floodgate/http/path_normalize.hpp"
 #include "floodgate/http/router.hpp"
 #include "floodgate/limit/policy.hpp"
+#include "lease_fleet.hpp"
 
 namespace floodgate::replay {
 
@@ -67,17 +69,31 @@ config::IpAddress client_of(const LogRecord& r) {
 
 }  // namespace
 
+const char* to_string(Spread s) {
+  switch (s) {
+    case Spread::client:
+      return "client";
+    case Spread::request:
+      return "request";
+    case Spread::log:
+      return "log";
+  }
+  return "?";
+}
+
 void bump(std::vector<std::uint32_t>& series, std::size_t minute, std::uint32_t n) {
   if (series.size() <= minute) series.resize(minute + 1, 0);
   series[minute] += n;
 }
 
-Replayer::Replayer(config::ConfigPtr config, std::string label, std::string file, std::size_t top)
+Replayer::Replayer(config::ConfigPtr config, std::string label, std::string file, std::size_t top,
+                   LeaseSimulation lease)
     : config_(std::move(config)),
       state_(clock_, config_->store.max_keys),
       hasher_(config_->store.key_secret, keys::KeyHasher::Kind::offline) {
   report_.label = std::move(label);
   report_.file = std::move(file);
+  report_.simulation = lease;
   for (const auto& route : config_->routes) {
     auto& limits = report_.limits.emplace_back();
     for (const auto& l : route.limits) {
@@ -85,6 +101,54 @@ Replayer::Replayer(config::ConfigPtr config, std::string label, std::string file
       lr.route = route.name;
       lr.limit = l.name;
       lr.shadow = l.mode == config::LimitMode::shadow;
+      if (lease.instances > 0 && l.lease) {
+        lr.lease.emplace();
+        lr.lease->size = l.lease->size;
+        const auto n = static_cast<int>(lease.instances);
+        lr.lease->bound = l.lease->early_refusal_bound(n, l.algorithm);
+        lr.lease->terms = config::early_refusal_terms(n, l);
+      }
+    }
+  }
+  if (lease.instances > 0) {
+    fleet_ = std::make_unique<LeaseFleet>(state_, clock_, lease.instances);
+    check_ = std::make_unique<store::MemoryState>(clock_, config_->store.max_keys);
+  }
+}
+
+Replayer::~Replayer() = default;
+
+std::size_t Replayer::instance_of(const LogRecord& r) {
+  const auto n = fleet_->size();
+  switch (report_.simulation.spread) {
+    case Spread::request:
+      return static_cast<std::size_t>(dealt_++ % n);
+    case Spread::log:
+      return r.source % n;
+    case Spread::client:
+      break;
+  }
+  return std::hash<std::string_view>{}(r.client.empty() ? r.peer : r.client) % n;
+}
+
+void Replayer::check_leases(const limit::Plan& plan, std::vector<LimitReport>& limits,
+                            const config::Route& route) {
+  for (std::size_t i = 0; i < plan.items.size(); ++i) {
+    if (plan.items[i].leased.size == 0) continue;
+    auto& lease = *limits[static_cast<std::size_t>(plan.limits[i] - route.limits.data())].lease;
+    store::Item plain = plan.items[i];
+    plain.leased = {};
+    plain.take_up_to = 0;
+    const auto& d = outcome_.decisions[i];
+    if (outcome_.admitted && d.admitted) {
+      // Charged: the exact limit, given every request the leases admitted, admits it too.
+      if (!check_->acquire(std::span(&plain, 1)).admitted) ++lease.over_admitted;
+    } else if (!d.admitted) {
+      // Refused by the lease: what the exact limit still had free is the early refusal.
+      ++lease.refused;
+      plain.cost = 0;
+      const auto free = check_->acquire(std::span(&plain, 1)).decisions[0].remaining;
+      lease.most_free_at_refusal = std::max(lease.most_free_at_refusal, free);
     }
   }
 }
@@ -97,6 +161,7 @@ std::string Replayer::caller_text(const config::Limit& l, const keys::RequestFac
 
 Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t minute) {
   clock_.set(now);
+  if (fleet_) fleet_->advance(now);
   while (!releases_.empty() && releases_.top().at <= now) {
     state_.release(releases_.top().item);
     releases_.pop();
@@ -156,7 +221,19 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
   }
   if (plan.items.empty()) return d;
   if (limit::needs_lease(plan)) limit::set_lease(plan, "replay:" + std::to_string(++seq_));
-  state_.acquire(plan.items, outcome_);
+  const bool leased = fleet_ && std::any_of(plan.items.begin(), plan.items.end(),
+                                            [](const auto& i) { return i.leased.size > 0; });
+  std::size_t instance = 0;
+  if (leased) {
+    instance = instance_of(r);
+    for (std::size_t i = 0; i < plan.items.size(); ++i)
+      if (plan.items[i].leased.size > 0)
+        plan.items[i].leased.counters = limits[limit_index(plan.limits[i])].lease->counters.get();
+    fleet_->acquire(instance, plan.items, outcome_);
+    check_leases(plan, limits, *route);
+  } else {
+    state_.acquire(plan.items, outcome_);
+  }
   const auto& outcome = outcome_;
   auto v = limit::verdict(plan, outcome);
   bool shadow_refused = false;
@@ -206,8 +283,16 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
                           [](char a, char b) { return ascii_lower(a) == ascii_lower(b); }))
             continue;
           auto actual = limit::settled_cost(value);
-          if (actual && *actual != plan.items[i].cost)
-            state_.adjust(plan.items[i], *actual - plan.items[i].cost);
+          if (!actual || *actual == plan.items[i].cost) continue;
+          const auto delta = *actual - plan.items[i].cost;
+          if (!leased || plan.items[i].leased.size == 0) {
+            state_.adjust(plan.items[i], delta);
+            continue;
+          }
+          fleet_->adjust(instance, plan.items[i], delta);
+          store::Item plain = plan.items[i];
+          plain.leased = {};
+          check_->adjust(plain, delta);
         }
       });
   return d;

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <string>
 #include <vector>
 
+#include "floodgate/admin/metrics.hpp"
 #include "floodgate/config/config.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/clock.hpp"
@@ -18,6 +20,36 @@
 #include "top_keys.hpp"
 
 namespace floodgate::replay {
+
+class LeaseFleet;
+
+// `--lease`: how requests reach the simulated instances.
+enum class Spread {
+  client,   // by the client's address: a caller stays at one instance (as anycast routes it)
+  request,  // one request to each in turn: every key at every instance, the worst case
+  log,      // the i-th log given is instance i (mod the number of instances)
+};
+const char* to_string(Spread s);
+
+struct LeaseSimulation {
+  std::size_t instances = 0;  // 0: leases ignored, every limit decided exactly
+  Spread spread = Spread::client;
+};
+
+// `--lease`, a leased limit: what the simulated instances did with it.
+struct LeaseReport {
+  std::int64_t size = 0;
+  std::int64_t bound = 0;     // the published early-refusal bound for these instances
+  std::string terms;          // how it is made up: "(3 - 1) x 50 + 3 x 50"
+  std::uint64_t refused = 0;  // requests a lease refused (enforced or shadow)
+  // The most units the exact limit had free, given every request the leases admitted, when a
+  // lease refused: the early refusal, at most `bound`.
+  std::int64_t most_free_at_refusal = 0;
+  // Requests admitted that the exact limit, given every admission, would refuse: 0 by design.
+  std::uint64_t over_admitted = 0;
+  // Grants, units granted and returned, requests decided from units in hand.
+  std::shared_ptr<admin::LeaseCounters> counters = std::make_shared<admin::LeaseCounters>();
+};
 
 struct LimitReport {
   std::string route;
@@ -31,12 +63,14 @@ struct LimitReport {
   TopPeaks closest;  // peak share of the quota in use, among admitted requests
   // The heaviest callers by requests, with their refusals: the view /top gives live.
   limit::HeavyHitters callers;
+  std::optional<LeaseReport> lease;  // --lease, a leased limit
   explicit LimitReport(std::size_t top) : closest(top), callers(4 * top) {}
 };
 
 struct ConfigReport {
   std::string label;  // "candidate" / "baseline"
   std::string file;
+  LeaseSimulation simulation;  // --lease: the instances this config was decided by
   std::uint64_t requests = 0;
   std::uint64_t unmatched = 0;    // no route: a 404 under this config
   std::uint64_t rejected = 0;     // 401/400 before any limit (missing key part, bad cost)
@@ -58,7 +92,11 @@ struct Decision {
 
 class Replayer {
  public:
-  Replayer(config::ConfigPtr config, std::string label, std::string file, std::size_t top);
+  // With `lease.instances` > 0, leased limits are decided by that many simulated instances
+  // (lease_fleet.hpp); otherwise every limit exactly.
+  Replayer(config::ConfigPtr config, std::string label, std::string file, std::size_t top,
+           LeaseSimulation lease = {});
+  ~Replayer();
 
   // Decides `r` at `now` (monotonic across calls). `minute` indexes the per-minute series.
   Decision decide(const LogRecord& r, limit::Micros now, std::size_t minute);
@@ -75,6 +113,11 @@ class Replayer {
     bool operator>(const Release& o) const { return at > o.at; }
   };
   static std::string caller_text(const config::Limit& l, const keys::RequestFacts& facts);
+  // The simulated instance a request reaches.
+  std::size_t instance_of(const LogRecord& r);
+  // --lease: a decided request's leased items held against the exact limit (check_).
+  void check_leases(const limit::Plan& plan, std::vector<LimitReport>& limits,
+                    const config::Route& route);
 
   config::ConfigPtr config_;
   limit::FakeClock clock_;  // the virtual clock: set to each request's time before deciding
@@ -87,6 +130,10 @@ class Replayer {
   std::string path_;   // scratch: a logged path in normal form
   limit::Plan plan_;   // scratch, reused by every decision: no allocation per request
   store::Outcome outcome_;
+  // --lease: the instances, and an exact store that decides only what the leases admitted.
+  std::unique_ptr<LeaseFleet> fleet_;
+  std::unique_ptr<store::MemoryState> check_;
+  std::uint64_t dealt_ = 0;  // Spread::request's turn
 };
 
 // Adds `n` at `minute` of a per-minute series, growing it as needed (bounded by the caller).

@@ -52,4 +52,38 @@ Concentration concentration(const Difference& d) {
   return c;
 }
 
+std::string lease_heading(const Summary& s) {
+  const auto& sim = s.candidate->report().simulation;
+  std::string out = "leased limits, decided by " + std::to_string(sim.instances) +
+                    (sim.instances == 1 ? " instance" : " instances") + " sharing one store";
+  switch (sim.spread) {
+    case Spread::client:
+      return out + " (requests spread by client address)";
+    case Spread::request:
+      return out + " (each request to the next instance)";
+    case Spread::log:
+      return out + " (log i at instance i)";
+  }
+  return out;
+}
+
+std::vector<std::string> lease_lines(const LimitReport& leased, const LimitReport& exact) {
+  const auto& l = *leased.lease;
+  const auto& c = *l.counters;
+  std::vector<std::string> out;
+  std::string first = name_of(leased) + " (lease " + std::to_string(l.size) + "): refused " +
+                      thousands(l.refused) + " of " + thousands(leased.seen) + ", exact " +
+                      thousands(exact.shadow ? exact.shadow_refused : exact.refused) +
+                      "; at a lease's refusal the exact limit had at most " +
+                      thousands(static_cast<std::uint64_t>(l.most_free_at_refusal)) +
+                      " units free, bound " + thousands(static_cast<std::uint64_t>(l.bound)) +
+                      " = " + l.terms + "; over-admitted " + thousands(l.over_admitted);
+  out.push_back(std::move(first));
+  const auto local = c.local.load();
+  out.push_back(percent(local, leased.seen, 1) + " decided from units in hand; " +
+                thousands(c.leases.load()) + " leases, " + thousands(c.granted.load()) +
+                " units granted, " + thousands(c.returned.load()) + " returned");
+  return out;
+}
+
 }  // namespace floodgate::replay

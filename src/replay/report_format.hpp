@@ -28,4 +28,19 @@ struct Concentration {
 };
 Concentration concentration(const Difference& d);
 
+// --lease: how the simulated instances were reached, and each leased limit's figures in words
+// (against the same limit decided exactly), for the text and HTML reports.
+std::string lease_heading(const Summary& s);
+std::vector<std::string> lease_lines(const LimitReport& leased, const LimitReport& exact);
+// Calls `f(leased, exact)` for every leased limit of a --lease replay.
+template <class F>
+void for_each_lease(const Summary& s, F&& f) {
+  if (!s.baseline || s.candidate->report().simulation.instances == 0) return;
+  const auto& c = s.candidate->report().limits;
+  const auto& b = s.baseline->report().limits;
+  for (std::size_t r = 0; r < c.size() && r < b.size(); ++r)
+    for (std::size_t l = 0; l < c[r].size() && l < b[r].size(); ++l)
+      if (c[r][l].lease) f(c[r][l], b[r][l]);
+}
+
 }  // namespace floodgate::replay

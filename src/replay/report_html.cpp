@@ -151,23 +151,36 @@ void write_html(const Summary& s, std::size_t top, std::ostream& out) {
       << limit::format_utc(s.first).substr(0, 19) << "Z to "
       << limit::format_utc(s.last).substr(0, 19) << "Z; " << thousands(s.counts.bad)
       << " bad lines.</p>\n";
-  out << "<h2>Refusal rate per minute</h2>\n<p><span class=\"c\">&#9632; candidate</span>";
-  if (s.baseline) out << " &nbsp; <span class=\"b\">&#9632; baseline</span>";
+  out << "<h2>Refusal rate per minute</h2>\n<p><span class=\"c\">&#9632; "
+      << s.candidate->report().label << "</span>";
+  if (s.baseline)
+    out << " &nbsp; <span class=\"b\">&#9632; " << s.baseline->report().label << "</span>";
   out << "</p>\n" << svg_plot(s) << "\n";
   html_config(*s.candidate, top, out);
   if (s.baseline) {
     html_config(*s.baseline, top, out);
     auto conc = concentration(s.diff);
-    out << "<h2>Difference</h2>\n<p>Refused only by the candidate: "
-        << thousands(s.diff.newly_refused)
-        << "; only by the baseline: " << thousands(s.diff.newly_admitted)
-        << ".</p>\n<table><tr><th>caller</th><th>requests"
+    out << "<h2>Difference</h2>\n<p>Refused only by the " << s.candidate->report().label << ": "
+        << thousands(s.diff.newly_refused) << "; only by the " << s.baseline->report().label << ": "
+        << thousands(s.diff.newly_admitted) << ".</p>\n<table><tr><th>caller</th><th>requests"
         << "</th></tr>\n";
     for (const auto& e : conc.entries)
       out << "<tr><td>" << html_escaped(e.caller) << "</td><td>" << thousands(e.count)
           << "</td></tr>\n";
     out << "</table>\n";
   }
+  bool heading = false;
+  for_each_lease(s, [&](const LimitReport& leased, const LimitReport& exact) {
+    if (!heading) out << "<h2>" << html_escaped(lease_heading(s)) << "</h2>\n";
+    heading = true;
+    out << "<p>";
+    const char* sep = "";
+    for (const auto& line : lease_lines(leased, exact)) {
+      out << sep << html_escaped(line);
+      sep = "<br>\n";
+    }
+    out << "</p>\n";
+  });
   out << "</body></html>\n";
 }
 

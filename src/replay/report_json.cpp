@@ -21,7 +21,11 @@ boost::json::array series(const std::vector<std::uint32_t>& v, std::size_t lengt
 boost::json::object json_config(const Summary& s, const Replayer& rp, std::size_t top) {
   const auto& r = rp.report();
   boost::json::object o;
+  o["label"] = r.label;
   o["file"] = r.file;
+  if (r.simulation.instances > 0)
+    o["lease_simulation"] = {{"instances", r.simulation.instances},
+                             {"spread", to_string(r.simulation.spread)}};
   o["requests"] = r.requests;
   o["refused"] = r.refused;
   o["shadow_only"] = r.shadow_only;
@@ -55,6 +59,19 @@ boost::json::object json_config(const Summary& s, const Replayer& rp, std::size_
       for (const auto& [key, used] : l.closest.top())
         closest.push_back({{"caller", key}, {"peak_share_used", used}});
       lo["closest"] = std::move(closest);
+      if (l.lease) {
+        const auto& c = *l.lease->counters;
+        lo["lease"] = {{"size", l.lease->size},
+                       {"bound", l.lease->bound},
+                       {"bound_terms", l.lease->terms},
+                       {"refused", l.lease->refused},
+                       {"most_free_at_refusal", l.lease->most_free_at_refusal},
+                       {"over_admitted", l.lease->over_admitted},
+                       {"local", c.local.load()},
+                       {"leases", c.leases.load()},
+                       {"granted", c.granted.load()},
+                       {"returned", c.returned.load()}};
+      }
       limits.push_back(std::move(lo));
     }
   o["limits"] = std::move(limits);

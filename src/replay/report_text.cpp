@@ -168,9 +168,9 @@ void write_text(const Summary& s, std::size_t top, std::ostream& out) {
   text_config(s, *s.baseline, top, out);
   const auto& cr = s.candidate->report();
   const auto& br = s.baseline->report();
-  out << "\ndifference: the candidate refuses " << thousands(cr.refused) << " ("
-      << percent(cr.refused, cr.requests) << "), the baseline " << thousands(br.refused) << " ("
-      << percent(br.refused, br.requests) << ")";
+  out << "\ndifference: the " << cr.label << " refuses " << thousands(cr.refused) << " ("
+      << percent(cr.refused, cr.requests) << "), the " << br.label << " " << thousands(br.refused)
+      << " (" << percent(br.refused, br.requests) << ")";
   if (cr.refused != br.refused) {
     const double points =
         cr.requests ? 100.0 * (static_cast<double>(cr.refused) - static_cast<double>(br.refused)) /
@@ -178,21 +178,31 @@ void write_text(const Summary& s, std::size_t top, std::ostream& out) {
                     : 0.0;
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.2f", std::fabs(points));
-    out << ": the candidate refuses " << buf << " percentage points "
+    out << ": the " << cr.label << " refuses " << buf << " percentage points "
         << (cr.refused > br.refused ? "more" : "less") << " of all requests";
   }
-  out << "\n  refused only by the candidate: " << thousands(s.diff.newly_refused)
-      << "; only by the baseline: " << thousands(s.diff.newly_admitted) << "\n";
+  out << "\n  refused only by the " << cr.label << ": " << thousands(s.diff.newly_refused)
+      << "; only by the " << br.label << ": " << thousands(s.diff.newly_admitted) << "\n";
   auto conc = concentration(s.diff);
   if (conc.callers > 0) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.0f%%", conc.share * 100.0);
     out << "  " << buf << " of the difference is " << conc.callers
-        << (conc.callers == 1 ? " caller" : " callers")
-        << " (+ refused only by the candidate, - only by the baseline):\n";
+        << (conc.callers == 1 ? " caller" : " callers") << " (+ refused only by the " << cr.label
+        << ", - only by the " << br.label << "):\n";
     for (const auto& e : conc.entries)
       out << "    " << lpad(thousands(e.count), 10) << "  " << e.caller << "\n";
   }
+  bool heading = false;
+  for_each_lease(s, [&](const LimitReport& leased, const LimitReport& exact) {
+    if (!heading) out << "\n" << lease_heading(s) << ":\n";
+    heading = true;
+    const char* indent = "  ";
+    for (const auto& line : lease_lines(leased, exact)) {
+      out << indent << line << "\n";
+      indent = "    ";
+    }
+  });
 }
 
 }  // namespace floodgate::replay

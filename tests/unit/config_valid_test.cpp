@@ -796,7 +796,9 @@ TEST(LoadConfig, ALeaseDefaultsToATenthOfTheCapacityPerInstanceAndTwoSeconds) {
   const auto& lease = *r.config->routes[0].limits[0].lease;
   EXPECT_EQ(lease.size, 1000 / (10 * 3));
   EXPECT_EQ(lease.ttl, 2000ms);
-  EXPECT_EQ(lease.early_refusal_bound(3), 2 * 33);
+  // A bucket: what the other two hold, and what all three may have spent unreported.
+  EXPECT_EQ(lease.early_refusal_bound(3, Algorithm::token_bucket), (2 + 3) * 33);
+  EXPECT_EQ(lease.early_refusal_bound(3, Algorithm::fixed_window), 2 * 33);
 }
 
 TEST(LoadConfig, CheckConfigPrintsEachLeasedLimitsBound) {
@@ -804,12 +806,14 @@ TEST(LoadConfig, CheckConfigPrintsEachLeasedLimitsBound) {
                             env_of({}));
   ASSERT_TRUE(r.errors.empty()) << errors_of(r);
   EXPECT_NE(summarize(*r.config).find("leased: 50 units per lease, returned after 5s; early "
-                                      "refusals at most 100 units = (3 instances - 1) x 50"),
+                                      "refusals at most 250 units = (3 - 1) x 50 held by the other "
+                                      "instances + 3 x 50 spent or lapsed that the store still "
+                                      "counts, never an over-admission"),
             std::string::npos)
       << summarize(*r.config);
   // And /config says the same.
   EXPECT_NE(floodgate::admin::redacted_config_json(*r.config).find(
-                R"("lease":{"size":50,"ttl":"5s","early_refusal_bound":100})"),
+                R"("lease":{"size":50,"ttl":"5s","early_refusal_bound":250})"),
             std::string::npos)
       << floodgate::admin::redacted_config_json(*r.config);
 }

@@ -209,11 +209,16 @@ struct Overrides {
 struct LeaseSettings {
   std::int64_t size = 0;  // units per lease (the default is filled in when the file is read)
   Duration ttl{2000};     // unused units go back to the store after this
-  // The published bound: units a caller may be refused early while the other instances
-  // sharing the store hold theirs (docs/architecture.md, "Leased decisions").
-  std::int64_t early_refusal_bound(int instances) const {
-    return std::int64_t(std::max(1, instances) - 1) * size;
+  // The published bound (docs/architecture.md, "Leased decisions"): units a caller may be
+  // refused early. What the other instances hold, (instances - 1) x size, on every algorithm.
+  // On all but fixed_window also what the instances had spent and not yet reported when the
+  // bucket was last full, or left unspent in the window before: the store counts those until
+  // the bucket next refills or that window has passed, at most instances x size more.
+  std::int64_t early_refusal_bound(int instances, Algorithm a) const {
+    const std::int64_t n = std::max(1, instances);
+    return (lingers(a) ? 2 * n - 1 : n - 1) * size;
   }
+  static bool lingers(Algorithm a) { return a != Algorithm::fixed_window; }
 };
 
 struct Limit {

@@ -35,11 +35,13 @@ LoadResult load_config_file(const std::string& path, const EnvLookup& env = proc
 LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
                             const EnvLookup& env);
 
-// The one-screen summary printed by --check-config.
 // A leased limit's definition as one line (key prefix, route, limit, algorithm, parameters,
 // tiers, lease terms): equal lines, the same units.
 std::string lease_definition(const StoreSettings& store, const Route& route, const Limit& limit);
 
+// The one-screen summary printed by --check-config.
 std::string summarize(const Config& config);
+// A leased limit's early-refusal bound spelled out: "(3 - 1) x 50 + 3 x 50".
+std::string early_refusal_terms(int instances, const Limit& limit);
 
 }  // namespace floodgate::config

@@ -6,7 +6,8 @@
 //
 // LeaseBook: the units in hand, per store key, for the whole instance. Every worker spends from
 // the same book, so an instance holds at most about `size` units of a key and the bound the
-// config publishes, (instances - 1) * size, holds whatever the number of workers.
+// config publishes (config::LeaseSettings::early_refusal_bound) holds whatever the number of
+// workers.
 // LeasedStore (make_leased_store): a worker's LimitStore that decides leased items from the book
 // and hands everything else, and every grant, to the worker's own store.
 

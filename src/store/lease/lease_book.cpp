@@ -155,7 +155,10 @@ LeaseBook::Take LeaseBook::take(const Item& item, limit::Micros now, GiveBacks& 
   // Reported with the grant; what this request takes from hand, with the next one.
   t.settled = std::exchange(l.spent, t.reserved);
   if (!closed_) {
-    t.spare = std::max<std::int64_t>(0, l.size - l.pending);
+    // The store counts what an instance holds, unused or spent and not yet reported, until it
+    // reports it: this request's cost is part of it, so the hand gets at most size - cost and
+    // the instance holds at most `size` (config::LeaseSettings::early_refusal_bound counts on it).
+    t.spare = std::max<std::int64_t>(0, l.size - l.pending - item.cost);
     l.pending += t.spare;
   }
   return t;
