@@ -8,6 +8,7 @@
 #include <string>
 
 #include "store/redis/node_address.hpp"
+#include "store/redis/redis_connection.hpp"
 #include "store/redis/reply_limits.hpp"
 #include "store/redis/script_calls.hpp"
 
@@ -302,3 +303,30 @@ TEST(RedisBatch, ResendsFollowWhatIsMissing) {
 }
 
 }  // namespace
+
+// The proxy formats its commands itself (redis_connection.hpp): byte for byte what hiredis
+// would send, for empty, binary and long arguments and more than 64 of them.
+TEST(RedisWire, CommandsAreFormattedAsHiredisFormatsThem) {
+  std::vector<std::vector<std::string>> cases = {
+      {"PING"},
+      {"FCALL", "fg_acquire_0123", "2", "key:{a}", "key:{a}:leases", "", "1", "0.5"},
+      {"SET", std::string("bin\0ary\r\n", 10), std::string(70000, 'x')},
+  };
+  std::vector<std::string> many{"EVALSHA"};
+  for (int i = 0; i < 300; ++i) many.push_back(std::to_string(i * 7919));
+  cases.push_back(many);
+  for (const auto& c : cases) {
+    std::vector<std::string_view> views(c.begin(), c.end());
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : c) argv.push_back(a.data()), lens.push_back(a.size());
+    char* expected = nullptr;
+    const auto n =
+        redisFormatCommandArgv(&expected, static_cast<int>(c.size()), argv.data(), lens.data());
+    ASSERT_GT(n, 0);
+    std::string ours = "prefix";
+    redis::append_command(ours, views);
+    EXPECT_EQ(ours, "prefix" + std::string(expected, static_cast<std::size_t>(n))) << c[0];
+    redisFreeCommand(expected);
+  }
+}

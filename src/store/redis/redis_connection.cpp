@@ -5,6 +5,7 @@
 #include <spdlog/logger.h>
 
 #include <algorithm>
+#include <charconv>
 #include <exception>
 
 #include "reply_limits.hpp"
@@ -146,27 +147,31 @@ void Connection::schedule_reconnect() {
   });
 }
 
+void append_command(std::string& out, const std::vector<std::string_view>& args) {
+  char digits[24];
+  auto number = [&](char type, std::size_t n) {
+    out += type;
+    out.append(digits, std::to_chars(digits, digits + sizeof digits, n).ptr);
+    out += "\r\n";
+  };
+  number('*', args.size());
+  for (auto a : args) {
+    number('$', a.size());
+    out.append(a);
+    out += "\r\n";
+  }
+}
+
 bool Connection::command(const std::vector<std::string_view>& args, Clock::time_point deadline,
                          Callback done) {
   if (!ac_ || !connected_) return false;
-  const char* argv[64];
-  std::size_t lens[64];
-  std::vector<const char*> big_argv;
-  std::vector<std::size_t> big_lens;
-  const char** av = argv;
-  std::size_t* al = lens;
-  if (args.size() > 64) {
-    big_argv.resize(args.size());
-    big_lens.resize(args.size());
-    av = big_argv.data();
-    al = big_lens.data();
-  }
-  for (std::size_t i = 0; i < args.size(); ++i) av[i] = args[i].data(), al[i] = args[i].size();
+  wire_.clear();
+  append_command(wire_, args);
   // Queued before hiredis takes the command (an allocation failure here leaves both queues as
   // they were), removed again if hiredis refuses it: the two stay one for one.
   pending_.push_back({std::move(done), deadline});
-  if (redisAsyncCommandArgv(ac_, &Connection::on_reply, nullptr, static_cast<int>(args.size()), av,
-                            al) != REDIS_OK) {
+  if (redisAsyncFormattedCommand(ac_, &Connection::on_reply, nullptr, wire_.data(), wire_.size()) !=
+      REDIS_OK) {
     pending_.pop_back();
     return false;
   }
