@@ -77,12 +77,22 @@ std::string redacted_config_json(const config::Config& c) {
                                   {"tls", l.tls.has_value()},
                                   {"protocols", std::move(protocols)}});
   }
-  root["server"] = json::object{{"listen", std::move(listen)},
-                                {"threads", c.server.threads},
-                                {"pop", c.server.pop},
-                                {"max_header_bytes", c.server.max_header_bytes},
-                                {"max_body_bytes", c.server.max_body_bytes},
-                                {"max_connections", c.server.max_connections}};
+  json::array trusted;
+  for (const auto& t : c.server.client_ip.trusted_proxies) trusted.emplace_back(t.to_string());
+  const auto& to = c.server.timeouts;
+  root["server"] = json::object{
+      {"listen", std::move(listen)},
+      {"threads", c.server.threads},
+      {"pop", c.server.pop},
+      {"client_ip", json::object{{"header", c.server.client_ip.header},
+                                 {"trusted_proxies", std::move(trusted)},
+                                 {"ipv6_prefix", c.server.client_ip.ipv6_prefix}}},
+      {"timeouts", json::object{{"header_read", config::format_duration(to.header_read)},
+                                {"idle", config::format_duration(to.idle)},
+                                {"drain", config::format_duration(to.drain)}}},
+      {"max_header_bytes", c.server.max_header_bytes},
+      {"max_body_bytes", c.server.max_body_bytes},
+      {"max_connections", c.server.max_connections}};
   if (c.admin.listen) {
     json::object admin{{"listen", c.admin.listen->to_string()}};
     admin["top"] =
@@ -100,19 +110,41 @@ std::string redacted_config_json(const config::Config& c) {
                      {"protocol", u.protocol == config::UpstreamProtocol::h2 ? "h2" : "http1"},
                      {"max_idle_connections", u.max_idle_connections}});
   root["upstreams"] = std::move(upstreams);
-  root["store"] = json::object{{"backend", config::to_string(c.store.backend)},
-                               {"address", c.store.redis.address.to_string()},
-                               {"username", c.store.redis.username},
-                               {"password", secret(c.store.redis.password)},
-                               {"timeout", config::format_duration(c.store.redis.timeout)},
-                               {"key_prefix", c.store.key_prefix},
-                               {"key_secret", secret(c.store.key_secret)},
-                               {"instances", c.store.instances}};
-  if (c.jwt)
+  json::object store{{"backend", config::to_string(c.store.backend)},
+                     {"key_prefix", c.store.key_prefix},
+                     {"key_secret", secret(c.store.key_secret)},
+                     {"instances", c.store.instances}};
+  if (c.store.backend == config::StoreBackend::memory) {
+    store["max_keys"] = c.store.max_keys;
+  } else {  // (the memory backend has no server to show)
+    if (c.store.backend == config::StoreBackend::redis_cluster) {
+      json::array nodes;
+      for (const auto& n : c.store.redis.nodes) nodes.emplace_back(n.to_string());
+      store["nodes"] = std::move(nodes);
+    } else {
+      store["address"] = c.store.redis.address.to_string();
+    }
+    store["username"] = c.store.redis.username;
+    store["password"] = secret(c.store.redis.password);
+    store["timeout"] = config::format_duration(c.store.redis.timeout);
+  }
+  root["store"] = std::move(store);
+  if (c.jwt) {
+    json::array algorithms;
+    for (auto a : c.jwt->algorithms)
+      algorithms.emplace_back(a == config::JwtAlgorithm::hs256   ? "HS256"
+                              : a == config::JwtAlgorithm::rs256 ? "RS256"
+                                                                 : "ES256");
+    json::array keys;
+    for (const auto& k : c.jwt->public_keys) keys.emplace_back(k);  // file paths, not keys
     root["jwt"] = json::object{{"header", c.jwt->header},
+                               {"algorithms", std::move(algorithms)},
                                {"hs256_secret", secret(c.jwt->hs256_secret)},
+                               {"public_keys", std::move(keys)},
                                {"issuer", c.jwt->issuer},
-                               {"audience", c.jwt->audience}};
+                               {"audience", c.jwt->audience},
+                               {"leeway", config::format_duration(c.jwt->leeway)}};
+  }
   json::array routes;
   for (const auto& r : c.routes) {
     json::array limits;

@@ -63,12 +63,8 @@ void reload(const std::string& path, config::ConfigSource& source, spdlog::logge
     return;
   }
   for (const auto& w : r.warnings) log.warn("{}", w.to_string());
-  auto old = source.get();
-  if (old->server.listen.size() != r.config->server.listen.size())
-    log.warn("reload: listener changes take effect only after a restart");
-  if (old->store.backend != r.config->store.backend ||
-      old->store.redis.address.to_string() != r.config->store.redis.address.to_string())
-    log.warn("reload: store connection changes take effect only after a restart");
+  for (const auto& change : config::restart_only_changes(*source.get(), *r.config))
+    log.warn("reload: {}", change);
   app::apply_log_settings(log, r.config->log);
   source.publish(r.config);
   metrics.reloads_ok.fetch_add(1);

@@ -21,7 +21,7 @@ constexpr const char* kReplayUsage =
     "  (time, method, path, then route, verdict and limit per config). Progress on stderr.\n"
     "  --lease: the config's leased limits decided by N instances sharing one store (default\n"
     "  store.instances), compared with the same config decided exactly: what leases refuse\n"
-    "  early, against the bound (N - 1) x size. --spread: how requests reach the instances:\n"
+    "  early, against the published bound. --spread: how requests reach the instances:\n"
     "  client (by client address, the default), request (each in turn: the worst case), or\n"
     "  log (the i-th LOG is instance i).\n";
 

@@ -1,9 +1,12 @@
 #include "floodgate/config/loader.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "sections.hpp"
 
@@ -19,6 +22,31 @@ void check_lease(YamlReader& r, const YAML::Node& n, const std::string& path,
     l.lease->size = std::max<std::int64_t>(1, ceiling / (10 * std::int64_t(store.instances)));
   if (store.backend == StoreBackend::memory)
     r.warn(n, path, "has no effect on the memory backend (its decisions are already local)");
+  else if (l.cost.from_header.empty() && l.lease->size <= l.cost.fixed)
+    // An instance holds at most `size` units, its requests' own included: nothing is left
+    // for the hand, and every request asks the store.
+    r.warn(n, path,
+           "size " + std::to_string(l.lease->size) +
+               " leaves no unit in hand beside a request's "
+               "own (cost " +
+               std::to_string(l.cost.fixed) +
+               "): every request asks the store; give "
+               "it a size above the cost");
+}
+
+// Whether every request `later` matches is matched by `earlier` first (routes are tried in
+// order): the same host or any, the same methods or more, a path it covers.
+bool covers(const RouteMatch& earlier, const RouteMatch& later) {
+  if (!earlier.host.empty() && earlier.host != later.host) return false;
+  if (!earlier.methods.empty()) {
+    if (later.methods.empty()) return false;
+    for (const auto& m : later.methods)
+      if (std::find(earlier.methods.begin(), earlier.methods.end(), m) == earlier.methods.end())
+        return false;
+  }
+  if (!earlier.path.empty()) return later.path == earlier.path;
+  const auto& p = later.path.empty() ? later.path_prefix : later.path;
+  return std::string_view(p).starts_with(earlier.path_prefix);
 }
 
 // Checks that need more than one section: references between them and the JWT claims the
@@ -28,6 +56,16 @@ void cross_check(YamlReader& r, const YAML::Node& root, Config& c) {
     auto& rt = c.routes[i];
     const YAML::Node node = root["routes"][i];
     std::string path = "routes[" + std::to_string(i) + "]";
+    for (std::size_t j = 0; j < i; ++j)
+      if (covers(c.routes[j].match, rt.match)) {
+        r.warn(node, path,
+               "can never match: routes[" + std::to_string(j) + "] (\"" + c.routes[j].name +
+                   "\") comes first and matches every request it would");
+        break;
+      }
+    if (c.store.backend == StoreBackend::memory && rt.on_store_error == OnStoreError::fail_closed)
+      r.warn(node["on_store_error"], path + ".on_store_error",
+             "fail_closed has no effect on the memory backend: the embedded store cannot fail");
     bool found = false;
     std::vector<std::string_view> names;
     for (std::size_t u = 0; u < c.upstreams.size(); ++u) {
@@ -76,7 +114,10 @@ void read_root(YamlReader& r, const YAML::Node& root, Config& c) {
   resolve_replay_fields(r, root, c);
   bool limits = std::any_of(c.routes.begin(), c.routes.end(),
                             [](const Route& rt) { return !rt.limits.empty(); });
-  if (limits && c.store.key_secret.empty())
+  // (Not when the value failed, an unset variable say: that has its own error.)
+  const YAML::Node secret =
+      top.has("store") && root["store"].IsMap() ? root["store"]["key_secret"] : YAML::Node();
+  if (limits && c.store.key_secret.empty() && !r.has_error_at(secret))
     r.warn(top.has("store") ? root["store"] : root, "store.key_secret",
            "not set: client identifiers are hashed with a built-in key; set it (the same on "
            "every instance) so that store keys cannot be linked to clients");
@@ -118,6 +159,12 @@ LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
     // yaml-cpp throws on shapes our readers did not anticipate (a map used as a key, ...).
     reader.error_at(e.mark, "unexpected structure: " + e.msg);
   }
+  // In file order: a section read later may report an earlier line.
+  auto by_place = [](const Diagnostic& a, const Diagnostic& b) {
+    return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+  };
+  std::stable_sort(result.errors.begin(), result.errors.end(), by_place);
+  std::stable_sort(result.warnings.begin(), result.warnings.end(), by_place);
   if (result.errors.empty()) result.config = std::move(config);
   return result;
 }
@@ -125,8 +172,10 @@ LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
 LoadResult load_config_file(const std::string& path, const EnvLookup& env) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
+    const int err = errno;  // what the open failed with (ifstream leaves it set)
     LoadResult r;
-    r.errors.push_back({path, 0, 0, "cannot read the file"});
+    r.errors.push_back(
+        {path, 0, 0, std::string("cannot read the file: ") + std::strerror(err ? err : ENOENT)});
     return r;
   }
   std::ostringstream text;

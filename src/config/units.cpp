@@ -46,7 +46,7 @@ NumberAndUnit split(std::string_view text) {
 Parsed<Duration> parse_duration(std::string_view text) {
   auto nu = split(text);
   const std::string expected =
-      "expected a duration with a unit (ms, s, m, h), e.g. \"45ms\" or \"10s\"";
+      "expected a duration with a unit (ms, s, m, h, d), e.g. \"45ms\" or \"10s\"";
   if (!nu.ok) return expected + ", got \"" + std::string(text) + "\"";
   double ms_per_unit = 0;
   if (nu.unit == "ms")
@@ -94,9 +94,11 @@ Parsed<Rate> parse_rate(std::string_view text) {
   const std::string expected = "expected a rate such as \"10/s\", \"100/m\" or \"0.5/h\"";
   auto slash = text.find('/');
   if (slash == std::string_view::npos) return expected + ", got \"" + std::string(text) + "\"";
+  // Spaces around the slash are allowed, as between a number and its unit ("10 s").
   auto nu = split(text.substr(0, slash));
   if (!nu.ok || !nu.unit.empty()) return expected + ", got \"" + std::string(text) + "\"";
   auto per = text.substr(slash + 1);
+  while (!per.empty() && per.front() == ' ') per.remove_prefix(1);
   double seconds = 0;
   if (per == "s")
     seconds = 1;

@@ -1,4 +1,6 @@
 #pragma once
+
+#include <algorithm>
 // Typed reading of YAML nodes that records a Diagnostic (with line and column) instead of
 // throwing, so that one pass over a file reports every problem in it.
 
@@ -27,6 +29,14 @@ class YamlReader {
   void error_at(const YAML::Mark& mark, const std::string& message);
   void warn(const YAML::Node& at, const std::string& path, const std::string& message);
   std::size_t error_count() const { return errors_.size(); }
+  // Whether an error was reported at `n` (its line and column).
+  bool has_error_at(const YAML::Node& n) const {
+    if (!n.IsDefined()) return false;
+    const auto m = n.Mark();
+    return std::any_of(errors_.begin(), errors_.end(), [&](const Diagnostic& d) {
+      return d.line == m.line + 1 && d.column == m.column + 1;
+    });
+  }
   // A file named in the config: relative paths are relative to the config file's directory,
   // so a config and the files beside it work from any working directory.
   std::string resolve_path(const std::string& path) const;

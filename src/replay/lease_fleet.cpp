@@ -11,15 +11,16 @@ constexpr limit::Micros kSweepEvery = 50'000;
 
 }  // namespace
 
-LeaseFleet::LeaseFleet(store::MemoryState& state, const limit::Clock& clock,
-                       std::size_t instances) {
+LeaseFleet::LeaseFleet(store::MemoryState& state, limit::FakeClock& clock, std::size_t instances)
+    : clock_(clock) {
   for (std::size_t i = 0; i < std::max<std::size_t>(1, instances); ++i) {
     auto in = std::make_unique<Instance>();
     // The wait for units on their way never happens here (every grant has landed before the
-    // next request); a second is the proxy's order of magnitude.
+    // next request); a second is the proxy's order of magnitude. No sweep on a real timer:
+    // advance() sweeps in the log's time, so a replay does not depend on the machine's speed.
     in->store = store::make_leased_store(
         ioc_, std::make_unique<store::MemoryStore>(state, ioc_.get_executor()), in->book, clock,
-        std::chrono::seconds(1));
+        std::chrono::seconds(1), std::chrono::milliseconds(0));
     instances_.push_back(std::move(in));
   }
 }
@@ -61,14 +62,26 @@ void LeaseFleet::adjust(std::size_t k, const store::Item& item, std::int64_t del
 }
 
 void LeaseFleet::advance(limit::Micros now) {
-  if (now < next_sweep_) return;
-  next_sweep_ = now + kSweepEvery;
-  for (auto& in : instances_) {
-    store::LeaseBook::GiveBacks back;
-    in->book.sweep(now, back);
-    for (const auto& g : back) in->store->adjust(g.item, -g.units);
+  // The sweeps due before `now`, each at its time, while any book keeps a lease (a book
+  // forgets a lease idle for its ttl, so a quiet gap costs a few dozen sweeps at most).
+  bool kept = true;
+  while (next_sweep_ <= now && kept) {
+    clock_.set(next_sweep_);
+    kept = false;
+    for (auto& in : instances_) {
+      store::LeaseBook::GiveBacks back;
+      kept |= in->book.sweep(next_sweep_, back);
+      for (const auto& g : back) in->store->adjust(g.item, -g.units);
+    }
+    run_until([] { return true; });
+    next_sweep_ += kSweepEvery;
   }
-  run_until([] { return true; });
+  if (next_sweep_ <= now) next_sweep_ = now + kSweepEvery;  // nothing kept: none due
+  clock_.set(now);
+}
+
+std::int64_t LeaseFleet::in_hand(std::size_t k, const std::string& key, limit::Micros now) const {
+  return instances_[k % instances_.size()]->book.in_hand(key, now);
 }
 
 }  // namespace floodgate::replay

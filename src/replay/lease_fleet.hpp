@@ -18,7 +18,8 @@ namespace floodgate::replay {
 
 class LeaseFleet {
  public:
-  LeaseFleet(store::MemoryState& state, const limit::Clock& clock, std::size_t instances);
+  // `clock`: the replay's virtual clock, which advance() moves through the sweeps it owes.
+  LeaseFleet(store::MemoryState& state, limit::FakeClock& clock, std::size_t instances);
   ~LeaseFleet();
 
   std::size_t size() const { return instances_.size(); }
@@ -28,8 +29,11 @@ class LeaseFleet {
   // A settlement through instance `k` (on a leased key the store sees what leases hold).
   void adjust(std::size_t k, const store::Item& item, std::int64_t delta);
   // Units past their ttl go back to the store, as a worker's sweep does every 50 ms: call
-  // before each decision with the virtual time.
+  // before each decision with its time. Across a quiet gap the sweeps it owes run at their
+  // own times (until the books are empty), so units come back when the proxy's would.
   void advance(limit::Micros now);
+  // Units instance `k` has in hand for `key` (a refusing instance's own, short of the cost).
+  std::int64_t in_hand(std::size_t k, const std::string& key, limit::Micros now) const;
 
  private:
   struct Instance {
@@ -40,6 +44,9 @@ class LeaseFleet {
   template <class Done>
   void run_until(Done done);
 
+  void sweep(limit::Micros at);
+
+  limit::FakeClock& clock_;
   boost::asio::io_context ioc_;
   std::vector<std::unique_ptr<Instance>> instances_;
   limit::Micros next_sweep_ = 0;

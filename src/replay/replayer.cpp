@@ -132,7 +132,7 @@ std::size_t Replayer::instance_of(const LogRecord& r) {
 }
 
 void Replayer::check_leases(const limit::Plan& plan, std::vector<LimitReport>& limits,
-                            const config::Route& route) {
+                            const config::Route& route, std::size_t instance) {
   for (std::size_t i = 0; i < plan.items.size(); ++i) {
     if (plan.items[i].leased.size == 0) continue;
     auto& lease = *limits[static_cast<std::size_t>(plan.limits[i] - route.limits.data())].lease;
@@ -142,12 +142,17 @@ void Replayer::check_leases(const limit::Plan& plan, std::vector<LimitReport>& l
     const auto& d = outcome_.decisions[i];
     if (outcome_.admitted && d.admitted) {
       // Charged: the exact limit, given every request the leases admitted, admits it too.
-      if (!check_->acquire(std::span(&plain, 1)).admitted) ++lease.over_admitted;
+      if (!check_->acquire(std::span(&plain, 1)).admitted) {
+        ++lease.over_admitted;
+        check_->adjust(plain, plain.cost);  // charged all the same: the check keeps up
+      }
     } else if (!d.admitted) {
-      // Refused by the lease: what the exact limit still had free is the early refusal.
+      // Refused by the lease: what the exact limit still had free, beyond the units the
+      // refusing instance holds itself (fewer than the cost), is the early refusal.
       ++lease.refused;
       plain.cost = 0;
-      const auto free = check_->acquire(std::span(&plain, 1)).decisions[0].remaining;
+      const auto free = check_->acquire(std::span(&plain, 1)).decisions[0].remaining -
+                        fleet_->in_hand(instance, plain.key, clock_.now());
       lease.most_free_at_refusal = std::max(lease.most_free_at_refusal, free);
     }
   }
@@ -230,7 +235,7 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
       if (plan.items[i].leased.size > 0)
         plan.items[i].leased.counters = limits[limit_index(plan.limits[i])].lease->counters.get();
     fleet_->acquire(instance, plan.items, outcome_);
-    check_leases(plan, limits, *route);
+    check_leases(plan, limits, *route, instance);
   } else {
     state_.acquire(plan.items, outcome_);
   }
@@ -247,6 +252,7 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     if (!dec.admitted) ++(plan.items[i].enforce ? caller.refused : caller.shadow_refused);
     if (!plan.items[i].enforce && !dec.admitted) {
       ++lr.shadow_refused;
+      lr.shadow_refused_keys.add(caller_text(*plan.limits[i], facts));
       shadow_refused = true;
     }
     if (dec.admitted && outcome.admitted && dec.limit > 0) {

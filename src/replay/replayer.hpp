@@ -60,7 +60,8 @@ struct LimitReport {
   std::uint64_t shadow_refused = 0;  // shadow mode: would have refused
   std::vector<std::uint32_t> refused_by_minute;
   TopCounter refused_keys{512};
-  TopPeaks closest;  // peak share of the quota in use, among admitted requests
+  TopCounter shadow_refused_keys{512};  // shadow mode: callers it would have refused
+  TopPeaks closest;                     // peak share of the quota in use, among admitted requests
   // The heaviest callers by requests, with their refusals: the view /top gives live.
   limit::HeavyHitters callers;
   std::optional<LeaseReport> lease;  // --lease, a leased limit
@@ -117,7 +118,7 @@ class Replayer {
   std::size_t instance_of(const LogRecord& r);
   // --lease: a decided request's leased items held against the exact limit (check_).
   void check_leases(const limit::Plan& plan, std::vector<LimitReport>& limits,
-                    const config::Route& route);
+                    const config::Route& route, std::size_t instance);
 
   config::ConfigPtr config_;
   limit::FakeClock clock_;  // the virtual clock: set to each request's time before deciding

@@ -37,6 +37,10 @@ std::string name_of(const LimitReport& l) {
   return out;
 }
 
+bool ever_refused(const LimitReport& l, const std::string& caller) {
+  return l.refused_keys.count_of(caller) > 0 || l.shadow_refused_keys.count_of(caller) > 0;
+}
+
 Concentration concentration(const Difference& d) {
   Concentration c;
   const std::uint64_t total = d.newly_refused + d.newly_admitted;
@@ -71,9 +75,11 @@ std::vector<std::string> lease_lines(const LimitReport& leased, const LimitRepor
   const auto& l = *leased.lease;
   const auto& c = *l.counters;
   std::vector<std::string> out;
+  // Both counted alike: the requests this limit refused (shadow: would have).
+  auto refused = [](const LimitReport& r) { return r.shadow ? r.shadow_refused : r.refused; };
   std::string first = name_of(leased) + " (lease " + std::to_string(l.size) + "): refused " +
-                      thousands(l.refused) + " of " + thousands(leased.seen) + ", exact " +
-                      thousands(exact.shadow ? exact.shadow_refused : exact.refused) +
+                      thousands(refused(leased)) + " of " + thousands(leased.seen) + ", exact " +
+                      thousands(refused(exact)) +
                       "; at a lease's refusal the exact limit had at most " +
                       thousands(static_cast<std::uint64_t>(l.most_free_at_refusal)) +
                       " units free, bound " + thousands(static_cast<std::uint64_t>(l.bound)) +

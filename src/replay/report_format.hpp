@@ -20,6 +20,10 @@ constexpr limit::Micros kMinute = 60 * limit::kMicrosPerSecond;
 // "route/limit"
 std::string name_of(const LimitReport& l);
 
+// Whether the limit refused `caller`, or (shadow) would have: not one that came "closest
+// without being refused".
+bool ever_refused(const LimitReport& l, const std::string& caller);
+
 // The fewest callers that make up 90% of the difference (at most 10).
 struct Concentration {
   std::size_t callers = 0;

@@ -133,8 +133,9 @@ void html_config(const Replayer& rp, std::size_t top, std::ostream& out) {
   for (const auto& route : r.limits)
     for (const auto& l : route)
       for (const auto& [key, used] : l.closest.top())
-        out << "<tr><td>" << html_escaped(name_of(l)) << "</td><td>" << html_escaped(key)
-            << "</td><td>" << static_cast<int>(std::lround(used * 100)) << "%</td></tr>\n";
+        if (!ever_refused(l, key))
+          out << "<tr><td>" << html_escaped(name_of(l)) << "</td><td>" << html_escaped(key)
+              << "</td><td>" << static_cast<int>(std::lround(used * 100)) << "%</td></tr>\n";
   out << "</table>\n";
   for (const auto& m : r.missing_inputs)
     out << "<p><b>warning:</b> " << html_escaped(m) << "</p>\n";

@@ -121,7 +121,7 @@ void text_config(const Summary& s, const Replayer& rp, std::size_t top, std::ost
     for (const auto& l : route) {
       std::size_t shown = 0;
       for (const auto& [key, used] : l.closest.top()) {
-        if (l.refused_keys.count_of(key) > 0) continue;  // refused: listed above
+        if (ever_refused(l, key)) continue;  // refused (or would be, shadow): listed above
         if (shown++ == nearest) break;
         if (!header) out << "  closest to their limit without being refused:\n";
         header = true;

@@ -112,6 +112,59 @@ TEST(ReplayLease, LeasesNeverOverAdmitAndRefuseEarlyWithinThePublishedBound) {
   }
 }
 
+// Requests costing 1 to 5 units, and a second, exact limit on the same route that refuses
+// some of them after the lease admitted: their units go back into the instance's hand (in a
+// window's last second too), and the bound still holds beyond what the refusing instance has.
+TEST(ReplayLease, CostsAndRefusalsByAnotherLimitKeepTheBound) {
+  rs::ScratchDir dir;
+  const std::string config =
+      "server:\n  listen: [127.0.0.1:0]\n"
+      "upstreams:\n  origin: { url: \"http://127.0.0.1:9\" }\n"
+      "store: { key_secret: replay-test-secret, instances: 3 }\n"
+      "routes:\n";
+  std::string routes;
+  for (const char* algorithm : {"algorithm: fixed_window, limit: 100, window: 2s",
+                                "algorithm: token_bucket, capacity: 100, refill_rate: 50/s"}) {
+    const std::string name =
+        std::string(algorithm).find("fixed") != std::string::npos ? "fixed" : "bucket";
+    routes += "  - name: " + name + "\n    match: { path_prefix: /" + name +
+              "/ }\n    upstream: origin\n    limits:\n"
+              "      - { name: tenant, " +
+              algorithm +
+              ", key: [header:x-tenant],\n"
+              "          cost: { from: header:x-cost, max: 5 }, lease: { size: 10, ttl: 2s } }\n"
+              "      - { name: tight, algorithm: token_bucket, capacity: 20, refill_rate: 30/s,\n"
+              "          key: [header:x-tenant] }\n";
+  }
+  std::mt19937_64 rng(7);
+  std::string log;
+  double t = 0;
+  std::exponential_distribution<double> gap(70.0);
+  while (t < 60.0) {
+    t += gap(rng);
+    std::string fields = tenant_fields("10.0.0." + std::to_string(1 + rng() % 40));
+    fields += ",\"header:x-cost\":\"" + std::to_string(1 + rng() % 5) + "\"";
+    for (const char* r : {"/fixed/", "/bucket/"})
+      log += rs::access_line(at(0, 0) + static_cast<long long>(t * 1e6), std::string(r) + "x",
+                             fields) +
+             "\n";
+  }
+  auto run = rs::replay({"--config", dir.write("cost.yaml", config + routes), "--lease", "--spread",
+                         "request", "--json", dir.write("access.log", log)},
+                        dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto report = rs::parse_report(run.out);
+  for (const char* route : {"fixed", "bucket"}) {
+    const auto l = leased(report, route);
+    EXPECT_EQ(l.over, 0) << route;
+    EXPECT_LE(l.most_free, l.bound) << route;
+    EXPECT_GT(l.refused, 500) << route;
+    EXPECT_GT(rs::number(rs::limit_entry(report, route, "tight").at("refused")), 20) << route;
+    std::printf("[ lease ] %s with costs 1-5: most free at a refusal %lld, bound %lld\n", route,
+                static_cast<long long>(l.most_free), static_cast<long long>(l.bound));
+  }
+}
+
 TEST(ReplayLease, TheTextReportSaysWhatLeasesRefusedAgainstTheBound) {
   rs::ScratchDir dir;
   const auto config = dir.write("leased.yaml", kLeasedConfig);

@@ -613,6 +613,53 @@ TEST(ReplayReport, ShadowLimitsAndMissingInputs) {
     }
 }
 
+// A caller a shadow limit would have refused is not one that came "closest to its limit
+// without being refused"; one that stayed under it is.
+TEST(ReplayReport, ShadowRefusedCallersAreNotAmongTheClosest) {
+  rs::ScratchDir dir;
+  const auto config = dir.write(
+      "c.yaml", std::string(kServer) + "routes:\n" +
+                    route("web", "/",
+                          "{ name: trial, algorithm: fixed_window, limit: 3, window: 1m, key: "
+                          "[ip], mode: shadow }"));
+  std::string log;
+  for (int i = 0; i < 5; ++i)  // three admitted (the third at 100%), then two would be refused
+    log += rs::access_line(at(10, i), "/w", rs::ip_field("10.6.0.1")) + "\n";
+  for (int i = 0; i < 2; ++i)  // two of three: 67%, never refused
+    log += rs::access_line(at(10, 10 + i), "/w", rs::ip_field("10.6.0.2")) + "\n";
+  auto r = rs::replay({"--config", config, dir.write("a.log", log)}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto closest = r.out.substr(r.out.find("closest to their limit"));
+  EXPECT_NE(closest.find("ip=10.6.0.2"), std::string::npos) << r.out;
+  EXPECT_EQ(closest.find("ip=10.6.0.1"), std::string::npos) << r.out;
+}
+
+TEST(ReplayInputs, UnsetVariablesTheReplayDoesNotNeedAreNotErrors) {
+  rs::ScratchDir dir;
+  // The key secret and the origin come from the environment in production; offline neither
+  // is used. A limit's own value from an unset variable still is an error.
+  const std::string text =
+      "server:\n  listen: [127.0.0.1:0]\n"
+      "upstreams:\n  origin: { url: \"${FLOODGATE_TEST_UNSET_ORIGIN}\" }\n"
+      "store: { key_secret: \"${FLOODGATE_TEST_UNSET_SECRET}\" }\n"
+      "routes:\n" +
+      route("web", "/",
+            "{ name: per-ip, algorithm: fixed_window, limit: 1, window: 1m, key: [ip] }");
+  const auto log =
+      dir.write("a.log", rs::access_line(at(10, 0), "/w", rs::ip_field("10.7.0.1")) + "\n" +
+                             rs::access_line(at(10, 1), "/w", rs::ip_field("10.7.0.1")) + "\n");
+  auto r = rs::replay({"--config", dir.write("c.yaml", text), "--json", log}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("FLOODGATE_TEST_UNSET_SECRET is not set;"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("FLOODGATE_TEST_UNSET_ORIGIN is not set;"), std::string::npos) << r.err;
+  EXPECT_EQ(rs::number(rs::parse_report(r.out).at("candidate").at("refused")), 1);
+  std::string needed = text;
+  needed.replace(needed.find("limit: 1,"), 9, "limit: \"${FLOODGATE_TEST_UNSET_LIMIT}\",");
+  auto bad = rs::replay({"--config", dir.write("d.yaml", needed), log}, dir);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("FLOODGATE_TEST_UNSET_LIMIT is not set"), std::string::npos) << bad.err;
+}
+
 TEST(ReplayReport, TopLimitsTheCallersListed) {
   rs::ScratchDir dir;
   const auto config = dir.write("known.yaml", kKnownConfig);

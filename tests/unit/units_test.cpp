@@ -48,6 +48,8 @@ TEST(ParseDuration, RejectsAmbiguousOrMalformedText) {
     EXPECT_FALSE(ok(p)) << "\"" << text << "\" was accepted";
   }
   EXPECT_NE(error_of(parse_duration("60")).find("with a unit"), std::string::npos);
+  // The units listed are the units accepted.
+  EXPECT_NE(error_of(parse_duration("60")).find("(ms, s, m, h, d)"), std::string::npos);
   EXPECT_NE(error_of(parse_duration("60")).find("\"60\""), std::string::npos);
 }
 
@@ -112,8 +114,16 @@ TEST(ParseRate, ConvertsToPerSecond) {
     const char* text;
     double want;
   } cases[] = {
-      {"10/s", 10.0}, {"100/m", 100.0 / 60}, {"0.5/h", 0.5 / 3600},
-      {"0.5/s", 0.5}, {"3600/h", 1.0},       {"2000/s", 2000.0},
+      {"10/s", 10.0},
+      {"100/m", 100.0 / 60},
+      {"0.5/h", 0.5 / 3600},
+      {"0.5/s", 0.5},
+      {"3600/h", 1.0},
+      {"2000/s", 2000.0},
+      // Spaces around the slash, as between a duration's number and unit ("10 s").
+      {"5 / s", 5.0},
+      {"5/ s", 5.0},
+      {"5 /m", 5.0 / 60},
   };
   for (const auto& c : cases) {
     auto p = parse_rate(c.text);

@@ -39,6 +39,10 @@ LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
 // tiers, lease terms): equal lines, the same units.
 std::string lease_definition(const StoreSettings& store, const Route& route, const Limit& limit);
 
+// What a reload from `before` to `after` changes that only a restart applies (listeners,
+// threads, the admin listener, the store's server), one line each for the log.
+std::vector<std::string> restart_only_changes(const Config& before, const Config& after);
+
 // The one-screen summary printed by --check-config.
 std::string summarize(const Config& config);
 // A leased limit's early-refusal bound spelled out: "(3 - 1) x 50 + 3 x 50".

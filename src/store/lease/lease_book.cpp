@@ -235,10 +235,15 @@ void LeaseBook::put_back(const Item& item, std::int64_t units, limit::Micros now
   std::lock_guard lock(shard.mutex);
   Lease* l = current(shard, item);
   if (is_window(item.params)) {
-    // Units of a window are worth something only in it.
-    if (!l || now + kWindowReturnMargin >= l->window_end) return;
-    if (closed_) return back.push_back(returned(item, units, 0, false));
-    l->units += units;
+    // Units of a window are worth something only in it: back into the hand while it lasts (a
+    // request refused by another limit in its last second included: dropped, they would be
+    // counted by the store and spent by nobody), to the store only when worth returning.
+    if (!l || now >= l->window_end) return;
+    if (!closed_) {
+      l->units += units;
+    } else if (worth_returning(*l, now)) {
+      back.push_back(returned(item, units, 0, false));
+    }
     return;
   }
   if (l && !closed_ && now < l->expires) {

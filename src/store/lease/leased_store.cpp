@@ -17,9 +17,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-// How often a worker looks for units whose ttl passed, while any lease is kept.
-constexpr auto kSweepEvery = std::chrono::milliseconds(50);
-
 // Asks the store for `need` units for a request (0: none, a background top-up asks for at
 // least one) and up to `spare` more for the hand, reporting `settled` spent units.
 Item grant_request(const Item& item, const std::string& holder, std::int64_t need,
@@ -49,12 +46,14 @@ limit::Decision undecided(const Item& item) {
 class LeasedStore final : public LimitStore {
  public:
   LeasedStore(asio::io_context& ioc, std::unique_ptr<LimitStore> inner, LeaseBook& book,
-              const limit::Clock& clock, std::chrono::milliseconds max_wait)
+              const limit::Clock& clock, std::chrono::milliseconds max_wait,
+              std::chrono::milliseconds sweep_every)
       : ioc_(ioc),
         inner_(std::move(inner)),
         book_(book),
         clock_(clock),
         max_wait_(max_wait),
+        sweep_every_(sweep_every),
         sweep_timer_(ioc),
         alive_(std::make_shared<LeasedStore*>(this)) {}
 
@@ -280,15 +279,15 @@ class LeasedStore final : public LimitStore {
     back.clear();
   }
 
-  // While the book keeps leases, this worker sweeps it every kSweepEvery (every worker that
+  // While the book keeps leases, this worker sweeps it every sweep_every_ (every worker that
   // took from it does; each lease is returned once, under its shard's lock).
   void keep_sweeping() {
-    if (sweeping_) return;
+    if (sweeping_ || sweep_every_.count() == 0) return;
     sweeping_ = true;
     arm_sweep();
   }
   void arm_sweep() {
-    sweep_timer_.expires_after(kSweepEvery);
+    sweep_timer_.expires_after(sweep_every_);
     std::weak_ptr<LeasedStore*> alive = alive_;
     sweep_timer_.async_wait([alive](boost::system::error_code ec) {
       auto self = alive.lock();
@@ -309,6 +308,7 @@ class LeasedStore final : public LimitStore {
   LeaseBook& book_;
   const limit::Clock& clock_;
   std::chrono::milliseconds max_wait_;
+  std::chrono::milliseconds sweep_every_;  // while any lease is kept; zero: the caller sweeps
   asio::steady_timer sweep_timer_;
   bool sweeping_ = false;
   std::shared_ptr<LeasedStore*> alive_;  // handlers hold it weakly: is this store still there
@@ -319,8 +319,9 @@ class LeasedStore final : public LimitStore {
 std::unique_ptr<LimitStore> make_leased_store(asio::io_context& ioc,
                                               std::unique_ptr<LimitStore> inner, LeaseBook& book,
                                               const limit::Clock& clock,
-                                              std::chrono::milliseconds max_wait) {
-  return std::make_unique<LeasedStore>(ioc, std::move(inner), book, clock, max_wait);
+                                              std::chrono::milliseconds max_wait,
+                                              std::chrono::milliseconds sweep_every) {
+  return std::make_unique<LeasedStore>(ioc, std::move(inner), book, clock, max_wait, sweep_every);
 }
 
 }  // namespace floodgate::store

@@ -94,6 +94,10 @@ MemoryState::Held MemoryState::leases_of(Shard& shard, const Digest& key, const 
   Held h;
   auto it = shard.holds.find(key);
   if (it == shard.holds.end()) return h;
+  if (it->second.forget_at <= now) {  // Redis has let the record expire by now
+    shard.holds.erase(it);
+    return h;
+  }
   const auto state = current(shard, key, now);
   const auto* since = limit::updated_at(state);
   std::int64_t held = 0;  // since the state was written: holders that expired meanwhile too

@@ -1,0 +1,59 @@
+// What a SIGHUP cannot apply: the sockets and threads a running instance already has.
+#include <string>
+#include <vector>
+
+#include "floodgate/config/loader.hpp"
+
+namespace floodgate::config {
+
+namespace {
+
+std::string listeners_text(const std::vector<Listener>& listeners) {
+  std::string out;
+  for (const auto& l : listeners) {
+    if (!out.empty()) out += ", ";
+    out += l.address.to_string();
+    out += l.tls ? " (tls " : " (";
+    for (std::size_t i = 0; i < l.protocols.size(); ++i) {
+      if (i) out += ' ';
+      out += to_string(l.protocols[i]);
+    }
+    out += ')';
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::string store_text(const StoreSettings& s) {
+  std::string out = to_string(s.backend);
+  if (s.backend == StoreBackend::redis) out += " " + s.redis.address.to_string();
+  if (s.backend == StoreBackend::redis_cluster)
+    for (const auto& n : s.redis.nodes) out += " " + n.to_string();
+  if (s.backend != StoreBackend::memory && !s.redis.username.empty())
+    out += " as " + s.redis.username;
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> restart_only_changes(const Config& before, const Config& after) {
+  std::vector<std::string> out;
+  auto note = [&](const std::string& what, const std::string& was, const std::string& now) {
+    if (was != now)
+      out.push_back(what + ": " + now + " (was " + was + ") takes effect only after a restart; " +
+                    "still " + was);
+  };
+  note("server.listen", listeners_text(before.server.listen), listeners_text(after.server.listen));
+  note("server.threads", before.server.threads ? std::to_string(before.server.threads) : "auto",
+       after.server.threads ? std::to_string(after.server.threads) : "auto");
+  note("admin.listen", before.admin.listen ? before.admin.listen->to_string() : "off",
+       after.admin.listen ? after.admin.listen->to_string() : "off");
+  note("store", store_text(before.store), store_text(after.store));
+  if (before.store.redis.password != after.store.redis.password &&
+      after.store.backend != StoreBackend::memory)
+    out.push_back(
+        "store.redis.password: the new one takes effect only after a restart (connections "
+        "already authenticated keep working)");
+  return out;
+}
+
+}  // namespace floodgate::config
