@@ -165,6 +165,7 @@ LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
   };
   std::stable_sort(result.errors.begin(), result.errors.end(), by_place);
   std::stable_sort(result.warnings.begin(), result.warnings.end(), by_place);
+  result.unset = reader.unset();
   if (result.errors.empty()) result.config = std::move(config);
   return result;
 }

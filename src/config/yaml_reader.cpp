@@ -141,6 +141,7 @@ std::optional<std::string> YamlReader::expand_env(const YAML::Node& n, const std
       out += *fallback;
     } else {
       error(n, path, "environment variable " + inner + " is not set");
+      unset_.push_back({inner, path});
       ok = false;
     }
     i = end + 1;

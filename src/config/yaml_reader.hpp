@@ -29,6 +29,8 @@ class YamlReader {
   void error_at(const YAML::Mark& mark, const std::string& message);
   void warn(const YAML::Node& at, const std::string& path, const std::string& message);
   std::size_t error_count() const { return errors_.size(); }
+  // The ${NAME}s that had no value, each an error too.
+  const std::vector<UnsetVariable>& unset() const { return unset_; }
   // Whether an error was reported at `n` (its line and column).
   bool has_error_at(const YAML::Node& n) const {
     if (!n.IsDefined()) return false;
@@ -103,6 +105,7 @@ class YamlReader {
   std::string file_;
   const EnvLookup& env_;
   std::vector<Diagnostic>& errors_;
+  std::vector<UnsetVariable> unset_;
   std::vector<Diagnostic>& warnings_;
 };
 

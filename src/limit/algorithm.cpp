@@ -60,9 +60,13 @@ double gcra_debt(const Params& p, const State& s, Micros now) {
   return std::max(0.0, g->debt - elapsed * p.per_second / kMicrosPerSecond);
 }
 
+// The debt at `now`, never below what leases hold (that does not decay).
+double held_debt(const Params& p, const State& s, Micros now, std::int64_t held) {
+  return std::max(gcra_debt(p, s, now), static_cast<double>(held));
+}
+
 Evaluation gcra(const Params& p, const State& s, Micros now, std::int64_t cost, std::int64_t held) {
-  // What is held does not decay.
-  const double debt = std::max(gcra_debt(p, s, now), static_cast<double>(held));
+  const double debt = held_debt(p, s, now, held);
   const double next = debt + static_cast<double>(cost);
   Evaluation e;
   e.decision.limit = p.capacity;
@@ -295,8 +299,7 @@ State hold(const Params& p, const State& s, Micros now, std::int64_t held) {
       return refill(p, s, now, held);
     case Algorithm::gcra: {
       const auto* g = std::get_if<GcraState>(&s);
-      const double debt = std::max(gcra_debt(p, s, now), static_cast<double>(held));
-      return GcraState{debt, g ? std::max(now, g->updated) : now};
+      return GcraState{held_debt(p, s, now, held), g ? std::max(now, g->updated) : now};
     }
     default:
       return s;

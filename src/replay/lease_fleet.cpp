@@ -6,8 +6,9 @@ namespace floodgate::replay {
 
 namespace {
 
-// As often as a worker sweeps its book (leased_store.cpp), in the log's time.
-constexpr limit::Micros kSweepEvery = 50'000;
+// As often as a worker sweeps its book, in the log's time.
+constexpr limit::Micros kSweepEvery =
+    std::chrono::duration_cast<std::chrono::microseconds>(store::kLeaseSweepEvery).count();
 
 }  // namespace
 

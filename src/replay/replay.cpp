@@ -34,46 +34,34 @@ bool unused_offline(std::string_view path) {
   return false;
 }
 
-// The environment variables errors say are unset where a replay does not need them
-// ("store.key_secret: environment variable X is not set"), each with a stand-in of the shape
-// its setting takes; empty when an error elsewhere remains. (Other errors at those settings
-// follow from the empty value, and come back on the second load if they do not.)
-std::vector<std::pair<std::string, std::string>> unset_but_unused(
-    const std::vector<config::Diagnostic>& errors) {
-  constexpr std::string_view kUnset = ": environment variable ";
-  std::vector<std::pair<std::string, std::string>> names;
-  for (const auto& e : errors) {
-    const auto colon = e.message.find(": ");
-    const std::string_view path = std::string_view(e.message).substr(0, colon);
-    if (colon == std::string::npos || !unused_offline(path)) return {};
-    const auto at = e.message.find(kUnset);
-    const auto tail = e.message.rfind(" is not set");
-    if (at == std::string::npos || tail == std::string::npos || tail <= at + kUnset.size())
-      continue;
-    const auto name = e.message.substr(at + kUnset.size(), tail - at - kUnset.size());
-    std::string stand_in = "unset-in-replay-" + name;
-    if (path.ends_with(".url")) stand_in = "http://unset-in-replay.invalid";
-    if (path.starts_with("store.redis") || path.ends_with("listen")) stand_in = "127.0.0.1:1";
-    names.emplace_back(name, std::move(stand_in));
-  }
-  return names;
+// A value of the shape the setting at `path` takes, for a variable a replay does not need.
+std::string stand_in(const config::UnsetVariable& v) {
+  if (v.path.ends_with(".url")) return "http://unset-in-replay.invalid";
+  if (v.path.starts_with("store.redis") || v.path.ends_with("listen")) return "127.0.0.1:1";
+  return "unset-in-replay-" + v.name;
 }
 
 config::ConfigPtr load(const std::string& file, std::ostream& err) {
   auto r = config::load_config_file(file);
   if (!r.config) {
     // Unset variables the replay does not need are not its errors: a stand-in, and a note.
-    if (auto names = unset_but_unused(r.errors); !names.empty()) {
-      auto env = [names, real = config::process_env()](const std::string& name) {
-        for (const auto& [unset, stand_in] : names)
-          if (unset == name) return std::optional<std::string>(stand_in);
+    // Loaded again with those; should errors remain, the first load's are the ones to show.
+    std::vector<config::UnsetVariable> unused;
+    for (const auto& v : r.unset)
+      if (unused_offline(v.path)) unused.push_back(v);
+    if (!unused.empty()) {
+      auto env = [&unused, real = config::process_env()](const std::string& name) {
+        for (const auto& v : unused)
+          if (v.name == name) return std::optional<std::string>(stand_in(v));
         return real(name);
       };
-      r = config::load_config_file(file, env);
-      if (r.config)
-        for (const auto& n : names)
-          err << "floodgate replay: " << n.first << " is not set; " << file
+      auto again = config::load_config_file(file, env);
+      if (again.config) {
+        for (const auto& v : unused)
+          err << "floodgate replay: " << v.name << " is not set; " << file
               << " uses it only where a replay does not look\n";
+        r = std::move(again);
+      }
     }
   }
   if (!r.config) {

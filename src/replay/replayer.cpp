@@ -67,6 +67,14 @@ config::IpAddress client_of(const LogRecord& r) {
   return config::parse_ip(text).value_or(config::IpAddress{});
 }
 
+// `item` as the exact limit decides it: no lease terms.
+store::Item exact_item(const store::Item& item) {
+  store::Item plain = item;
+  plain.leased = {};
+  plain.take_up_to = 0;
+  return plain;
+}
+
 }  // namespace
 
 const char* to_string(Spread s) {
@@ -136,9 +144,7 @@ void Replayer::check_leases(const limit::Plan& plan, std::vector<LimitReport>& l
   for (std::size_t i = 0; i < plan.items.size(); ++i) {
     if (plan.items[i].leased.size == 0) continue;
     auto& lease = *limits[static_cast<std::size_t>(plan.limits[i] - route.limits.data())].lease;
-    store::Item plain = plan.items[i];
-    plain.leased = {};
-    plain.take_up_to = 0;
+    auto plain = exact_item(plan.items[i]);
     const auto& d = outcome_.decisions[i];
     if (outcome_.admitted && d.admitted) {
       // Charged: the exact limit, given every request the leases admitted, admits it too.
@@ -296,9 +302,7 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
             continue;
           }
           fleet_->adjust(instance, plan.items[i], delta);
-          store::Item plain = plan.items[i];
-          plain.leased = {};
-          check_->adjust(plain, delta);
+          check_->adjust(exact_item(plan.items[i]), delta);
         }
       });
   return d;

@@ -21,10 +21,17 @@ struct Diagnostic {
   std::string to_string() const;  // "FILE:LINE:COL: message"
 };
 
+// A ${NAME} that had no value (an error), and the setting it was in ("store.key_secret").
+struct UnsetVariable {
+  std::string name;
+  std::string path;
+};
+
 struct LoadResult {
   ConfigPtr config;  // null when errors is not empty
   std::vector<Diagnostic> errors;
   std::vector<Diagnostic> warnings;
+  std::vector<UnsetVariable> unset;  // among the errors: what the replay may stand in for
 };
 
 // Looks up ${NAME}; injected so tests need not touch the process environment.

@@ -138,11 +138,13 @@ class LeaseBook {
 
 // `inner`: the worker's store (Redis, Redis Cluster); `clock`: the instance's local clock;
 // `max_wait`: the longest a request waits for units on their way (the store's timeout).
-// `sweep_every`: how often a worker holding leases sweeps the book for units past their ttl;
-// zero: never (the replay sweeps its simulated books itself, in the log's time).
+// How often a worker holding leases sweeps the book for units past their ttl.
+constexpr std::chrono::milliseconds kLeaseSweepEvery{50};
+
+// `sweep_every`: zero: never (the replay sweeps its simulated books itself, in the log's time).
 std::unique_ptr<LimitStore> make_leased_store(
     boost::asio::io_context& ioc, std::unique_ptr<LimitStore> inner, LeaseBook& book,
     const limit::Clock& clock, std::chrono::milliseconds max_wait,
-    std::chrono::milliseconds sweep_every = std::chrono::milliseconds(50));
+    std::chrono::milliseconds sweep_every = kLeaseSweepEvery);
 
 }  // namespace floodgate::store
