@@ -44,8 +44,8 @@ namespace bhttp = beast::http;
 using namespace floodgate;
 using Parser = bhttp::request_parser<bhttp::buffer_body>;
 
-// Every key part kind, a cost header, tiers from a claim, a shadow limit, and a peer that is
-// a trusted proxy so that X-Forwarded-For is walked.
+// Every key part kind, a cost header, tiers from a claim, a shadow limit, allow and deny
+// lists, and a peer that is a trusted proxy so that X-Forwarded-For is walked.
 constexpr const char* kConfig = R"(
 server:
   listen: [127.0.0.1:8080]
@@ -63,6 +63,9 @@ store:
 jwt:
   algorithms: [HS256]
   hs256_secret: fuzz-hs256-secret-0123456789abcdef
+lists:
+  deny: { cidrs: [192.0.2.0/24, "2001:db8::/32"], values: { "header:X-Api-Key": [banned] } }
+  allow: { cidrs: [198.51.100.7], values: { "jwt:tenant": [internal], "query:key": [partner] } }
 routes:
   - name: login
     match: { path: /login, methods: [POST], host: shop.example }
@@ -78,6 +81,7 @@ routes:
   - name: api
     match: { path_prefix: /api/ }
     upstream: origin
+    lists: { deny: { values: { host: [Evil.Example] } } }
     limits:
       - name: api-key
         algorithm: token_bucket
@@ -149,7 +153,7 @@ bool serve(Fixture& fx, Connection& conn, Parser& parser, http::Exchange& x) {
     http::render(http::Reply{unrouted->status}, x.version, x.can_continue);
     return x.can_continue && !unrouted->close;
   }
-  if (!x.route->limits.empty()) {
+  if (http::gated(x)) {
     std::optional<http::Reply> reply;
     boost::asio::co_spawn(
         conn.ioc, [&]() -> boost::asio::awaitable<void> { reply = co_await conn.gate.decide(x); },

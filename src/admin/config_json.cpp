@@ -15,6 +15,20 @@ json::value secret(const std::string& s) {
   return s.empty() ? json::value("") : json::value(kRedacted);
 }
 
+// A list's size, not its entries: a deny list may hold 100k addresses, and values such as API
+// keys are credentials.
+json::object lists_json(const config::Lists& lists) {
+  json::object out;
+  for (auto [name, list] : {std::pair{"deny", &lists.deny}, std::pair{"allow", &lists.allow}}) {
+    if (list->empty()) continue;
+    json::object values;
+    for (const auto& v : list->values) values[v.part.text] = v.values.size();
+    out[name] = json::object{
+        {"cidrs", list->cidrs.size()}, {"values", std::move(values)}, {"file", list->file}};
+  }
+  return out;
+}
+
 json::object limit_json(const config::Limit& l, const config::StoreSettings& store) {
   json::object o;
   o["name"] = l.name;
@@ -159,8 +173,10 @@ std::string redacted_config_json(const config::Config& c) {
                                   {"upstream", r.upstream},
                                   {"on_store_error", config::to_string(r.on_store_error)},
                                   {"allow_encoded_slashes", r.allow_encoded_slashes},
+                                  {"lists", lists_json(r.lists)},
                                   {"limits", std::move(limits)}});
   }
+  root["lists"] = lists_json(c.lists);
   root["routes"] = std::move(routes);
   return json::serialize(root) + "\n";
 }

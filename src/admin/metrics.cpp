@@ -61,6 +61,10 @@ const char* to_string(Outcome o) {
       return "local";
     case Outcome::rejected:
       return "rejected";
+    case Outcome::denied:
+      return "denied";
+    case Outcome::allowed:
+      return "allowed";
     case Outcome::kCount:
       break;
   }

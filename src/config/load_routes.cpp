@@ -7,11 +7,7 @@
 
 namespace floodgate::config {
 
-std::optional<KeyPart> read_key_part(YamlReader& r, const YAML::Node& n, const std::string& path) {
-  auto text = r.string(n, path);
-  if (!text) return std::nullopt;
-  KeyPart k;
-  k.text = *text;
+std::optional<KeyPart> parse_key_part(std::string_view text) {
   static const std::pair<std::string_view, KeyPart::Kind> plain[] = {
       {"ip", KeyPart::Kind::ip},
       {"route", KeyPart::Kind::route},
@@ -23,26 +19,33 @@ std::optional<KeyPart> read_key_part(YamlReader& r, const YAML::Node& n, const s
       {"query", KeyPart::Kind::query},
       {"jwt", KeyPart::Kind::jwt}};
   for (auto [word, kind] : plain)
-    if (*text == word) return KeyPart{kind, "", *text};
-  auto colon = text->find(':');
-  if (colon != std::string::npos) {
-    auto prefix = std::string_view(*text).substr(0, colon);
-    for (auto [word, kind] : named) {
-      if (prefix != word) continue;
-      k.kind = kind;
-      k.name = text->substr(colon + 1);
-      if (k.name.empty()) break;
-      if (kind == KeyPart::Kind::header)
-        for (auto& ch : k.name)
-          ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      return k;
-    }
+    if (text == word) return KeyPart{kind, "", std::string(text)};
+  auto colon = text.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  auto prefix = text.substr(0, colon);
+  for (auto [word, kind] : named) {
+    if (prefix != word) continue;
+    KeyPart k{kind, std::string(text.substr(colon + 1)), std::string(text)};
+    if (k.name.empty()) return std::nullopt;
+    if (kind == KeyPart::Kind::header)
+      for (auto& ch : k.name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return k;
   }
-  r.error(n, path,
-          "unknown key part \"" + *text +
-              "\" (expected ip, route, method, host, path, header:NAME, query:NAME or jwt:CLAIM)" +
-              YamlReader::hint(*text, {"ip", "route", "method", "host", "path"}));
   return std::nullopt;
+}
+
+std::string unknown_key_part(std::string_view text) {
+  return "unknown key part \"" + std::string(text) +
+         "\" (expected ip, route, method, host, path, header:NAME, query:NAME or jwt:CLAIM)" +
+         YamlReader::hint(text, {"ip", "route", "method", "host", "path"});
+}
+
+std::optional<KeyPart> read_key_part(YamlReader& r, const YAML::Node& n, const std::string& path) {
+  auto text = r.string(n, path);
+  if (!text) return std::nullopt;
+  auto k = parse_key_part(*text);
+  if (!k) r.error(n, path, unknown_key_part(*text));
+  return k;
 }
 
 namespace {
@@ -249,7 +252,8 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
 std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string& path) {
   Section s(r, n, path);
   if (!r.map(n, path,
-             {"name", "match", "upstream", "on_store_error", "allow_encoded_slashes", "limits"}))
+             {"name", "match", "upstream", "on_store_error", "allow_encoded_slashes", "lists",
+              "limits"}))
     return std::nullopt;
   Route rt;
   if (s.require("name")) {
@@ -263,6 +267,7 @@ std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string
                           {"fail_closed", OnStoreError::fail_closed},
                           {"local", OnStoreError::local}});
   s.boolean("allow_encoded_slashes", rt.allow_encoded_slashes);
+  if (s.has("lists")) read_lists(Section(r, s["lists"], s.at("lists")), rt.lists);
   if (s.require("match")) {
     Section m(r, s["match"], s.at("match"));
     if (r.map(m.node(), m.path(), {"path_prefix", "path", "methods", "host"})) {

@@ -51,11 +51,26 @@ bool covers(const RouteMatch& earlier, const RouteMatch& later) {
 
 // Checks that need more than one section: references between them and the JWT claims the
 // limits rely on.
+// Lists that name a claim need tokens verified to read it (unverified, never).
+void check_list_claims(YamlReader& r, const YAML::Node& at, const std::string& path,
+                       const Lists& lists, const Config& c) {
+  if (c.jwt) return;
+  for (const auto* list : {&lists.deny, &lists.allow})
+    for (const auto& v : list->values)
+      if (v.part.kind == KeyPart::Kind::jwt) {
+        r.error(at, path,
+                "names " + v.part.text + " but there is no \"jwt\" section to verify tokens");
+        return;
+      }
+}
+
 void cross_check(YamlReader& r, const YAML::Node& root, Config& c) {
+  if (!c.lists.empty()) check_list_claims(r, root["lists"], "lists", c.lists, c);
   for (std::size_t i = 0; i < c.routes.size(); ++i) {
     auto& rt = c.routes[i];
     const YAML::Node node = root["routes"][i];
     std::string path = "routes[" + std::to_string(i) + "]";
+    if (!rt.lists.empty()) check_list_claims(r, node["lists"], path + ".lists", rt.lists, c);
     for (std::size_t j = 0; j < i; ++j)
       if (covers(c.routes[j].match, rt.match)) {
         r.warn(node, path,
@@ -97,7 +112,8 @@ void cross_check(YamlReader& r, const YAML::Node& root, Config& c) {
 }
 
 void read_root(YamlReader& r, const YAML::Node& root, Config& c) {
-  if (!r.map(root, "", {"server", "admin", "log", "upstreams", "store", "jwt", "routes"})) return;
+  if (!r.map(root, "", {"server", "admin", "log", "upstreams", "store", "jwt", "lists", "routes"}))
+    return;
   Section top(r, root, "");
   if (top.require("server")) read_server(Section(r, root["server"], "server"), c.server);
   if (top.has("admin")) read_admin(Section(r, root["admin"], "admin"), c.admin);
@@ -109,6 +125,7 @@ void read_root(YamlReader& r, const YAML::Node& root, Config& c) {
     c.jwt.emplace();
     read_jwt(Section(r, root["jwt"], "jwt"), *c.jwt);
   }
+  if (top.has("lists")) read_lists(Section(r, root["lists"], "lists"), c.lists);
   if (top.require("routes")) read_routes(r, root["routes"], c.routes);
   cross_check(r, root, c);
   resolve_replay_fields(r, root, c);
@@ -160,8 +177,10 @@ LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
     reader.error_at(e.mark, "unexpected structure: " + e.msg);
   }
   // In file order: a section read later may report an earlier line.
-  auto by_place = [](const Diagnostic& a, const Diagnostic& b) {
-    return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+  // The config's own lines first, then those of the files it names (lists), each in order.
+  auto by_place = [&](const Diagnostic& a, const Diagnostic& b) {
+    return std::make_tuple(a.file != file_name, std::cref(a.file), a.line, a.column) <
+           std::make_tuple(b.file != file_name, std::cref(b.file), b.line, b.column);
   };
   std::stable_sort(result.errors.begin(), result.errors.end(), by_place);
   std::stable_sort(result.warnings.begin(), result.warnings.end(), by_place);

@@ -78,6 +78,16 @@ void add_what_limits_use(const Config& c, FieldSet& out) {
 
 std::vector<ReplayField> limit_inputs(const Config& c) {
   FieldSet out;
+  // The lists' inputs too: a replay decides them as the proxy does.
+  auto add_lists = [&](const Lists& lists) {
+    for (const auto* list : {&lists.deny, &lists.allow}) {
+      if (!list->cidrs.empty()) out.add({ReplayField::Kind::ip, "", false});
+      for (const auto& v : list->values)
+        if (auto f = replay_field_of(v.part)) out.add(*f);
+    }
+  };
+  add_lists(c.lists);
+  for (const auto& route : c.routes) add_lists(route.lists);
   for (const auto& route : c.routes)
     for (const auto& l : route.limits) {
       for (const auto& k : l.key)

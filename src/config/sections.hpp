@@ -20,6 +20,13 @@ void read_routes(YamlReader& r, const YAML::Node& n, std::vector<Route>& out);
 
 // "ip", "header:NAME", "jwt:CLAIM", ... (the key part syntax); reports an unknown one.
 std::optional<KeyPart> read_key_part(YamlReader& r, const YAML::Node& n, const std::string& path);
+// The same for text from elsewhere (a list file): nullopt when it is not a key part, with
+// unknown_key_part() saying why.
+std::optional<KeyPart> parse_key_part(std::string_view text);
+std::string unknown_key_part(std::string_view text);
+
+// `lists:` (global, or a route's): allow and deny lists, with their files read (load_lists.cpp).
+void read_lists(const Section& s, Lists& out);
 
 // Expands and checks log.replay_fields / log.replay_hashed once the routes are known.
 void resolve_replay_fields(YamlReader& r, const YAML::Node& root, Config& c);

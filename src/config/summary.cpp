@@ -49,6 +49,23 @@ std::string describe(const Limit& l, const StoreSettings& store) {
   return o.str();
 }
 
+// "deny 3 (2 CIDRs, 1 value, from deny.txt); allow 1 (1 CIDR)", or "" without lists.
+std::string describe(const Lists& lists) {
+  std::string out;
+  for (auto [name, list] : {std::pair{"deny", &lists.deny}, std::pair{"allow", &lists.allow}}) {
+    if (list->empty()) continue;
+    const auto cidrs = list->cidrs.size();
+    const auto values = list->entries() - cidrs;
+    if (!out.empty()) out += "; ";
+    out += std::string(name) + " " + std::to_string(list->entries()) + " (";
+    out += std::to_string(cidrs) + (cidrs == 1 ? " CIDR, " : " CIDRs, ");
+    out += std::to_string(values) + (values == 1 ? " value" : " values");
+    if (!list->file.empty()) out += ", from " + list->file;
+    out += ")";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string early_refusal_terms(int instances, const Limit& l) {
@@ -103,6 +120,7 @@ std::string summarize(const Config& c) {
   o << "\n  upstreams:";
   for (const auto& u : c.upstreams)
     o << " " << u.name << "=" << u.url << (u.protocol == UpstreamProtocol::h2 ? " (h2)" : "");
+  if (!c.lists.empty()) o << "\n  lists: " << describe(c.lists);
   o << "\n  routes:\n";
   for (const auto& r : c.routes) {
     o << "    " << r.name << ": ";
@@ -118,6 +136,7 @@ std::string summarize(const Config& c) {
       o << (r.match.path_prefix.empty() ? "/" : r.match.path_prefix) << "*";
     o << " -> " << r.upstream << ", on_store_error " << to_string(r.on_store_error)
       << (r.allow_encoded_slashes ? ", allow_encoded_slashes" : "") << "\n";
+    if (!r.lists.empty()) o << "      lists: " << describe(r.lists) << "\n";
     for (const auto& l : r.limits) o << "      " << describe(l, c.store) << "\n";
   }
   return o.str();

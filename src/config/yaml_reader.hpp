@@ -28,6 +28,10 @@ class YamlReader {
   void error(const YAML::Node& at, const std::string& path, const std::string& message);
   void error_at(const YAML::Mark& mark, const std::string& message);
   void warn(const YAML::Node& at, const std::string& path, const std::string& message);
+  // A problem in a file the config names (a list file), at that file's line and column.
+  void error_in(const std::string& file, int line, int column, const std::string& message) {
+    errors_.push_back(Diagnostic{file, line, column, message});
+  }
   std::size_t error_count() const { return errors_.size(); }
   // The ${NAME}s that had no value, each an error too.
   const std::vector<UnsetVariable>& unset() const { return unset_; }

@@ -115,7 +115,7 @@ std::string access_line(Exchange& x, std::chrono::steady_clock::duration took,
   line += "\",\"route\":\"";
   if (x.route) append_json_escaped(line, x.route->name);
   line += "\",\"status\":" + std::to_string(x.status);
-  if (x.route && !x.route->limits.empty()) {  // the limits were consulted
+  if (x.route && gated(x)) {  // the lists or the limits were consulted
     line += ",\"decision\":\"";
     line += x.admission.decision;
     line += "\",\"limit\":\"";

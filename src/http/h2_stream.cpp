@@ -106,7 +106,7 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
     reply = Reply{unrouted->status};
   else if (s.closed)
     co_return;  // reset before anything was decided: nothing is charged
-  else if (!x.route->limits.empty())
+  else if (gated(x))
     reply = co_await w_.gate.decide(x);
 
   if (reply) {

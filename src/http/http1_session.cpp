@@ -252,7 +252,7 @@ class Session final : public SessionRegistry::Entry {
       auto status = static_cast<bhttp::status>(unrouted->status);
       co_return co_await send_error(status, x.version, x.can_continue && !unrouted->close, &x);
     }
-    if (!x.route->limits.empty())
+    if (gated(x))
       if (auto reply = co_await w_.gate.decide(x))
         co_return co_await send(render(*reply, x.version, x.can_continue), &x);
     // Held until the response (or the WebSocket tunnel) ends: an open tunnel keeps counting

@@ -4,6 +4,7 @@
 
 #include "floodgate/config/loader.hpp"
 #include "floodgate/http/path_normalize.hpp"
+#include "floodgate/keys/list_match.hpp"
 #include "pipeline.hpp"
 
 namespace floodgate::http {
@@ -117,6 +118,20 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   // Routes compare the host case-insensitively and keys lower-case it: the name part is enough.
   keys::RequestFacts facts{route.name,     x.method,     host_name(x.host), x.target.path,
                            x.target.query, client_of(x), &headers,          &claims_of(x)};
+  if (!config.lists.empty() || !route.lists.empty())
+    switch (keys::listed(config.lists, route.lists, facts)) {
+      case keys::Listed::denied:
+        stats.count(admin::Outcome::denied);
+        a.decision = "denied";
+        co_return Reply{403};
+      case keys::Listed::allowed:
+        stats.count(admin::Outcome::allowed);
+        a.decision = "allowed";
+        co_return std::nullopt;
+      case keys::Listed::none:
+        break;
+    }
+  if (route.limits.empty()) co_return std::nullopt;
   auto plan = limit::plan(config, route, facts, hasher(config));
   if (plan.reject_status != 0) {
     stats.count(admin::Outcome::rejected);

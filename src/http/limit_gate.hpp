@@ -35,8 +35,8 @@ class LimitGate {
   LimitGate(const LimitGate&) = delete;
   LimitGate& operator=(const LimitGate&) = delete;
 
-  // Decides `x` (routed, its route with limits) at x.arrived: fills x.admission. A reply
-  // when the request is answered here instead of forwarded.
+  // Decides `x` (routed, gated(x)) at x.arrived: its lists, then its limits; fills
+  // x.admission. A reply when the request is answered here instead of forwarded.
   boost::asio::awaitable<std::optional<Reply>> decide(Exchange& x);
 
   // The upstream's response head arrived: true costs from its settle headers are settled

@@ -33,6 +33,12 @@ struct Unrouted {
 // Host) and matches the route.
 std::optional<Unrouted> route_exchange(Exchange& x);
 
+// Whether a routed request passes the limit gate (LimitGate::decide): its route has limits,
+// or there are allow or deny lists to check.
+inline bool gated(const Exchange& x) {
+  return !x.route->limits.empty() || !x.route->lists.empty() || !x.config->lists.empty();
+}
+
 // The client address (behind trusted proxies, from the forwarding header as received),
 // worked out on first use.
 const config::IpAddress& client_of(Exchange& x);

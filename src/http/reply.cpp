@@ -11,6 +11,8 @@ std::string_view line_for(int status) {
       return "bad request\n";
     case 401:
       return "a valid token is required\n";
+    case 403:
+      return "forbidden\n";
     case 404:
       return "no route for this request\n";
     case 408:

@@ -79,6 +79,8 @@ const char* verdict_text(Verdict v) {
       return "refused";
     case Verdict::rejected:
       return "rejected";
+    case Verdict::denied:
+      return "denied";
     case Verdict::unmatched:
       return "no-route";
   }

@@ -7,6 +7,7 @@
 #include "floodgate/config/loader.hpp"
 #include "floodgate/http/path_normalize.hpp"
 #include "floodgate/http/router.hpp"
+#include "floodgate/keys/list_match.hpp"
 #include "floodgate/limit/policy.hpp"
 #include "lease_fleet.hpp"
 
@@ -201,8 +202,6 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
   }
   d.route = route;
   const auto route_index = static_cast<std::size_t>(route - config_->routes.data());
-  if (route->limits.empty()) return d;
-
   std::string_view query = r.query;
   if (query.empty()) {  // JSON logs carry only the parameters asked for, as query:NAME fields
     query_.clear();
@@ -218,6 +217,21 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
   RecordInputs inputs(r);
   keys::RequestFacts facts{route->name, r.method,     r.host,  path,
                            query,       client_of(r), &inputs, &inputs};
+  // As the proxy's gate: the lists first (a denied caller is answered 403, an allowed one
+  // passes without the limits), then the limits.
+  if (!config_->lists.empty() || !route->lists.empty())
+    switch (keys::listed(config_->lists, route->lists, facts)) {
+      case keys::Listed::denied:
+        ++report_.denied;
+        d.verdict = Verdict::denied;
+        return d;
+      case keys::Listed::allowed:
+        ++report_.allowed;
+        return d;
+      case keys::Listed::none:
+        break;
+    }
+  if (route->limits.empty()) return d;
   limit::plan_into(plan_, *config_, *route, facts, hasher_);
   auto& plan = plan_;
   auto& limits = report_.limits[route_index];

@@ -75,6 +75,8 @@ struct ConfigReport {
   std::uint64_t requests = 0;
   std::uint64_t unmatched = 0;    // no route: a 404 under this config
   std::uint64_t rejected = 0;     // 401/400 before any limit (missing key part, bad cost)
+  std::uint64_t denied = 0;       // 403: on a deny list
+  std::uint64_t allowed = 0;      // on an allow list: admitted without the limits
   std::uint64_t refused = 0;      // 429
   std::uint64_t shadow_only = 0;  // admitted, but a shadow limit would have refused
   std::vector<std::uint32_t> refused_by_minute;
@@ -82,7 +84,7 @@ struct ConfigReport {
   std::vector<std::string> missing_inputs;       // inputs the limits need, absent from the log
 };
 
-enum class Verdict { admitted, refused, rejected, unmatched };
+enum class Verdict { admitted, refused, rejected, denied, unmatched };
 
 struct Decision {
   Verdict verdict = Verdict::admitted;

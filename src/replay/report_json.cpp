@@ -31,6 +31,8 @@ boost::json::object json_config(const Summary& s, const Replayer& rp, std::size_
   o["shadow_only"] = r.shadow_only;
   o["unmatched"] = r.unmatched;
   o["rejected"] = r.rejected;
+  o["denied"] = r.denied;
+  o["allowed"] = r.allowed;
   o["refused_per_minute"] = series(r.refused_by_minute, s.requests_by_minute.size());
   boost::json::array limits;
   for (const auto& route : r.limits)

@@ -160,6 +160,29 @@ TEST(ReplayKnownAnswer, RefusesExactlyWhatTheAlgorithmsDefine) {
   EXPECT_EQ(refused.size(), known.refused.size());
 }
 
+// One logged request a second from 10:00:00, and the verdict it must get.
+struct Line {
+  std::string path, fields, verdict;
+};
+
+// Replays `lines` through `config`, checks each verdict, and returns the JSON report.
+boost::json::object replay_lines(const rs::ScratchDir& dir, const std::string& config,
+                                 const std::vector<Line>& lines) {
+  std::string log;
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    log += rs::access_line(at(10, static_cast<int>(i)), lines[i].path, lines[i].fields) + "\n";
+  auto r = rs::replay(
+      {"--config", config, "--json", "--decisions", dir / "d.tsv", dir.write("a.log", log)}, dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto decisions = rs::read_decisions(dir / "d.tsv");
+  EXPECT_EQ(decisions.size(), lines.size());
+  for (std::size_t i = 0; i < std::min(lines.size(), decisions.size()); ++i) {
+    EXPECT_EQ(decisions[i].path, lines[i].path);
+    EXPECT_EQ(decisions[i].verdict(), lines[i].verdict) << lines[i].path;
+  }
+  return r.exit_code == 0 ? rs::parse_report(r.out) : boost::json::object{};
+}
+
 // Keys from the logged "fields": a header (hashed or not), a query parameter and a claim,
 // with the tier chosen by another claim.
 TEST(ReplayKnownAnswer, KeysFromLoggedHeadersQueryParametersAndClaims) {
@@ -175,9 +198,6 @@ TEST(ReplayKnownAnswer, KeysFromLoggedHeadersQueryParametersAndClaims) {
           route("keys", "/k/",
                 "{ name: per-key, algorithm: fixed_window, limit: 1, window: 1m, key: "
                 "[\"header:X-Api-Key\", \"query:project\"] }"));
-  struct Line {
-    std::string path, fields, verdict;
-  };
   const std::vector<Line> lines = {
       // Tenant a is gold (4 a minute), b has no plan (2), the last has no token.
       {"/t/a1", R"("jwt:tenant":"a","jwt:plan":"gold")", "admitted"},
@@ -201,21 +221,36 @@ TEST(ReplayKnownAnswer, KeysFromLoggedHeadersQueryParametersAndClaims) {
        "admitted"},
       {"/k/7", R"("query:project":"p1")", "rejected"},
   };
-  std::string log;
-  for (std::size_t i = 0; i < lines.size(); ++i)
-    log += rs::access_line(at(10, static_cast<int>(i)), lines[i].path, lines[i].fields) + "\n";
-  auto r = rs::replay(
-      {"--config", config, "--json", "--decisions", dir / "d.tsv", dir.write("a.log", log)}, dir);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto decisions = rs::read_decisions(dir / "d.tsv");
-  ASSERT_EQ(decisions.size(), lines.size());
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    EXPECT_EQ(decisions[i].path, lines[i].path);
-    EXPECT_EQ(decisions[i].verdict(), lines[i].verdict) << lines[i].path;
-  }
-  auto report = rs::parse_report(r.out);
+  auto report = replay_lines(dir, config, lines);
   EXPECT_EQ(rs::number(report.at("candidate").at("rejected")), 2);
-  EXPECT_TRUE(report.at("candidate").at("missing_inputs").as_array().empty()) << r.out;
+  EXPECT_TRUE(report.at("candidate").at("missing_inputs").as_array().empty());
+}
+
+// The lists decide first, as in the proxy: a denied caller is "denied" (403), an allowed one
+// admitted past a limit it would break, and the lists' inputs are what `auto` records.
+TEST(ReplayKnownAnswer, ListsAreDecidedBeforeTheLimits) {
+  rs::ScratchDir dir;
+  dir.write("deny.txt", "203.0.113.0/24\n");
+  const auto config = dir.write(
+      "c.yaml",
+      std::string(kServer) +
+          "lists:\n  deny: { file: deny.txt }\n"
+          "  allow: { values: { \"header:X-Partner\": [acme] } }\n"
+          "routes:\n" +
+          route("api", "/",
+                "{ name: one, algorithm: fixed_window, limit: 1, window: 1m, key: [ip] }"));
+  const std::vector<Line> lines = {
+      {"/1", rs::ip_field("192.0.2.1"), "admitted"},
+      {"/2", rs::ip_field("192.0.2.1"), "refused"},
+      {"/3", rs::ip_field("203.0.113.5"), "denied"},
+      {"/4", rs::ip_field("192.0.2.2") + R"(,"header:x-partner":"acme")", "admitted"},
+      {"/5", rs::ip_field("192.0.2.2") + R"(,"header:x-partner":"acme")", "admitted"},
+      {"/6", rs::ip_field("203.0.113.6") + R"(,"header:x-partner":"acme")", "denied"},
+  };
+  auto report = replay_lines(dir, config, lines);
+  EXPECT_EQ(rs::number(report.at("candidate").at("denied")), 2);
+  EXPECT_EQ(rs::number(report.at("candidate").at("allowed")), 2);
+  EXPECT_TRUE(report.at("candidate").at("missing_inputs").as_array().empty());
 }
 
 // ------------------------------------------------------------------------- inputs

@@ -42,6 +42,8 @@ enum class Outcome : std::size_t {
   store_error_closed,
   local,
   rejected,  // 400 / 401 before any limit was decided
+  denied,    // 403: on a deny list
+  allowed,   // on an allow list: forwarded without the limits
   kCount
 };
 const char* to_string(Outcome o);

@@ -9,9 +9,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "floodgate/config/address.hpp"
+#include "floodgate/config/cidr_set.hpp"
 #include "floodgate/config/units.hpp"
 
 // OpenSSL's EVP_PKEY, kept opaque here so that users of the config need no OpenSSL headers.
@@ -236,6 +238,32 @@ struct Limit {
   std::optional<LeaseSettings> lease;
 };
 
+// One allow or deny list: client addresses (the resolved client, behind trusted proxies) and
+// exact values of key parts (jwt:tenant, header:X-Api-Key, ...), from the config and from a
+// file that every reload reads again.
+struct AccessList {
+  CidrSet cidrs;
+  struct Values {
+    KeyPart part;
+    std::unordered_set<std::string> values;
+  };
+  std::vector<Values> values;  // one entry per part
+  std::string file;            // as written (resolved against the config's directory)
+  bool empty() const { return cidrs.empty() && values.empty(); }
+  std::size_t entries() const {
+    std::size_t n = cidrs.size();
+    for (const auto& v : values) n += v.values.size();
+    return n;
+  }
+};
+
+// `deny` answers 403 before any limit; `allow` skips the limits. Deny wins where both match.
+struct Lists {
+  AccessList deny;
+  AccessList allow;
+  bool empty() const { return deny.empty() && allow.empty(); }
+};
+
 enum class OnStoreError { fail_open, fail_closed, local };
 
 struct RouteMatch {
@@ -254,6 +282,7 @@ struct Route {
   // Paths with %2F, %5C or %00 are refused (400) unless their route allows them: an origin
   // that decodes them would serve another path than the one routed and limited.
   bool allow_encoded_slashes = false;
+  Lists lists;  // this route's own, checked with the global ones
   std::vector<Limit> limits;
 };
 
@@ -265,6 +294,7 @@ struct Config {
   std::vector<Upstream> upstreams;
   StoreSettings store;
   std::optional<JwtSettings> jwt;
+  Lists lists;  // global: every route's requests
   std::vector<Route> routes;
 
   const Upstream& upstream_of(const Route& r) const { return upstreams[r.upstream_index]; }
@@ -272,9 +302,10 @@ struct Config {
 
 using ConfigPtr = std::shared_ptr<const Config>;
 
-// The request inputs a config's limits read through their keys and tier selectors, once each,
-// in config order (ip, host, header:, query:, jwt:; route, method and path are left out):
-// what `log.replay_fields: auto` records and what a replay reports as missing from a log.
+// The request inputs a config's lists and limits read (list CIDRs read ip; limits read
+// through their keys and tier selectors), once each, in config order (ip, host, header:, query:,
+// jwt:; route, method and path are left out): what `log.replay_fields: auto` records and what a
+// replay reports as missing from a log.
 std::vector<ReplayField> limit_inputs(const Config& c);
 
 const char* to_string(Algorithm a);
