@@ -32,6 +32,7 @@ struct AdminServer::Impl {
   AdminState& state;
   spdlog::logger& log;
   TopSource top;
+  AdminApi api;
   asio::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
   asio::steady_timer tick{ioc};
@@ -54,6 +55,7 @@ struct AdminServer::Impl {
     bhttp::response<bhttp::string_body> res{bhttp::status::ok, req.version()};
     res.set(bhttp::field::server, "floodgate-admin");
     res.set(bhttp::field::cache_control, "no-store");
+    if (auto r = answer_api(req, *config.get(), api, metrics, log)) return std::move(*r);
     auto target = std::string_view(req.target());
     const auto question = target.find('?');
     const auto query =
@@ -98,7 +100,9 @@ struct AdminServer::Impl {
     } else {
       res.result(bhttp::status::not_found);
       res.set(bhttp::field::content_type, "text/plain");
-      res.body() = "not found: try /, /top, /stats, /metrics, /healthz, /readyz or /config\n";
+      res.body() =
+          "not found: try /, /top, /stats, /metrics, /healthz, /readyz, /config, /keys or "
+          "/overrides\n";
     }
     res.keep_alive(req.keep_alive());
     res.prepare_payload();
@@ -134,8 +138,9 @@ struct AdminServer::Impl {
 };
 
 AdminServer::AdminServer(const config::Endpoint& listen, config::ConfigSource& config,
-                         Metrics& metrics, AdminState& state, spdlog::logger& log, TopSource top)
-    : impl_(new Impl{listen, config, metrics, state, log, std::move(top)}) {}
+                         Metrics& metrics, AdminState& state, spdlog::logger& log, TopSource top,
+                         AdminApi api)
+    : impl_(new Impl{listen, config, metrics, state, log, std::move(top), std::move(api)}) {}
 
 AdminServer::~AdminServer() {
   stop();

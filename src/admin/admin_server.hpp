@@ -1,6 +1,7 @@
 #pragma once
 // The admin listener: GET /metrics (Prometheus text), /healthz, /readyz, /config (secrets
-// redacted), and the live view: / (a page), /stats and /top (live_view.hpp). Its own thread
+// redacted), the live view: / (a page), /stats and /top (live_view.hpp), and behind a token
+// the write API: /keys and /overrides (admin_api.hpp). Its own thread
 // and event loop, never the traffic listeners: it stays up during a drain so that /readyz can
 // say 503 while in-flight requests finish.
 
@@ -10,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "admin_api.hpp"
 #include "floodgate/admin/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/limit/heavy_hitters.hpp"
@@ -30,7 +32,7 @@ using TopSource = std::function<std::vector<limit::LimitTop>()>;
 class AdminServer {
  public:
   AdminServer(const config::Endpoint& listen, config::ConfigSource& config, Metrics& metrics,
-              AdminState& state, spdlog::logger& log, TopSource top = {});
+              AdminState& state, spdlog::logger& log, TopSource top = {}, AdminApi api = {});
   ~AdminServer();
   void start();  // binds (throws std::system_error naming the address) and starts its thread
   std::uint16_t port() const;

@@ -114,6 +114,9 @@ std::string redacted_config_json(const config::Config& c) {
             ? json::value(json::object{{"k", c.admin.top.k},
                                        {"window", config::format_duration(c.admin.top.window)}})
             : json::value("off");
+    json::array tokens;  // names only: who may change things, never the tokens themselves
+    for (const auto& t : c.admin.tokens) tokens.emplace_back(t.name);
+    admin["api_tokens"] = std::move(tokens);
     root["admin"] = std::move(admin);
   }
   json::array upstreams;

@@ -249,6 +249,15 @@ std::string Metrics::render() const {
   help(out, "floodgate_unexpected_exceptions_total", "counter",
        "Exceptions caught at a worker's boundary (a bug: the log has each one).");
   line(out, "floodgate_unexpected_exceptions_total", "", unexpected_exceptions.load());
+  help(out, "floodgate_admin_changes_total", "counter",
+       "Changes made through the admin API, by action.");
+  static constexpr const char* kChanges[] = {"key_reset", "override_set", "override_removed"};
+  for (std::size_t i = 0; i < admin_changes.size(); ++i)
+    line(out, "floodgate_admin_changes_total", label("action", kChanges[i]),
+         admin_changes[i].load());
+  help(out, "floodgate_admin_unauthorized_total", "counter",
+       "Admin API requests refused for a missing or wrong bearer token.");
+  line(out, "floodgate_admin_unauthorized_total", "", admin_unauthorized.load());
   help(out, "floodgate_config_reloads_total", "counter", "Config reloads by result.");
   line(out, "floodgate_config_reloads_total", "result=\"ok\"", reloads_ok.load());
   line(out, "floodgate_config_reloads_total", "result=\"rejected\"", reloads_failed.load());

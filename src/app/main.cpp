@@ -16,6 +16,7 @@
 #include "floodgate/store/memory_store.hpp"
 #include "floodgate/version.hpp"
 #include "logging.hpp"
+#include "override_sync.hpp"
 #include "replay_command.hpp"
 #include "stores.hpp"
 
@@ -90,10 +91,21 @@ int run(const std::string& path) {
   metrics.memory_evictions = [&memory] { return memory.evictions(); };
   admin::AdminState admin_state;
   auto access_log = app::make_access_logger();
+  // Per-caller overrides (the admin API): kept in Redis and read by every instance sharing it,
+  // or in this process for the memory store.
+  limit::OverrideBoard overrides;
+  std::unique_ptr<limit::OverrideKeeper> keeper;
+  if (r.config->store.backend == config::StoreBackend::memory) {
+    keeper = std::make_unique<limit::BoardKeeper>(overrides);
+  } else {
+    auto synced = std::make_unique<app::RedisOverrides>(r.config->store, overrides, clock, log);
+    synced->start();
+    keeper = std::move(synced);
+  }
   // Store connection settings are read at start; changing them needs a restart.
   http::Server server(source, log,
                       {clock, app::configured_store_factory(*r.config, memory, leases, clock, log),
-                       app::memory_store_factory(memory), metrics, access_log.get()});
+                       app::memory_store_factory(memory), metrics, access_log.get(), &overrides});
   metrics.store_health = [&server] { return server.store_health(); };
   std::unique_ptr<admin::AdminServer> admin_server;
   try {
@@ -101,7 +113,11 @@ int run(const std::string& path) {
     if (r.config->admin.listen) {
       admin_server = std::make_unique<admin::AdminServer>(
           *r.config->admin.listen, source, metrics, admin_state, *log,
-          [&server] { return server.top(std::chrono::milliseconds(500)); });
+          [&server] { return server.top(std::chrono::milliseconds(500)); },
+          admin::AdminApi{[&server](const http::KeyRequest& k) {
+                            return server.keys(k, std::chrono::seconds(3));
+                          },
+                          keeper.get(), &overrides, &clock});
       admin_server->start();
       // The bound port, not the configured one (which may be 0).
       log->info("admin listening on {}",

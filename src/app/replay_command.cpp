@@ -13,7 +13,8 @@ namespace {
 
 constexpr const char* kReplayUsage =
     "usage: floodgate replay --config CANDIDATE.yaml [--baseline CURRENT.yaml] [--json]\n"
-    "                        [--html FILE] [--decisions FILE] [--top N] [--quiet] LOG...\n"
+    "                        [--html FILE] [--decisions FILE] [--top N] [--quiet]\n"
+    "                        [--overrides FILE] LOG...\n"
     "       floodgate replay --config FILE --lease [--instances N] [--spread HOW] ... LOG...\n"
     "  LOG: floodgate's JSON access log or nginx `combined`, plain or gzipped; - for stdin.\n"
     "  Several logs (one per instance) are merged by time. Prints a report (text, or JSON\n"
@@ -23,7 +24,9 @@ constexpr const char* kReplayUsage =
     "  store.instances), compared with the same config decided exactly: what leases refuse\n"
     "  early, against the published bound. --spread: how requests reach the instances:\n"
     "  client (by client address, the default), request (each in turn: the worst case), or\n"
-    "  log (the i-th LOG is instance i).\n";
+    "  log (the i-th LOG is instance i).\n"
+    "  --overrides FILE: per-caller overrides as the admin API's GET /overrides lists them,\n"
+    "  applied to every config all along (their expiry aside).\n";
 
 }  // namespace
 
@@ -41,6 +44,8 @@ int replay_command(const std::vector<std::string_view>& args) {
       o.candidate_file = *v;
     } else if (a == "--baseline" && (v = value(i))) {
       o.baseline_file = *v;
+    } else if (a == "--overrides" && (v = value(i))) {
+      o.overrides_file = *v;
     } else if (a == "--html" && (v = value(i))) {
       o.html_file = *v;
     } else if (a == "--decisions" && (v = value(i))) {

@@ -175,10 +175,57 @@ void read_server(const Section& s, ServerSettings& out) {
   }
 }
 
+namespace {
+
+// A token guessable by brute force over the network would open the write API to anyone.
+constexpr std::size_t kShortestToken = 16;
+
+void add_token(const Section& s, const YAML::Node& at, const std::string& path, std::string name,
+               std::string value, AdminSettings& out) {
+  auto& r = s.reader();
+  if (value.size() < kShortestToken) {
+    r.error(at, path,
+            "is " + std::to_string(value.size()) + " characters; an admin token needs at least " +
+                std::to_string(kShortestToken) + " (openssl rand -hex 32 makes one)");
+    return;
+  }
+  for (const auto& t : out.tokens)
+    if (t.value == value) r.error(at, path, "is the same as token \"" + t.name + "\"");
+  out.tokens.push_back({std::move(name), std::move(value)});
+}
+
+void read_admin_tokens(const Section& s, AdminSettings& out) {
+  auto& r = s.reader();
+  if (s.has("token") && s.has("tokens"))
+    r.error(s.node(), s.path(), "set either token or tokens, not both");
+  if (s.has("token"))
+    if (auto v = r.string(s["token"], s.at("token")))
+      add_token(s, s["token"], s.at("token"), "admin", *v, out);
+  if (!s.has("tokens")) return;
+  const auto& tokens = s["tokens"];
+  if (!tokens.IsMap()) {
+    r.error(tokens, s.at("tokens"),
+            "expected a map of names to tokens: { oncall: ${ONCALL_TOKEN} }");
+    return;
+  }
+  for (const auto& kv : tokens) {
+    const auto name = kv.first.as<std::string>("");
+    const auto path = s.at("tokens") + "." + name;
+    if (!valid_name(name)) {
+      r.error(kv.first, path, "a token's name must be letters, digits, '-', '_' or '.'");
+      continue;
+    }
+    if (auto v = r.string(kv.second, path)) add_token(s, kv.second, path, name, *v, out);
+  }
+}
+
+}  // namespace
+
 void read_admin(const Section& s, AdminSettings& out) {
   auto& r = s.reader();
-  if (!r.map(s.node(), s.path(), {"listen", "top"})) return;
+  if (!r.map(s.node(), s.path(), {"listen", "top", "token", "tokens"})) return;
   if (s.has("listen")) out.listen = read_endpoint(r, s["listen"], s.at("listen"));
+  read_admin_tokens(s, out);
   if (!s.has("top")) return;
   if (s["top"].IsScalar()) {  // `top: off` (or false)
     auto v = r.string(s["top"], s.at("top"));

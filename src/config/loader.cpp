@@ -102,6 +102,9 @@ void cross_check(YamlReader& r, const YAML::Node& root, Config& c) {
                 "uses a jwt: claim but there is no \"jwt\" section to verify tokens");
     }
   }
+  if (!c.admin.tokens.empty() && !c.admin.listen)
+    r.warn(root["admin"], "admin",
+           "a token has no effect without admin.listen: there is no API to open");
   if (c.admin.listen) {
     for (const auto& l : c.server.listen)
       if (l.address.port != 0 && l.address.port == c.admin.listen->port &&

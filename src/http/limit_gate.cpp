@@ -11,12 +11,14 @@ namespace floodgate::http {
 
 LimitGate::LimitGate(std::unique_ptr<store::LimitStore> store,
                      std::unique_ptr<store::LimitStore> local, admin::Metrics& metrics,
-                     spdlog::logger& log, std::string lease_prefix)
+                     spdlog::logger& log, std::string lease_prefix,
+                     const limit::OverrideBoard* overrides)
     : store_(std::move(store)),
       local_(std::move(local)),
       metrics_(metrics),
       log_(log),
-      lease_prefix_(std::move(lease_prefix)) {}
+      lease_prefix_(std::move(lease_prefix)),
+      board_(overrides) {}
 
 keys::KeyHasher& LimitGate::hasher(const config::Config& c) {
   static constexpr std::string_view kBuiltInSecret =
@@ -51,6 +53,47 @@ const LimitGate::Bound& LimitGate::bind(const config::ConfigPtr& c) {
       for (const auto& limit : route.limits) windows.push_back(&top_.window(*c, route, limit));
     }
   return bound_;
+}
+
+const limit::OverrideIndex& LimitGate::overrides(const config::ConfigPtr& c) {
+  auto& o = overrides_;
+  const auto version = board_ ? board_->version() : 0;
+  if (o.built && o.version == version && o.config == c) return o.index;
+  // What the deny cache remembers of a key whose override came or went is no longer true.
+  for (const auto& [key, found] : o.index.keys()) deny_.forget(key);
+  o.built = true;
+  o.version = version;
+  o.config = c;
+  o.list = board_ ? board_->get() : std::make_shared<const limit::OverrideList>();
+  o.index.build(*c, *o.list, hasher(*c));
+  for (const auto& [key, found] : o.index.keys()) deny_.forget(key);
+  if (board_)  // keys reset on another instance: what this worker remembers of them is untrue
+    for (const auto& key : *board_->resets()) deny_.forget(key);
+  return o.index;
+}
+
+const limit::CallerOverride* LimitGate::override_of(const config::ConfigPtr& c,
+                                                    const std::string& key, limit::Micros now) {
+  return overrides(c).find(key, now);
+}
+
+boost::asio::awaitable<store::AcquireResult> LimitGate::inspect(store::Item item) {
+  item.cost = 0;
+  item.leased = {};
+  item.take_up_to = 0;
+  const bool concurrency = item.params.algorithm == config::Algorithm::concurrency;
+  std::vector<store::Item> one;  // (GCC 12 takes no braced list inside a co_await)
+  one.push_back(item);
+  auto result = co_await store_->acquire(std::move(one), boost::asio::use_awaitable);
+  // A concurrency probe holds a slot like any request: given back at once.
+  if (auto* o = std::get_if<store::Outcome>(&result); o && concurrency && o->admitted)
+    store_->release(item);
+  co_return result;
+}
+
+void LimitGate::reset(const store::Item& item) {
+  store_->reset(item);
+  deny_.forget(item.key);
 }
 
 void LimitGate::count_callers(const Exchange& x, const limit::Plan& plan,
@@ -138,6 +181,14 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
     a.decision = "rejected";
     a.limit = plan.rejected_by->name;
     co_return Reply{plan.reject_status};
+  }
+  if (board_ && !plan.items.empty()) {
+    overrides(x.config).apply(plan, now);
+    if (plan.items.empty()) {  // exempt from every limit it had
+      stats.count(admin::Outcome::allowed);
+      a.decision = "exempt";
+      co_return std::nullopt;
+    }
   }
   if (plan.items.empty()) co_return std::nullopt;
   {

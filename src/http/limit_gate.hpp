@@ -14,11 +14,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "exchange.hpp"
 #include "floodgate/admin/metrics.hpp"
 #include "floodgate/keys/key_builder.hpp"
+#include "floodgate/limit/caller_overrides.hpp"
 #include "floodgate/limit/deny_cache.hpp"
 #include "floodgate/store/limit_store.hpp"
 #include "reply.hpp"
@@ -30,8 +32,10 @@ class LimitGate {
  public:
   // `store`: the configured backend; `local`: the in-process one, for on_store_error: local.
   // `lease_prefix` ("<instance>:<worker>:") makes lease ids unique across instances.
+  // `overrides`: the instance's per-caller overrides (admin API), or null.
   LimitGate(std::unique_ptr<store::LimitStore> store, std::unique_ptr<store::LimitStore> local,
-            admin::Metrics& metrics, spdlog::logger& log, std::string lease_prefix);
+            admin::Metrics& metrics, spdlog::logger& log, std::string lease_prefix,
+            const limit::OverrideBoard* overrides = nullptr);
   LimitGate(const LimitGate&) = delete;
   LimitGate& operator=(const LimitGate&) = delete;
 
@@ -57,6 +61,15 @@ class LimitGate {
   // Drain: leased units go back to the store; `done` once they reached it.
   void close_store(std::function<void()> done) { store_->close(std::move(done)); }
 
+  // The admin API's /keys: a caller's state in the store (a decision of cost 0, never from a
+  // lease), or its state reset; `forget` drops a key from this worker's deny cache.
+  boost::asio::awaitable<store::AcquireResult> inspect(store::Item item);
+  void reset(const store::Item& item);
+  void forget(const std::string& key) { deny_.forget(key); }
+  // The override `c`'s requests under `key` get now, or null.
+  const limit::CallerOverride* override_of(const config::ConfigPtr& c, const std::string& key,
+                                           limit::Micros now);
+
   // This worker's top offenders of `current`'s limits at `now`, appended to `out` (on the
   // worker's loop).
   void top(const config::Config& current, limit::Micros now, std::vector<limit::LimitTop>& out);
@@ -78,6 +91,16 @@ class LimitGate {
   // decision in `outcome` refused, or (a deny cache answer, no outcome) by item `refused_item`.
   void count_callers(const Exchange& x, const limit::Plan& plan, const keys::RequestFacts& facts,
                      const store::Outcome* outcome, int refused_item = -1);
+  // The overrides by store key under one snapshot and one version of the board: rebuilt when
+  // either changes (keys depend on the routes and the key secret).
+  struct Overrides {
+    bool built = false;
+    std::uint64_t version = 0;
+    config::ConfigPtr config;
+    std::shared_ptr<const limit::OverrideList> list;  // what `index` points into
+    limit::OverrideIndex index;
+  };
+  const limit::OverrideIndex& overrides(const config::ConfigPtr& c);
   store::LimitStore& charged_store(const Admission& a) { return a.degraded ? *local_ : *store_; }
   boost::asio::awaitable<std::optional<store::Outcome>> degraded(const config::Config& c,
                                                                  const config::Route& route,
@@ -94,6 +117,8 @@ class LimitGate {
   TopBoard top_;
   std::string lease_prefix_;
   std::uint64_t lease_seq_ = 0;
+  const limit::OverrideBoard* board_ = nullptr;
+  Overrides overrides_;
 };
 
 }  // namespace floodgate::http

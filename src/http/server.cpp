@@ -22,6 +22,7 @@
 #include "connection_budget.hpp"
 #include "floodgate/store/limit_store.hpp"
 #include "floodgate/tls/contexts.hpp"
+#include "key_admin.hpp"
 #include "session.hpp"
 #include "worker_context.hpp"
 
@@ -70,7 +71,7 @@ class Worker {
              deps.clock,
              UpstreamPool(ioc_.get_executor()),
              LimitGate(deps.make_store(ioc_), deps.make_local(ioc_), deps.metrics, log,
-                       std::move(lease_prefix)),
+                       std::move(lease_prefix), deps.overrides),
              deps.metrics},
         connections_(connections) {
     ctx_.access_log = deps.access_log ? deps.access_log : &log;
@@ -125,6 +126,24 @@ class Worker {
 
   // Read from the admin thread: stores answer health from atomics.
   bool store_healthy() const { return ctx_.gate.store_healthy(); }
+
+  // Asked from the admin thread, answered on this worker's loop (key_admin.hpp).
+  std::future<KeyAnswer> keys(KeyRequest request) {
+    auto done = std::make_shared<std::promise<KeyAnswer>>();
+    auto answer = done->get_future();
+    asio::co_spawn(
+        ioc_,
+        [this, request = std::move(request), done]() -> asio::awaitable<void> {
+          done->set_value(co_await answer_key_request(ctx_, request));
+        },
+        [done](std::exception_ptr e) {
+          if (e) done->set_value(KeyAnswer{500, "{\"error\":\"internal error\"}\n"});
+        });
+    return answer;
+  }
+  void forget(std::string key) {
+    asio::post(ioc_, [this, key = std::move(key)] { ctx_.gate.forget(key); });
+  }
 
   // Asked from the admin thread: the copies are made on this worker's loop, between two
   // handlers, so requests write their summaries without locks.
@@ -401,6 +420,19 @@ std::vector<limit::LimitTop> Server::top(std::chrono::milliseconds wait) const {
     for (auto& t : copies.get()) out.push_back(std::move(t));
   }
   return out;
+}
+
+KeyAnswer Server::keys(const KeyRequest& request, std::chrono::milliseconds wait) const {
+  std::lock_guard lock(impl_->workers_mutex);
+  if (impl_->workers.empty()) return {503, "{\"error\":\"draining\"}\n"};
+  auto answer = impl_->workers.front()->keys(request);
+  if (answer.wait_for(wait) != std::future_status::ready)
+    return {503, "{\"error\":\"the worker did not answer in time\"}\n"};
+  auto a = answer.get();
+  // The reset key's refusals, remembered by every worker's deny cache, are untrue now.
+  if (request.reset && a.status < 300)
+    for (std::size_t i = 1; i < impl_->workers.size(); ++i) impl_->workers[i]->forget(a.store_key);
+  return a;
 }
 
 void Server::drain(std::chrono::milliseconds grace) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "floodgate/config/loader.hpp"
 #include "floodgate/limit/utc_time.hpp"
@@ -144,6 +145,20 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     s.candidate = std::make_unique<Replayer>(candidate, "candidate", o.candidate_file, o.top);
     if (baseline)
       s.baseline = std::make_unique<Replayer>(baseline, "baseline", o.baseline_file, o.top);
+  }
+
+  if (!o.overrides_file.empty()) {
+    std::ifstream in(o.overrides_file, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string why = in ? "" : "cannot read the file";
+    auto list = why.empty() ? limit::overrides_from_json(text, why) : std::nullopt;
+    if (!list) {
+      err << "floodgate replay: " << o.overrides_file << ": " << why << "\n";
+      return 2;
+    }
+    for (auto& ov : *list) ov.until = 0;  // in force for the whole log
+    s.candidate->set_overrides(*list);
+    if (s.baseline) s.baseline->set_overrides(*list);
   }
 
   const auto wall_start = std::chrono::steady_clock::now();

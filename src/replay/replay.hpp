@@ -27,6 +27,8 @@ struct Options {
   // config decided exactly (in the baseline's place). instances 0: the config's store.instances.
   bool lease = false;
   std::size_t instances = 0;
+  // --overrides: per-caller overrides in the JSON GET /overrides answers, in force all along.
+  std::string overrides_file;
   Spread spread = Spread::client;
 };
 

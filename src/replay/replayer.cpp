@@ -171,6 +171,11 @@ std::string Replayer::caller_text(const config::Limit& l, const keys::RequestFac
   return out;
 }
 
+void Replayer::set_overrides(limit::OverrideList list) {
+  override_list_ = std::move(list);
+  overrides_.build(*config_, override_list_, hasher_);
+}
+
 Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t minute) {
   clock_.set(now);
   if (fleet_) fleet_->advance(now);
@@ -243,6 +248,13 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     d.verdict = Verdict::rejected;
     d.limit = plan.rejected_by;
     return d;
+  }
+  if (!overrides_.empty() && !plan.items.empty()) {
+    overrides_.apply(plan, now);
+    if (plan.items.empty()) {  // exempt from every limit it had
+      ++report_.allowed;
+      return d;
+    }
   }
   if (plan.items.empty()) return d;
   if (limit::needs_lease(plan)) limit::set_lease(plan, "replay:" + std::to_string(++seq_));

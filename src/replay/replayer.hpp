@@ -13,6 +13,7 @@
 #include "floodgate/admin/metrics.hpp"
 #include "floodgate/config/config.hpp"
 #include "floodgate/keys/key_builder.hpp"
+#include "floodgate/limit/caller_overrides.hpp"
 #include "floodgate/limit/clock.hpp"
 #include "floodgate/limit/policy.hpp"
 #include "floodgate/store/memory_store.hpp"
@@ -76,7 +77,7 @@ struct ConfigReport {
   std::uint64_t unmatched = 0;    // no route: a 404 under this config
   std::uint64_t rejected = 0;     // 401/400 before any limit (missing key part, bad cost)
   std::uint64_t denied = 0;       // 403: on a deny list
-  std::uint64_t allowed = 0;      // on an allow list: admitted without the limits
+  std::uint64_t allowed = 0;      // on an allow list, or exempt: admitted without the limits
   std::uint64_t refused = 0;      // 429
   std::uint64_t shadow_only = 0;  // admitted, but a shadow limit would have refused
   std::vector<std::uint32_t> refused_by_minute;
@@ -105,6 +106,8 @@ class Replayer {
   Decision decide(const LogRecord& r, limit::Micros now, std::size_t minute);
   // Which inputs the limits read that no logged request carried (call at the end).
   void finish(std::uint64_t lines_with_fields, const std::vector<std::string>& inputs_seen);
+  // Per-caller overrides (the admin API's), applied to every request from now on.
+  void set_overrides(limit::OverrideList list);
   const ConfigReport& report() const { return report_; }
   const config::Config& config() const { return *config_; }
   std::size_t live_keys() const { return state_.size(); }
@@ -123,7 +126,9 @@ class Replayer {
                     const config::Route& route, std::size_t instance);
 
   config::ConfigPtr config_;
-  limit::FakeClock clock_;  // the virtual clock: set to each request's time before deciding
+  limit::OverrideList override_list_;
+  limit::OverrideIndex overrides_;  // points into override_list_
+  limit::FakeClock clock_;          // the virtual clock: set to each request's time before deciding
   store::MemoryState state_;
   keys::KeyHasher hasher_;
   std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_;

@@ -82,7 +82,8 @@ void text_config(const Summary& s, const Replayer& rp, std::size_t top, std::ost
   if (r.unmatched) out << "; no route " << thousands(r.unmatched);
   if (r.rejected) out << "; rejected (401/400) " << thousands(r.rejected);
   if (r.denied) out << "; denied by a list (403) " << thousands(r.denied);
-  if (r.allowed) out << "; allowed past the limits by a list " << thousands(r.allowed);
+  if (r.allowed)
+    out << "; allowed past the limits by a list or an override " << thousands(r.allowed);
   out << "\n";
   out << "  " << pad("route/limit", 34) << pad("mode", 9) << lpad("seen", 12) << lpad("refused", 12)
       << lpad("rate", 9) << lpad("shadow", 10) << "\n";

@@ -167,12 +167,15 @@ struct Line {
 
 // Replays `lines` through `config`, checks each verdict, and returns the JSON report.
 boost::json::object replay_lines(const rs::ScratchDir& dir, const std::string& config,
-                                 const std::vector<Line>& lines) {
+                                 const std::vector<Line>& lines,
+                                 const std::vector<std::string>& options = {}) {
   std::string log;
   for (std::size_t i = 0; i < lines.size(); ++i)
     log += rs::access_line(at(10, static_cast<int>(i)), lines[i].path, lines[i].fields) + "\n";
-  auto r = rs::replay(
-      {"--config", config, "--json", "--decisions", dir / "d.tsv", dir.write("a.log", log)}, dir);
+  std::vector<std::string> args{"--config", config, "--json", "--decisions", dir / "d.tsv"};
+  args.insert(args.end(), options.begin(), options.end());
+  args.push_back(dir.write("a.log", log));
+  auto r = rs::replay(args, dir);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   auto decisions = rs::read_decisions(dir / "d.tsv");
   EXPECT_EQ(decisions.size(), lines.size());
@@ -251,6 +254,36 @@ TEST(ReplayKnownAnswer, ListsAreDecidedBeforeTheLimits) {
   EXPECT_EQ(rs::number(report.at("candidate").at("denied")), 2);
   EXPECT_EQ(rs::number(report.at("candidate").at("allowed")), 2);
   EXPECT_TRUE(report.at("candidate").at("missing_inputs").as_array().empty());
+}
+
+// The admin API's overrides, as GET /overrides lists them, replayed: an exempt caller is
+// admitted past its limit, one with a quota of its own gets that quota.
+TEST(ReplayKnownAnswer, OverridesFromTheAdminApiApplyAllAlong) {
+  rs::ScratchDir dir;
+  const auto config = dir.write(
+      "c.yaml",
+      std::string(kServer) + "routes:\n" +
+          route("api", "/",
+                "{ name: one, algorithm: fixed_window, limit: 1, window: 1m, key: [ip] }"));
+  const auto overrides = dir.write(
+      "o.json",
+      R"({"overrides":[{"limit":"one","key":"ip=192.0.2.1","exempt":true,"until_ms":1,"by":"oncall"},)"
+      R"({"limit":"one","key":"ip=192.0.2.2","quota":2,"by":"oncall"}]})");
+  const std::vector<Line> lines = {
+      {"/1", rs::ip_field("192.0.2.1"), "admitted"}, {"/2", rs::ip_field("192.0.2.1"), "admitted"},
+      {"/3", rs::ip_field("192.0.2.2"), "admitted"}, {"/4", rs::ip_field("192.0.2.2"), "admitted"},
+      {"/5", rs::ip_field("192.0.2.2"), "refused"},  {"/6", rs::ip_field("192.0.2.3"), "admitted"},
+      {"/7", rs::ip_field("192.0.2.3"), "refused"},
+  };
+  auto report = replay_lines(dir, config, lines, {"--overrides", overrides});
+  EXPECT_EQ(rs::number(report.at("candidate").at("allowed")), 2);
+  // A file that is not what GET /overrides answers is an error naming it.
+  auto bad = rs::replay(
+      {"--config", config, "--overrides", dir.write("b.json", "[]"),
+       dir.write("a2.log", rs::access_line(at(10, 0), "/x", rs::ip_field("192.0.2.9")) + "\n")},
+      dir);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("b.json: expected {\"overrides\": [...]}"), std::string::npos) << bad.err;
 }
 
 // ------------------------------------------------------------------------- inputs

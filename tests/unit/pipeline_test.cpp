@@ -155,6 +155,7 @@ class DownStore final : public store::LimitStore {
   }
   void adjust(const store::Item&, std::int64_t) override { ++adjusted; }
   void release(const store::Item&) override { ++released; }
+  void reset(const store::Item&) override {}
   bool healthy() const override { return false; }
   int adjusted = 0;
   int released = 0;

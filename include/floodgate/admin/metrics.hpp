@@ -101,6 +101,14 @@ class Metrics {
     accept_pauses[static_cast<std::size_t>(p)].fetch_add(1, std::memory_order_relaxed);
   }
   std::atomic<std::uint64_t> unexpected_exceptions{0};  // caught at a worker's boundary
+  // The admin API's changes (indexed by AdminChange), and its requests refused a token.
+  enum class AdminChange : std::size_t { key_reset, override_set, override_removed, kCount };
+  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(AdminChange::kCount)>
+      admin_changes{};
+  void count(AdminChange c) {
+    admin_changes[static_cast<std::size_t>(c)].fetch_add(1, std::memory_order_relaxed);
+  }
+  std::atomic<std::uint64_t> admin_unauthorized{0};
   // Filled by app/: how many workers' store connections are healthy, and how many there are.
   std::function<std::pair<int, int>()> store_health;
   std::string backend = "memory";

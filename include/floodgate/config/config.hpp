@@ -93,9 +93,17 @@ struct TopSettings {
   Duration window{60'000};
 };
 
+// A bearer token of the admin API; its name is who the log says made a change.
+struct AdminToken {
+  std::string name;
+  std::string value;
+};
+
 struct AdminSettings {
   std::optional<Endpoint> listen;
   TopSettings top;
+  // `token: VALUE` (named "admin") or `tokens: {NAME: VALUE}`; none: the write API is off.
+  std::vector<AdminToken> tokens;
   // Whether requests feed the top offenders: only where someone can read them.
   bool keeps_top() const { return listen && top.enabled; }
 };

@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "floodgate/config/config_source.hpp"
+#include "floodgate/limit/caller_overrides.hpp"
 #include "floodgate/limit/clock.hpp"
 #include "floodgate/limit/heavy_hitters.hpp"
 
@@ -38,6 +40,21 @@ struct ServerDeps {
   StoreFactory make_local;
   admin::Metrics& metrics;
   spdlog::logger* access_log = nullptr;  // one JSON line per request when log.access_log is on
+  const limit::OverrideBoard* overrides = nullptr;  // per-caller overrides (admin API), or none
+};
+
+// The admin API's /keys, answered by the workers: one caller of one route's limit, by its
+// key parts' values as /top shows them.
+struct KeyRequest {
+  std::string route;
+  std::string limit;
+  std::string caller;
+  bool reset = false;  // DELETE: its state in the store is forgotten
+};
+struct KeyAnswer {
+  int status = 200;
+  std::string body;       // JSON
+  std::string store_key;  // the caller's key in the store, when it was found
 };
 
 class Server {
@@ -60,6 +77,9 @@ class Server {
   // Every worker's top offenders summaries (admin.top), each limit once per worker; a worker
   // that does not answer within `wait` (stopped) is left out.
   std::vector<limit::LimitTop> top(std::chrono::milliseconds wait) const;
+  // A caller's state in the store (or, `reset`, its state forgotten and every worker's deny
+  // cache told), decided on the first worker's loop; 503 when it does not answer in `wait`.
+  KeyAnswer keys(const KeyRequest& request, std::chrono::milliseconds wait) const;
 
  private:
   struct Impl;

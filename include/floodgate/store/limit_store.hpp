@@ -25,6 +25,9 @@ class LimitStore {
   virtual void adjust(const Item& item, std::int64_t delta) = 0;
   // Returns a concurrency lease.
   virtual void release(const Item& item) = 0;
+  // The admin API's reset: the key's state is forgotten (a whole quota again); what leases
+  // hold of it stays held. Best effort, like adjust.
+  virtual void reset(const Item& item) = 0;
   // Whether decisions are being made by the store right now (connected, breaker closed).
   // Read from the admin thread while the worker decides: implementations answer from atomics.
   virtual bool healthy() const = 0;

@@ -33,6 +33,8 @@ class MemoryState {
   void acquire(std::span<const Item> items, Outcome& out);
   void adjust(const Item& item, std::int64_t delta);
   void release(const Item& item);
+  // Forgets the key's state (its record of holds stays: units leased out are still out).
+  void reset(const Item& item);
 
   std::size_t size() const;
   std::uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
@@ -121,6 +123,7 @@ class MemoryStore final : public LimitStore {
   void async_acquire(std::vector<Item> items, Handler handler) override;
   void adjust(const Item& item, std::int64_t delta) override { state_.adjust(item, delta); }
   void release(const Item& item) override { state_.release(item); }
+  void reset(const Item& item) override { state_.reset(item); }
   bool healthy() const override { return true; }  // in-process: it cannot be unreachable
 
  private:

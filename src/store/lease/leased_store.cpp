@@ -94,6 +94,7 @@ class LeasedStore final : public LimitStore {
     inner_->adjust(leased, delta);
   }
   void release(const Item& item) override { inner_->release(item); }
+  void reset(const Item& item) override { inner_->reset(item); }
   bool healthy() const override { return inner_->healthy(); }
 
   void reconfigured(const std::string& leased) override {

@@ -267,6 +267,13 @@ void MemoryState::release(const Item& item) {
   store(shard, key, item.params, limit::release(item.params, current(shard, key, now)), now);
 }
 
+void MemoryState::reset(const Item& item) {
+  const auto key = digest_of(item.key);
+  auto& shard = shards_[shard_for(key)];
+  std::lock_guard lock(shard.mutex);
+  shard.map.erase(key);
+}
+
 void MemoryStore::async_acquire(std::vector<Item> items, Handler handler) {
   auto outcome = state_.acquire(items);
   // The worker's own loop: the caller resumes on its thread, never inside this call.

@@ -111,6 +111,10 @@ class ClusterStore final : public LimitStore {
     send_fire_and_forget(owner(redis::key_slot(item.key)), {"ZREM", item.key, item.lease}, false);
   }
 
+  void reset(const Item& item) override {  // the state key only, as RedisStore's
+    send_fire_and_forget(owner(redis::key_slot(item.key)), {"DEL", item.key}, false);
+  }
+
  private:
   struct Call {
     // (Constructed, never assigned: assigning an any_completion_handler from a handler wraps

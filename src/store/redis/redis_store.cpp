@@ -97,6 +97,14 @@ class RedisStore final : public LimitStore {
                    [](const redisReply*, redis::CommandStatus) {});
   }
 
+  void reset(const Item& item) override {
+    if (!conn_->connected()) return;
+    // The state key only: `<key>:leases` keeps what instances hold, so that a reset bucket
+    // still refills only to what they do not hold.
+    conn_->command({"DEL", item.key}, Clock::now() + options_.timeout * 4,
+                   [](const redisReply*, redis::CommandStatus) {});
+  }
+
  private:
   struct Call {
     std::vector<Item> items;

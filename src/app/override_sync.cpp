@@ -1,0 +1,253 @@
+#include "override_sync.hpp"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <charconv>
+
+namespace floodgate::app {
+
+namespace {
+
+constexpr std::chrono::seconds kConnectTimeout{1};
+constexpr std::chrono::seconds kCommandTimeout{2};
+
+timeval tv(std::chrono::microseconds d) {
+  return {static_cast<time_t>(d.count() / 1'000'000),
+          static_cast<suseconds_t>(d.count() % 1'000'000)};
+}
+
+// "MOVED 3999 10.0.0.2:7001": the slot's owner.
+std::optional<config::Endpoint> moved_to(const redisReply* r) {
+  if (!r || r->type != REDIS_REPLY_ERROR) return std::nullopt;
+  std::string_view text(r->str, r->len);
+  if (text.substr(0, 6) != "MOVED ") return std::nullopt;
+  auto space = text.find(' ', 6);
+  if (space == std::string_view::npos) return std::nullopt;
+  auto parsed = config::parse_endpoint(text.substr(space + 1));
+  if (auto* e = std::get_if<config::Endpoint>(&parsed)) return *e;
+  return std::nullopt;
+}
+
+std::string field_of(const std::string& limit, const std::string& caller) {
+  return limit + "\n" + caller;
+}
+
+}  // namespace
+
+void RedisOverrides::ReplyFree::operator()(redisReply* r) const {
+  freeReplyObject(r);
+}
+
+RedisOverrides::RedisOverrides(const config::StoreSettings& store, limit::OverrideBoard& board,
+                               const limit::Clock& clock, std::shared_ptr<spdlog::logger> log)
+    : store_(store),
+      board_(board),
+      clock_(clock),
+      log_(std::move(log)),
+      hash_(store.key_prefix + ":{overrides}"),
+      version_key_(store.key_prefix + ":{overrides}:version"),
+      resets_(store.key_prefix + ":{overrides}:resets") {}
+
+RedisOverrides::~RedisOverrides() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (poller_.joinable()) poller_.join();
+  disconnect();
+}
+
+void RedisOverrides::start(std::chrono::milliseconds every) {
+  {
+    std::lock_guard lock(mutex_);
+    std::string why;
+    if (!refresh(true, why)) {
+      failing_ = true;
+      log_->warn("overrides: cannot read them from the store yet: {}", why);
+    }
+  }
+  poller_ = std::thread([this, every] { poll(every); });
+}
+
+void RedisOverrides::poll(std::chrono::milliseconds every) {
+  std::unique_lock lock(mutex_);
+  while (!wake_.wait_for(lock, every, [this] { return stop_; })) {
+    std::string why;
+    const bool ok = refresh(false, why);
+    // A line when reading starts or stops failing, not one every half second.
+    if (!ok && !failing_) log_->warn("overrides: cannot read them from the store: {}", why);
+    if (ok && failing_) log_->info("overrides: read from the store again");
+    failing_ = !ok;
+  }
+}
+
+void RedisOverrides::disconnect() {
+  if (ctx_) redisFree(ctx_);
+  ctx_ = nullptr;
+}
+
+bool RedisOverrides::connect(const config::Endpoint& at, std::string& why) {
+  disconnect();
+  const auto t = tv(kConnectTimeout);
+  ctx_ = redisConnectWithTimeout(at.host.c_str(), at.port, t);
+  if (!ctx_ || ctx_->err) {
+    why = at.to_string() + ": " + (ctx_ ? ctx_->errstr : "cannot allocate a connection");
+    disconnect();
+    return false;
+  }
+  redisSetTimeout(ctx_, tv(kCommandTimeout));
+  if (!store_.redis.password.empty()) {
+    std::vector<std::string> auth{"AUTH"};
+    if (!store_.redis.username.empty()) auth.push_back(store_.redis.username);
+    auth.push_back(store_.redis.password);
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : auth) argv.push_back(a.data()), lens.push_back(a.size());
+    Reply r(static_cast<redisReply*>(
+        redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+      why = at.to_string() + ": AUTH failed";
+      disconnect();
+      return false;
+    }
+  }
+  return true;
+}
+
+RedisOverrides::Reply RedisOverrides::command(const std::vector<std::string>& args,
+                                              std::string& why) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (const auto& a : args) argv.push_back(a.data()), lens.push_back(a.size());
+  std::vector<config::Endpoint> candidates;
+  if (store_.backend == config::StoreBackend::redis_cluster)
+    candidates = store_.redis.nodes;
+  else
+    candidates.push_back(store_.redis.address);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (!ctx_) {
+      bool up = false;
+      for (const auto& node : candidates)
+        if ((up = connect(node, why))) break;
+      if (!up) return nullptr;
+    }
+    Reply r(static_cast<redisReply*>(
+        redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
+    if (!r) {
+      why = std::string("the store did not answer: ") + (ctx_->errstr[0] ? ctx_->errstr : "closed");
+      disconnect();
+      continue;  // once more on a fresh connection
+    }
+    if (auto owner = moved_to(r.get())) {  // a cluster: the slot lives elsewhere
+      if (!connect(*owner, why)) return nullptr;
+      continue;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+      why = std::string("the store refused: ") + std::string(r->str, r->len);
+      return nullptr;
+    }
+    return r;
+  }
+  if (why.empty()) why = "too many redirections";
+  return nullptr;
+}
+
+bool RedisOverrides::refresh(bool force, std::string& why) {
+  auto v = command({"GET", version_key_}, why);
+  if (!v) return false;
+  const std::string version = v->type == REDIS_REPLY_STRING ? std::string(v->str, v->len) : "0";
+  if (!force && version == seen_) return true;
+  auto all = command({"HGETALL", hash_}, why);
+  if (!all) return false;
+  limit::OverrideList list;
+  std::vector<std::string> lapsed;
+  const auto now = clock_.now();
+  if (all->type == REDIS_REPLY_ARRAY)
+    for (std::size_t i = 0; i + 1 < all->elements; i += 2) {
+      const auto* f = all->element[i];
+      const auto* val = all->element[i + 1];
+      if (f->type != REDIS_REPLY_STRING || val->type != REDIS_REPLY_STRING) continue;
+      std::string bad;
+      auto o = limit::override_from_json(std::string_view(val->str, val->len), bad);
+      if (!o) {
+        log_->warn("overrides: field {} of {} is not an override ({}); ignored",
+                   std::string(f->str, f->len), hash_, bad);
+        continue;
+      }
+      if (!o->live(now)) {
+        lapsed.emplace_back(f->str, f->len);
+        continue;
+      }
+      list.push_back(std::move(*o));
+    }
+  std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.limit, a.caller) < std::tie(b.limit, b.caller);
+  });
+  // Keys reset lately: a deny cache remembers a refusal for as long as its Retry-After, and
+  // every worker forgets these whenever the version moves.
+  auto reset_keys = command({"HGETALL", resets_}, why);
+  if (!reset_keys) return false;
+  std::vector<std::string> resets, stale;
+  constexpr limit::Micros kKeepResets = 600 * limit::kMicrosPerSecond;
+  if (reset_keys->type == REDIS_REPLY_ARRAY)
+    for (std::size_t i = 0; i + 1 < reset_keys->elements; i += 2) {
+      const auto* k = reset_keys->element[i];
+      const auto* at = reset_keys->element[i + 1];
+      if (k->type != REDIS_REPLY_STRING || at->type != REDIS_REPLY_STRING) continue;
+      long long ms = 0;
+      std::from_chars(at->str, at->str + at->len, ms);
+      (now - ms * 1000 > kKeepResets ? stale : resets).emplace_back(k->str, k->len);
+    }
+  board_.publish(std::move(list), std::move(resets));
+  if (!stale.empty()) {
+    std::vector<std::string> del{"HDEL", resets_};
+    del.insert(del.end(), stale.begin(), stale.end());
+    std::string ignored;
+    command(del, ignored);
+  }
+  seen_ = version;
+  if (!lapsed.empty()) {  // tidied by whichever instance sees them first
+    std::vector<std::string> del{"HDEL", hash_};
+    del.insert(del.end(), lapsed.begin(), lapsed.end());
+    std::string ignored;
+    command(del, ignored);
+  }
+  return true;
+}
+
+std::string RedisOverrides::put(const limit::CallerOverride& o) {
+  std::lock_guard lock(mutex_);
+  std::string why;
+  if (!command({"HSET", hash_, field_of(o.limit, o.caller), limit::to_json(o)}, why) ||
+      !command({"INCR", version_key_}, why))
+    return why;
+  refresh(true, why);  // this instance applies it at once; the others at their next read
+  return "";
+}
+
+std::string RedisOverrides::reset(const std::string& store_key) {
+  std::lock_guard lock(mutex_);
+  std::string why;
+  if (!command({"HSET", resets_, store_key, std::to_string(clock_.now() / 1000)}, why) ||
+      !command({"INCR", version_key_}, why))
+    return why;
+  return "";
+}
+
+std::string RedisOverrides::remove(const std::string& limit, const std::string& caller,
+                                   bool& found) {
+  std::lock_guard lock(mutex_);
+  std::string why;
+  auto r = command({"HDEL", hash_, field_of(limit, caller)}, why);
+  if (!r) return why;
+  found = r->type == REDIS_REPLY_INTEGER && r->integer > 0;
+  if (!found) return "";
+  if (!command({"INCR", version_key_}, why)) return why;
+  refresh(true, why);
+  return "";
+}
+
+}  // namespace floodgate::app

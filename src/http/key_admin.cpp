@@ -1,0 +1,70 @@
+#include "key_admin.hpp"
+
+#include <boost/json.hpp>
+
+#include "floodgate/keys/caller_key.hpp"
+#include "floodgate/store/limit_store.hpp"
+
+namespace floodgate::http {
+
+namespace json = boost::json;
+
+namespace {
+
+KeyAnswer error(int status, std::string message) {
+  return {status, json::serialize(json::object{{"error", std::move(message)}}) + "\n", ""};
+}
+
+std::int64_t seconds_up(limit::Micros us) {
+  return (us + limit::kMicrosPerSecond - 1) / limit::kMicrosPerSecond;
+}
+
+}  // namespace
+
+boost::asio::awaitable<KeyAnswer> answer_key_request(WorkerContext& ctx, const KeyRequest& r) {
+  const auto c = ctx.snapshot();
+  if (r.route.empty() || r.limit.empty() || r.caller.empty())
+    co_return error(
+        400, "route, limit and key are required: /keys?route=R&limit=L&key=ip%3D203.0.113.7");
+  const config::Route* route = nullptr;
+  for (const auto& rt : c->routes)
+    if (rt.name == r.route) route = &rt;
+  if (!route) co_return error(404, "no route named \"" + r.route + "\"");
+  const config::Limit* limit = nullptr;
+  for (const auto& l : route->limits)
+    if (l.name == r.limit) limit = &l;
+  if (!limit) co_return error(404, "route " + r.route + " has no limit named \"" + r.limit + "\"");
+  auto k = keys::caller_key(c->store.key_prefix, *route, *limit, r.caller, ctx.gate.hasher(*c));
+  if (k.key.empty()) co_return error(400, "key: " + k.error);
+
+  store::Item item;
+  item.key = k.key;
+  item.params = limit::Params::from(*limit, limit->params);
+  const auto now = ctx.clock.now();
+  const auto* o = ctx.gate.override_of(c, item.key, now);
+  if (o && !o->exempt) item.params = limit::with_quota(item.params, o->quota);
+  json::object out{{"route", route->name},
+                   {"limit", limit->name},
+                   {"key", r.caller},
+                   {"store_key", item.key},
+                   {"algorithm", config::to_string(limit->algorithm)}};
+  if (o) out["override"] = json::parse(limit::to_json(*o));
+  if (r.reset) {
+    ctx.gate.reset(item);
+    out["reset"] = true;
+    co_return KeyAnswer{200, json::serialize(out) + "\n", item.key};
+  }
+  item.lease = "admin-probe:" + std::to_string(now);  // concurrency: given back at once
+  auto result = co_await ctx.gate.inspect(item);
+  if (auto* e = std::get_if<store::StoreError>(&result))
+    co_return error(503, std::string("the store did not answer: ") + store::to_string(*e));
+  const auto& outcome = std::get<store::Outcome>(result);
+  if (outcome.decisions.empty()) co_return error(503, "the store gave no decision");
+  const auto& d = outcome.decisions.front();
+  out["quota"] = d.limit;
+  out["remaining"] = d.remaining;
+  out["reset_seconds"] = seconds_up(d.reset_after);
+  co_return KeyAnswer{200, json::serialize(out) + "\n", item.key};
+}
+
+}  // namespace floodgate::http

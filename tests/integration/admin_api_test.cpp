@@ -1,0 +1,191 @@
+// The admin API (issue 20 item 2) on the real binary, with curl: a caller looked up, reset
+// and exempted through one instance and seen on a second sharing the Redis store within a
+// second; the token checked; every change logged and counted; the API off without a token.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <thread>
+
+#include "floodgate_process.hpp"
+#include "harness.hpp"
+#include "redis_server.hpp"
+
+namespace floodgate::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kToken = "oncall-token-0123456789abcdef";
+const std::string kAuth = std::string("-H 'Authorization: Bearer ") + kToken + "' ";
+
+const std::string kRoutes = R"(
+  - name: api
+    match: { path_prefix: / }
+    upstream: origin
+    limits: [{ name: burst, algorithm: token_bucket, capacity: 3, refill_rate: 1/h, key: [ip] }]
+)";
+
+// "STATUS BODY" of a curl to `url` with `args` (method, headers, body).
+std::string curl(const std::string& args, const std::string& url) {
+  return command_output("curl -s -w ' %{http_code}' " + args + "'" + url + "'", 20);
+}
+int status_of(const std::string& out) {
+  return std::stoi(out.substr(out.rfind(' ') + 1));
+}
+
+int get_status(std::uint16_t port) {
+  auto r = get(port, "/x");
+  return r ? r->result_int() : -1;
+}
+
+struct Instance {
+  std::uint16_t port;
+  std::uint16_t admin;
+  std::string path;
+  std::unique_ptr<ChildProcess> fg;
+  Instance(const std::string& name, std::uint16_t port_, std::uint16_t admin_,
+           const std::string& yaml)
+      : port(port_), admin(admin_) {
+    path = write_temp_file(name, yaml);
+    // Its log (stderr) on the pipe too, where log_lines() reads it.
+    fg = std::make_unique<ChildProcess>(std::vector<std::string>{
+        "/bin/sh", "-c",
+        std::string("exec ") + FLOODGATE_BINARY + " --config '" + path + "' 2>&1"});
+    wait_serving(admin, "/healthz");
+    wait_listening(port);
+  }
+  std::string url(const std::string& target) const {
+    return "http://127.0.0.1:" + std::to_string(admin) + target;
+  }
+  // The process's own log so far (stdout: the text log), read for a while.
+  std::string log_lines(std::chrono::milliseconds for_how_long) {
+    std::string out;
+    const auto until = std::chrono::steady_clock::now() + for_how_long;
+    while (std::chrono::steady_clock::now() < until) {
+      auto line = fg->read_line(100ms);
+      if (!line.empty()) out += line + "\n";
+    }
+    return out;
+  }
+};
+
+std::string admin_yaml(std::uint16_t admin, bool token) {
+  return "admin: { listen: 127.0.0.1:" + std::to_string(admin) +
+         (token ? std::string(", tokens: { oncall: ") + kToken + " }" : std::string()) + " }\n";
+}
+
+// An instance on the memory store in front of `origin`, with or without a token.
+Instance memory_instance(const std::string& name, const Origin& origin, bool token) {
+  const auto port = free_port(), admin = free_port();
+  return Instance(name, port, admin,
+                  "server: { listen: [127.0.0.1:" + std::to_string(port) + "], threads: 1 }\n" +
+                      admin_yaml(admin, token) + "upstreams: { origin: { url: \"http://127.0.0.1:" +
+                      std::to_string(origin.port()) + "\" } }\nroutes:" + kRoutes);
+}
+
+TEST(AdminApi, OffWithoutATokenAndTheTokenIsChecked) {
+  Origin origin;
+  Instance off = memory_instance("api-off.yaml", origin, false);
+  auto r = curl(kAuth, off.url("/overrides"));
+  EXPECT_EQ(status_of(r), 403) << r;
+  EXPECT_NE(r.find("the admin API is off"), std::string::npos) << r;
+  EXPECT_EQ(status_of(curl("", off.url("/top"))), 200);  // the read-only endpoints stay open
+
+  Instance on = memory_instance("api-on.yaml", origin, true);
+  EXPECT_EQ(status_of(curl("", on.url("/overrides"))), 401);
+  EXPECT_EQ(status_of(curl("-H 'Authorization: Bearer oncall-token-0123456789abcdeX' ",
+                           on.url("/overrides"))),
+            401);
+  auto challenge = command_output("curl -s -D - -o /dev/null '" + on.url("/keys") + "'", 20);
+  EXPECT_NE(challenge.find("WWW-Authenticate: Bearer realm=\"floodgate-admin\""), std::string::npos)
+      << challenge;
+  EXPECT_EQ(status_of(curl(kAuth, on.url("/overrides"))), 200);
+  auto metrics = curl("", on.url("/metrics"));
+  EXPECT_EQ(metric(metrics, "floodgate_admin_unauthorized_total"), 3u) << metrics;
+  // Bad requests are named, not guessed at.
+  auto bad =
+      curl(kAuth + "-X PUT -d '{\"limit\": 5}' ", on.url("/overrides/burst/jwt:tenant=acme"));
+  EXPECT_EQ(status_of(bad), 400);
+  EXPECT_NE(bad.find("expected \\\"ip=\\\""), std::string::npos) << bad;
+  EXPECT_EQ(
+      status_of(curl(kAuth + "-X PUT -d '{\"limit\": 5}' ", on.url("/overrides/nope/ip=1.2.3.4"))),
+      404);
+  EXPECT_EQ(
+      status_of(curl(kAuth + "-X PUT -d '{\"limit\": 0}' ", on.url("/overrides/burst/ip=1.2.3.4"))),
+      400);
+  EXPECT_EQ(status_of(curl(kAuth + "-X PUT -d '{\"exempt\": true, \"ttl\": \"soon\"}' ",
+                           on.url("/overrides/burst/ip=1.2.3.4"))),
+            400);
+  EXPECT_EQ(status_of(curl(kAuth, on.url("/keys?route=api&limit=nope&key=ip%3D1.2.3.4"))), 404);
+}
+
+// The issue's on-call session: a caller looked up, reset and exempted on one instance, seen
+// on a second one sharing the store.
+TEST(AdminApi, ACallerLookedUpResetAndExemptedOnOneInstanceIsSeenOnTheOther) {
+  RedisServer redis;
+  Origin origin;
+  auto yaml = [&](std::uint16_t port, std::uint16_t admin) {
+    return redis_config(port, origin.port(), redis.port(), kRoutes, "500ms",
+                        admin_yaml(admin, true));
+  };
+  const auto pa = free_port(), aa = free_port(), pb = free_port(), ab = free_port();
+  Instance a("api-a.yaml", pa, aa, yaml(pa, aa));
+  Instance b("api-b.yaml", pb, ab, yaml(pb, ab));
+  const std::string key = "/keys?route=api&limit=burst&key=ip%3D127.0.0.1";
+
+  // The caller spends its three on B, then is refused there.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(get_status(pb), 200);
+  EXPECT_EQ(get_status(pb), 429);
+  // Looked up on A: the store's state, shared.
+  auto looked = curl(kAuth, a.url(key));
+  EXPECT_EQ(status_of(looked), 200) << looked;
+  EXPECT_NE(looked.find("\"quota\":3,\"remaining\":0"), std::string::npos) << looked;
+  // Reset on A: the store forgets the caller's state, and B, which remembers refusing it
+  // (its deny cache, until the refill hours away), forgets that within a second.
+  auto reset = curl(kAuth + "-X DELETE ", a.url(key));
+  EXPECT_EQ(status_of(reset), 200) << reset;
+  EXPECT_NE(curl(kAuth, a.url(key)).find("\"remaining\":3"), std::string::npos);
+  // (B's other worker, which never refused it, may admit it sooner: asked only after the
+  // second the API promises, every worker of B agrees.)
+  std::this_thread::sleep_for(1s);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(get_status(pb), 200) << i;
+  EXPECT_EQ(get_status(pb), 429);  // three again, no more
+
+  // Exempted on A: B applies it within a second, without a reload.
+  EXPECT_EQ(get_status(pa), 429);
+  auto put = curl(kAuth + "-X PUT -d '{\"exempt\": true, \"ttl\": \"10m\"}' ",
+                  a.url("/overrides/burst/ip=127.0.0.1"));
+  EXPECT_EQ(status_of(put), 200) << put;
+  const auto set_at = std::chrono::steady_clock::now();
+  EXPECT_TRUE(eventually([&] { return get_status(pb) == 200; }, 1s));
+  const auto seen_after = std::chrono::steady_clock::now() - set_at;
+  EXPECT_LT(seen_after, 1s);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(get_status(pb), 200);
+  EXPECT_EQ(get_status(pa), 200);  // and on A at once
+  auto listed = curl(kAuth, b.url("/overrides"));
+  EXPECT_NE(listed.find("\"key\":\"ip=127.0.0.1\",\"exempt\":true"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("\"by\":\"oncall\""), std::string::npos) << listed;
+
+  // A quota of its own instead, then removed: B refuses again within a second.
+  EXPECT_EQ(status_of(curl(kAuth + "-X DELETE ", b.url("/overrides/burst/ip=127.0.0.1"))), 200);
+  EXPECT_TRUE(eventually([&] { return get_status(pa) == 429; }, 1s));
+  EXPECT_EQ(status_of(curl(kAuth + "-X DELETE ", b.url("/overrides/burst/ip=127.0.0.1"))), 404);
+
+  // Every change was counted where it was made, and logged with the token's name.
+  auto ma = curl("", a.url("/metrics"));
+  EXPECT_EQ(metric(ma, R"(floodgate_admin_changes_total{action="key_reset"})"), 1u) << ma;
+  EXPECT_EQ(metric(ma, R"(floodgate_admin_changes_total{action="override_set"})"), 1u);
+  auto mb = curl("", b.url("/metrics"));
+  EXPECT_EQ(metric(mb, R"(floodgate_admin_changes_total{action="override_removed"})"), 1u);
+  auto log_a = a.log_lines(300ms);
+  EXPECT_NE(log_a.find("admin: oncall reset key ip=127.0.0.1 of api/burst"), std::string::npos)
+      << log_a;
+  EXPECT_NE(log_a.find("admin: oncall set the override of burst for ip=127.0.0.1: exempt until"),
+            std::string::npos)
+      << log_a;
+  EXPECT_NE(b.log_lines(300ms).find("admin: oncall removed the override of burst"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace floodgate::testing
