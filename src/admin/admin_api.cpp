@@ -117,8 +117,11 @@ Response overrides(const Request& req, const urls::url_view& u, const config::Co
       res.set(bhttp::field::allow, "GET");
       return res;
     }
-    const auto list = api.board ? api.board->get() : std::make_shared<const limit::OverrideList>();
-    return reply(req, bhttp::status::ok, limit::to_json(*list) + "\n");
+    limit::OverrideList in_force;  // lapsed ones may linger until the list is next changed
+    if (api.board)
+      for (const auto& o : *api.board->get())
+        if (!api.clock || o.live(api.clock->now())) in_force.push_back(o);
+    return reply(req, bhttp::status::ok, limit::to_json(in_force) + "\n");
   }
   if (parts.size() < 3)
     return failure(req, bhttp::status::not_found, "expected /overrides/LIMIT/KEY");
@@ -132,10 +135,13 @@ Response overrides(const Request& req, const urls::url_view& u, const config::Co
   const auto& limit_name = parts[1];
   std::string caller = parts[2];
   for (std::size_t i = 3; i < parts.size(); ++i) caller += "/" + parts[i];  // a path value
-  if (!has_limit(c, limit_name))
-    return failure(req, bhttp::status::not_found, "no limit named \"" + limit_name + "\"");
-  if (auto why = fits_a_key(c, limit_name, caller); !why.empty())
-    return failure(req, bhttp::status::bad_request, "key: " + why);
+  // (A DELETE is not checked: an override of a limit a reload renamed must still go.)
+  if (req.method() == bhttp::verb::put) {
+    if (!has_limit(c, limit_name))
+      return failure(req, bhttp::status::not_found, "no limit named \"" + limit_name + "\"");
+    if (auto why = fits_a_key(c, limit_name, caller); !why.empty())
+      return failure(req, bhttp::status::bad_request, "key: " + why);
+  }
 
   if (req.method() == bhttp::verb::delete_) {
     bool found = false;
@@ -177,15 +183,19 @@ Response overrides(const Request& req, const urls::url_view& u, const config::Co
                    "give either {\"limit\": N} or {\"exempt\": true}");
   if (const auto* t = b.if_contains("ttl")) {
     limit::Micros ttl = 0;
-    if (t->is_int64() && t->get_int64() > 0) {
-      ttl = t->get_int64() * limit::kMicrosPerSecond;
+    constexpr std::int64_t kLongestSeconds = 10LL * 366 * 86'400;  // ten years
+    std::int64_t seconds = 0;
+    if (t->is_int64()) {
+      seconds = t->get_int64();
     } else if (t->is_string()) {
       auto d = config::parse_duration(std::string_view(t->get_string()));
-      if (auto* ok = std::get_if<config::Duration>(&d)) ttl = ok->count() * 1000;
+      if (auto* ok = std::get_if<config::Duration>(&d))
+        seconds = std::min<std::int64_t>(ok->count() / 1000, kLongestSeconds + 1);
     }
-    if (ttl <= 0)
+    if (seconds <= 0 || seconds > kLongestSeconds)
       return failure(req, bhttp::status::bad_request,
-                     "ttl: seconds (a number) or a duration such as \"10m\"");
+                     "ttl: seconds (a number) or a duration such as \"10m\", at most ten years");
+    ttl = seconds * limit::kMicrosPerSecond;
     o.until = now + ttl;
   }
   if (auto e = api.keeper->put(o); !e.empty())

@@ -61,19 +61,17 @@ RedisOverrides::~RedisOverrides() {
 }
 
 void RedisOverrides::start(std::chrono::milliseconds every) {
-  {
-    std::lock_guard lock(mutex_);
-    std::string why;
-    if (!refresh(true, why)) {
-      failing_ = true;
-      log_->warn("overrides: cannot read them from the store yet: {}", why);
-    }
-  }
+  // The first read too: a store that does not answer must not hold up the start.
   poller_ = std::thread([this, every] { poll(every); });
 }
 
 void RedisOverrides::poll(std::chrono::milliseconds every) {
   std::unique_lock lock(mutex_);
+  std::string first;
+  if (!refresh(true, first)) {
+    failing_ = true;
+    log_->warn("overrides: cannot read them from the store yet: {}", first);
+  }
   while (!wake_.wait_for(lock, every, [this] { return stop_; })) {
     std::string why;
     const bool ok = refresh(false, why);

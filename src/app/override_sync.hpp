@@ -32,8 +32,8 @@ class RedisOverrides final : public limit::OverrideKeeper {
   RedisOverrides(const RedisOverrides&) = delete;
   RedisOverrides& operator=(const RedisOverrides&) = delete;
 
-  // Reads the overrides once (a store down at start leaves the board empty until it is back),
-  // then keeps reading them every `every` on a thread of its own.
+  // Reads the overrides on a thread of its own, at once and then every `every` (a store down
+  // at start leaves the board empty until it is back).
   void start(std::chrono::milliseconds every = std::chrono::milliseconds(500));
 
   std::string put(const limit::CallerOverride& o) override;

@@ -50,10 +50,22 @@ boost::asio::awaitable<KeyAnswer> answer_key_request(WorkerContext& ctx, const K
                    {"algorithm", config::to_string(limit->algorithm)}};
   if (o) out["override"] = json::parse(limit::to_json(*o));
   if (r.reset) {
+    // A concurrency count is requests in flight: forgetting them would admit a second full
+    // set at once, and their releases would then eat into the new count.
+    if (limit->algorithm == config::Algorithm::concurrency)
+      co_return error(409,
+                      "a concurrency limit counts requests in flight; it frees itself as "
+                      "they end and cannot be reset");
     ctx.gate.reset(item);
     out["reset"] = true;
     co_return KeyAnswer{200, json::serialize(out) + "\n", item.key};
   }
+  // A look is a decision of cost 0, which stores the refilled state under the parameters it is
+  // given: a tiered limit's would be the caller's tier's, which only its token says.
+  if (limit->overrides)
+    co_return error(409, "limit " + limit->name + " has tiers chosen by " +
+                             limit->overrides->by.text +
+                             ": its state is not looked up here (DELETE resets it)");
   item.lease = "admin-probe:" + std::to_string(now);  // concurrency: given back at once
   auto result = co_await ctx.gate.inspect(item);
   if (auto* e = std::get_if<store::StoreError>(&result))

@@ -63,6 +63,11 @@ std::optional<CallerOverride> from_object(const json::value& v, std::string& why
     why = "an override is either {\"exempt\": true} or {\"limit\": N} with N >= 1";
     return std::nullopt;
   }
+  constexpr std::int64_t kLatestMs = 32'503'680'000'000;  // year 3000: no overflow in micros
+  if (until_ms > kLatestMs || at_ms > kLatestMs) {
+    why = "\"until_ms\" and \"at_ms\" are Unix milliseconds before the year 3000";
+    return std::nullopt;
+  }
   o.until = until_ms * 1000;
   o.at = at_ms * 1000;
   return o;
@@ -150,6 +155,8 @@ void OverrideIndex::apply(Plan& plan, Micros now) const {
     if (o) {
       plan.items[i].params = with_quota(plan.items[i].params, o->quota);
       plan.items[i].leased = {};
+      // A cost the caller's quota can never hold would be refused for ever.
+      plan.items[i].cost = std::min(plan.items[i].cost, o->quota);
     }
     if (kept != i) {
       plan.items[kept] = std::move(plan.items[i]);
@@ -176,6 +183,7 @@ std::string BoardKeeper::put(const CallerOverride& o) {
   std::lock_guard lock(mutex_);
   auto list = *board_.get();
   drop(list, o.limit, o.caller);
+  std::erase_if(list, [&](const CallerOverride& x) { return !x.live(o.at); });
   list.push_back(o);
   board_.publish(std::move(list));
   return "";

@@ -135,8 +135,10 @@ TEST(CallerOverrides, AnExemptionLeavesThePlanAndAQuotaKeepsTheRefillTime) {
   EXPECT_EQ(plan.items[0].key, "kb");
   EXPECT_EQ(plan.limits[0], &lb);
   plan.items[0].key = exempt_key;
+  plan.items[0].cost = 50;  // more than the caller's quota could ever hold
   quota_index.apply(plan, 50);
   EXPECT_EQ(plan.items[0].params.capacity, 20);
+  EXPECT_EQ(plan.items[0].cost, 20);
   EXPECT_DOUBLE_EQ(plan.items[0].params.per_second, 4);  // 20 in 5 s, as 10 in 5 s before
   EXPECT_EQ(plan.items[0].leased.size, 0);               // decided exactly
   plan.items[0].params.capacity = 10;

@@ -33,8 +33,10 @@ namespace {
 EnvLookup any_env() {
   return [](const std::string& name) -> std::optional<std::string> {
     static const std::set<std::string> defaulted = {"FLOODGATE_LISTEN", "FLOODGATE_ADMIN",
-                                                    "ORIGIN_URL",       "REDIS_ADDRESS",
-                                                    "API_LIMIT",        "FLOODGATE_POP"};
+                                                    "ORIGIN_URL", "REDIS_ADDRESS", "API_LIMIT",
+                                                    "FLOODGATE_POP",
+                                                    // two tokens: one value for both is an error
+                                                    "ONCALL_TOKEN", "DEPLOY_TOKEN"};
     if (defaulted.count(name)) return std::nullopt;
     return "test-value-0123456789";
   };
