@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
 
+#include "floodgate/ascii.hpp"
 #include "floodgate/config/units.hpp"
 #include "floodgate/keys/caller_key.hpp"
 
@@ -39,12 +40,7 @@ const config::AdminToken* bearer(const Request& req, const config::Config& c) {
   if (it == req.end()) return nullptr;
   std::string_view v = it->value();
   constexpr std::string_view kScheme = "Bearer ";
-  if (v.size() <= kScheme.size()) return nullptr;
-  for (std::size_t i = 0; i < kScheme.size() - 1; ++i)
-    if (std::tolower(static_cast<unsigned char>(v[i])) !=
-        std::tolower(static_cast<unsigned char>(kScheme[i])))
-      return nullptr;
-  if (v[kScheme.size() - 1] != ' ') return nullptr;
+  if (v.size() <= kScheme.size() || !iequals(v.substr(0, kScheme.size()), kScheme)) return nullptr;
   v.remove_prefix(kScheme.size());
   const config::AdminToken* found = nullptr;
   for (const auto& t : c.admin.tokens)

@@ -87,6 +87,14 @@ void RedisOverrides::disconnect() {
   ctx_ = nullptr;
 }
 
+RedisOverrides::Reply RedisOverrides::send(const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (const auto& a : args) argv.push_back(a.data()), lens.push_back(a.size());
+  return Reply(static_cast<redisReply*>(
+      redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
+}
+
 bool RedisOverrides::connect(const config::Endpoint& at, std::string& why) {
   disconnect();
   const auto t = tv(kConnectTimeout);
@@ -101,11 +109,7 @@ bool RedisOverrides::connect(const config::Endpoint& at, std::string& why) {
     std::vector<std::string> auth{"AUTH"};
     if (!store_.redis.username.empty()) auth.push_back(store_.redis.username);
     auth.push_back(store_.redis.password);
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : auth) argv.push_back(a.data()), lens.push_back(a.size());
-    Reply r(static_cast<redisReply*>(
-        redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
+    Reply r = send(auth);
     if (!r || r->type == REDIS_REPLY_ERROR) {
       why = at.to_string() + ": AUTH failed";
       disconnect();
@@ -117,9 +121,6 @@ bool RedisOverrides::connect(const config::Endpoint& at, std::string& why) {
 
 RedisOverrides::Reply RedisOverrides::command(const std::vector<std::string>& args,
                                               std::string& why) {
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lens;
-  for (const auto& a : args) argv.push_back(a.data()), lens.push_back(a.size());
   std::vector<config::Endpoint> candidates;
   if (store_.backend == config::StoreBackend::redis_cluster)
     candidates = store_.redis.nodes;
@@ -132,8 +133,7 @@ RedisOverrides::Reply RedisOverrides::command(const std::vector<std::string>& ar
         if ((up = connect(node, why))) break;
       if (!up) return nullptr;
     }
-    Reply r(static_cast<redisReply*>(
-        redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
+    Reply r = send(args);
     if (!r) {
       why = std::string("the store did not answer: ") + (ctx_->errstr[0] ? ctx_->errstr : "closed");
       disconnect();

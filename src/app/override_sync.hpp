@@ -45,6 +45,8 @@ class RedisOverrides final : public limit::OverrideKeeper {
     void operator()(redisReply* r) const;
   };
   using Reply = std::unique_ptr<redisReply, ReplyFree>;
+  // One command on the current connection, as it is (null: no answer).
+  Reply send(const std::vector<std::string>& args);
   // One command on the overrides' node; null with `why` on failure (connection dropped then).
   Reply command(const std::vector<std::string>& argv, std::string& why);
   bool connect(const config::Endpoint& at, std::string& why);

@@ -6,18 +6,12 @@
 #include <cstring>
 #include <fstream>
 
+#include "floodgate/ascii.hpp"
 #include "sections.hpp"
 
 namespace floodgate::config {
 
 namespace {
-
-std::string_view trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
 
 // Adds `value` to `list` under `part`; a host is compared in lower case, as requests' are.
 void add_value(AccessList& list, const KeyPart& part, std::string value) {
@@ -61,10 +55,11 @@ void read_file(YamlReader& r, const YAML::Node& at, const std::string& path,
     ++number;
     std::string_view text = line;
     if (auto hash = text.find('#'); hash != std::string_view::npos) text = text.substr(0, hash);
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);  // a CRLF file
     const auto first = text.find_first_not_of(" \t\r");
     if (first == std::string_view::npos) continue;
     const int column = static_cast<int>(first) + 1;
-    text = trimmed(text);
+    text = trim_blanks(text);
     auto eq = text.find('=');
     if (eq == std::string_view::npos) {
       auto cidr = parse_cidr(text);
@@ -74,8 +69,8 @@ void read_file(YamlReader& r, const YAML::Node& at, const std::string& path,
         bad(column, std::get<std::string>(cidr) + " (or PART=VALUE)");
       continue;
     }
-    const auto part_text = trimmed(text.substr(0, eq));
-    const auto value = trimmed(text.substr(eq + 1));
+    const auto part_text = trim_blanks(text.substr(0, eq));
+    const auto value = trim_blanks(text.substr(eq + 1));
     auto part = parse_key_part(part_text);
     if (!part) {
       bad(column, unknown_key_part(part_text));

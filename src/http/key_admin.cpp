@@ -48,7 +48,7 @@ boost::asio::awaitable<KeyAnswer> answer_key_request(WorkerContext& ctx, const K
                    {"key", r.caller},
                    {"store_key", item.key},
                    {"algorithm", config::to_string(limit->algorithm)}};
-  if (o) out["override"] = json::parse(limit::to_json(*o));
+  if (o) out["override"] = limit::to_json_object(*o);
   if (r.reset) {
     // A concurrency count is requests in flight: forgetting them would admit a second full
     // set at once, and their releases would then eat into the new count.

@@ -5,15 +5,10 @@
 #include <cctype>
 #include <vector>
 
+#include "floodgate/ascii.hpp"
+
 namespace floodgate::http {
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // ASCII only, whatever the locale says.
 bool is_unreserved(unsigned char c) {

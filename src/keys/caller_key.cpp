@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "floodgate/ascii.hpp"
+
 namespace floodgate::keys {
 
 namespace {
@@ -12,15 +14,9 @@ using Kind = config::KeyPart::Kind;
 std::string unescaped(std::string_view s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
-    auto hex = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-      return -1;
-    };
-    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] == 'x' && hex(s[i + 2]) >= 0 &&
-        hex(s[i + 3]) >= 0) {
-      out += static_cast<char>(hex(s[i + 2]) * 16 + hex(s[i + 3]));
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] == 'x' && hex_value(s[i + 2]) >= 0 &&
+        hex_value(s[i + 3]) >= 0) {
+      out += static_cast<char>(hex_value(s[i + 2]) * 16 + hex_value(s[i + 3]));
       i += 3;
     } else {
       out += s[i];

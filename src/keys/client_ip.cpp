@@ -3,18 +3,14 @@
 #include <algorithm>
 #include <vector>
 
+#include "floodgate/ascii.hpp"
+
 namespace floodgate::keys {
 namespace {
 
 bool trusted(const config::IpAddress& ip, const config::ClientIpSettings& s) {
   return std::any_of(s.trusted_proxies.begin(), s.trusted_proxies.end(),
                      [&](const config::Cidr& c) { return c.contains(ip); });
-}
-
-std::string_view trim(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-  return v;
 }
 
 // "1.2.3.4:5678" and "[2001:db8::1]:443" appear in the wild (e.g. from some load balancers).
@@ -46,7 +42,7 @@ config::IpAddress client_ip(const config::IpAddress& peer, std::string_view head
     std::vector<std::string_view> hops;
     while (!header.empty()) {
       auto comma = header.find(',');
-      hops.push_back(trim(header.substr(0, comma)));
+      hops.push_back(trim_blanks(header.substr(0, comma)));
       if (comma == std::string_view::npos) break;
       header.remove_prefix(comma + 1);
     }

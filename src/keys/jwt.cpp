@@ -30,16 +30,6 @@ namespace {
 using config::JwtAlgorithm;
 using Bytes = std::vector<unsigned char>;
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 int b64url_value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
   if (c >= 'a' && c <= 'z') return c - 'a' + 26;
@@ -196,11 +186,11 @@ JwtResult fail(JwtError e) {
 
 JwtResult verify(std::string_view header_value, const config::JwtSettings& settings,
                  std::int64_t now_seconds) {
-  std::string_view token = trim(header_value);
+  std::string_view token = trim_blanks(header_value);
   if (token.empty()) return fail(JwtError::missing);
   if (auto sp = token.find_first_of(" \t"); sp != std::string_view::npos) {
     if (!iequals(token.substr(0, sp), "bearer")) return fail(JwtError::missing);
-    token = trim(token.substr(sp));
+    token = trim_blanks(token.substr(sp));
   } else if (iequals(token, "bearer")) {
     return fail(JwtError::missing);
   }

@@ -8,9 +8,7 @@ namespace floodgate::limit {
 
 namespace json = boost::json;
 
-namespace {
-
-json::object object_of(const CallerOverride& o) {
+json::object to_json_object(const CallerOverride& o) {
   json::object j{{"limit", o.limit}, {"key", o.caller}};
   if (o.exempt)
     j["exempt"] = true;
@@ -21,6 +19,8 @@ json::object object_of(const CallerOverride& o) {
   if (o.at != 0) j["at_ms"] = o.at / 1000;
   return j;
 }
+
+namespace {
 
 std::optional<CallerOverride> from_object(const json::value& v, std::string& why) {
   const auto* j = v.if_object();
@@ -86,12 +86,12 @@ std::optional<json::value> parsed(std::string_view text, std::string& why) {
 }  // namespace
 
 std::string to_json(const CallerOverride& o) {
-  return json::serialize(object_of(o));
+  return json::serialize(to_json_object(o));
 }
 
 std::string to_json(const OverrideList& list) {
   json::array a;
-  for (const auto& o : list) a.push_back(object_of(o));
+  for (const auto& o : list) a.push_back(to_json_object(o));
   return json::serialize(json::object{{"overrides", std::move(a)}});
 }
 

@@ -5,6 +5,8 @@
 // store the list is kept in Redis and every instance sharing it reads it again within a
 // second (app/override_sync.hpp), so a change made on one instance reaches all of them.
 
+#include <boost/json/object.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -36,6 +38,7 @@ using OverrideList = std::vector<CallerOverride>;
 
 // One override as JSON ({"limit":..,"key":..,"quota":N | "exempt":true,"until":..,"by":..}),
 // the form GET /overrides lists, Redis keeps and `floodgate replay --overrides` reads.
+boost::json::object to_json_object(const CallerOverride& o);
 std::string to_json(const CallerOverride& o);
 std::string to_json(const OverrideList& list);  // {"overrides":[...]}
 // Parsing returns an error text instead of throwing (a Redis reply, a file).
