@@ -46,7 +46,7 @@ struct Fixture {
 };
 
 // One call as a stream's user makes it: sent, then its response taken until it closes.
-asio::awaitable<void> one_call(http::WorkerContext& w, const config::Upstream& u) {
+asio::awaitable<void> one_call(http::WorkerContext& w, const config::UpstreamServer& u) {
   auto got = co_await w.h2_pool.get(u);
   if (!got.conn) co_return;
   asio::steady_timer wake(co_await asio::this_coro::executor);
@@ -77,7 +77,7 @@ asio::awaitable<void> one_call(http::WorkerContext& w, const config::Upstream& u
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static Fixture fx;
-  const auto& u = fx.worker.source.get()->upstreams.front();
+  const auto& u = fx.worker.source.get()->upstreams.front().servers.front();
   // The origin: on every connection the pool opens during this input (it opens another when
   // one goes away before taking the call), its SETTINGS and the input, then it closes its
   // side. Every connection is accepted here, so that none is left for the next input.

@@ -168,7 +168,7 @@ bool serve(Fixture& fx, Connection& conn, Parser& parser, http::Exchange& x) {
   }
   http::UpstreamFraming framing{std::nullopt, parser.chunked(), false};
   if (auto n = parser.content_length()) framing.content_length = *n;
-  http::prepare_upstream_head(x, req, x.config->upstream_of(*x.route), framing);
+  http::prepare_upstream_head(x, req, x.config->upstream_of(*x.route).servers.front(), framing);
   std::string head;
   http::append_head(head, req);
   // An upstream response reporting a true cost (and a refund) for the settled limit.

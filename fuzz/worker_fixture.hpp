@@ -29,7 +29,8 @@ struct WorkerFixture {
           http::LimitGate(std::make_unique<store::MemoryStore>(state, ioc.get_executor()),
                           std::make_unique<store::MemoryStore>(state, ioc.get_executor()), metrics,
                           *log, "fuzz:"),
-          metrics} {
+          metrics,
+          http::UpstreamBalancer(health)} {
     w.access_log = log.get();
   }
   // Declaration order is construction order: `w` uses everything above it.
@@ -39,6 +40,7 @@ struct WorkerFixture {
       std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
   limit::FakeClock clock{kNowSeconds * limit::kMicrosPerSecond};
   store::MemoryState state{clock, 1000};
+  http::UpstreamHealth health;
   http::WorkerContext w;
 };
 

@@ -120,12 +120,33 @@ std::string redacted_config_json(const config::Config& c) {
     root["admin"] = std::move(admin);
   }
   json::array upstreams;
-  for (const auto& u : c.upstreams)
-    upstreams.push_back(
-        json::object{{"name", u.name},
-                     {"url", u.url},
-                     {"protocol", u.protocol == config::UpstreamProtocol::h2 ? "h2" : "http1"},
-                     {"max_idle_connections", u.max_idle_connections}});
+  for (const auto& up : c.upstreams) {
+    const auto& first = up.servers.front();  // the shared settings are every server's
+    json::array servers;
+    for (const auto& sv : up.servers)
+      servers.push_back(json::object{{"url", sv.url}, {"weight", sv.weight}});
+    json::object u{{"name", up.name},
+                   {"servers", std::move(servers)},
+                   {"balance", up.balance == config::Balance::least_requests ? "least_requests"
+                                                                             : "round_robin"},
+                   {"protocol", first.protocol == config::UpstreamProtocol::h2 ? "h2" : "http1"},
+                   {"connect_timeout", config::format_duration(first.connect_timeout)},
+                   {"response_timeout", config::format_duration(first.response_timeout)},
+                   {"max_idle_connections", first.max_idle_connections}};
+    if (up.health_check)
+      u["health_check"] =
+          json::object{{"path", up.health_check->path},
+                       {"interval", config::format_duration(up.health_check->interval)},
+                       {"timeout", config::format_duration(up.health_check->timeout)},
+                       {"healthy", up.health_check->healthy},
+                       {"unhealthy", up.health_check->unhealthy}};
+    u["ejection"] = up.ejection.consecutive_failures > 0
+                        ? json::value(json::object{
+                              {"consecutive_failures", up.ejection.consecutive_failures},
+                              {"cool_down", config::format_duration(up.ejection.cool_down)}})
+                        : json::value("off");
+    upstreams.push_back(std::move(u));
+  }
   root["upstreams"] = std::move(upstreams);
   json::object store{{"backend", config::to_string(c.store.backend)},
                      {"key_prefix", c.store.key_prefix},

@@ -225,10 +225,46 @@ std::string Metrics::render() const {
     line(out, "floodgate_upstream_errors_total", label("upstream", name) + ",kind=\"timeout\"",
          u->timeouts.load());
   }
+  help(out, "floodgate_upstream_retries_total", "counter",
+       "Requests sent to another server after a connection to the first could not be made.");
+  for (const auto& [name, u] : upstreams_)
+    line(out, "floodgate_upstream_retries_total", label("upstream", name), u->retries.load());
   help(out, "floodgate_upstream_latency_seconds", "histogram",
        "Request sent to response header, by upstream.");
   for (const auto& [name, u] : upstreams_)
     u->latency.render(out, "floodgate_upstream_latency_seconds", label("upstream", name));
+
+  if (upstream_servers) {
+    auto servers = upstream_servers();
+    struct ServerLine {
+      const char* name;
+      const char* type;
+      const char* help;
+      std::uint64_t UpstreamServerSample::*value;
+    };
+    static const ServerLine server_lines[] = {
+        {"floodgate_upstream_server_requests_total", "counter",
+         "Requests sent to each upstream server (each attempt).", &UpstreamServerSample::requests},
+        {"floodgate_upstream_server_failures_total", "counter",
+         "Requests that failed on each server: connect failures, timeouts and 5xx.",
+         &UpstreamServerSample::failures},
+        {"floodgate_upstream_server_ejections_total", "counter",
+         "Times a server was ejected after consecutive failures.",
+         &UpstreamServerSample::ejections},
+        {"floodgate_upstream_server_checks_failed_total", "counter",
+         "Active health checks a server failed.", &UpstreamServerSample::checks_failed}};
+    for (const auto& l : server_lines) {
+      help(out, l.name, l.type, l.help);
+      for (const auto& s : servers)
+        line(out, l.name, label("upstream", s.upstream) + "," + label("server", s.server),
+             s.*l.value);
+    }
+    help(out, "floodgate_upstream_server_up", "gauge",
+         "1 while a server is sent requests: passing its health checks and not ejected.");
+    for (const auto& s : servers)
+      line(out, "floodgate_upstream_server_up",
+           label("upstream", s.upstream) + "," + label("server", s.server), s.up ? 1 : 0);
+  }
 
   help(out, "floodgate_active_connections", "gauge", "Open downstream connections.");
   line(out, "floodgate_active_connections", "",

@@ -107,6 +107,7 @@ int run(const std::string& path) {
                       {clock, app::configured_store_factory(*r.config, memory, leases, clock, log),
                        app::memory_store_factory(memory), metrics, access_log.get(), &overrides});
   metrics.store_health = [&server] { return server.store_health(); };
+  metrics.upstream_servers = [&server] { return server.upstream_servers(); };
   std::unique_ptr<admin::AdminServer> admin_server;
   try {
     server.start();

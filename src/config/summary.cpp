@@ -1,4 +1,6 @@
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "floodgate/config/loader.hpp"
 
@@ -118,8 +120,22 @@ std::string summarize(const Config& c) {
   if (c.store.backend != StoreBackend::memory)
     o << ", timeout " << format_duration(c.store.redis.timeout);
   o << "\n  upstreams:";
-  for (const auto& u : c.upstreams)
-    o << " " << u.name << "=" << u.url << (u.protocol == UpstreamProtocol::h2 ? " (h2)" : "");
+  for (const auto& up : c.upstreams) {
+    o << " " << up.name << "=";
+    for (std::size_t i = 0; i < up.servers.size(); ++i) {
+      const auto& sv = up.servers[i];
+      o << (i ? "," : "") << sv.url;
+      if (sv.weight != 1) o << "*" << sv.weight;
+    }
+    std::vector<std::string> notes;
+    if (!up.servers.empty() && up.servers.front().protocol == UpstreamProtocol::h2)
+      notes.emplace_back("h2");
+    if (up.servers.size() > 1)
+      notes.emplace_back(up.balance == Balance::least_requests ? "least_requests" : "round_robin");
+    if (up.health_check) notes.push_back("checked: GET " + up.health_check->path);
+    for (std::size_t i = 0; i < notes.size(); ++i)
+      o << (i ? ", " : " (") << notes[i] << (i + 1 == notes.size() ? ")" : "");
+  }
   if (!c.lists.empty()) o << "\n  lists: " << describe(c.lists);
   o << "\n  routes:\n";
   for (const auto& r : c.routes) {

@@ -104,8 +104,9 @@ class H2Connection {
   boost::asio::awaitable<void> read_loop(boost::beast::flat_buffer& already);
   boost::asio::awaitable<void> write_loop();
   boost::asio::awaitable<void> serve(std::shared_ptr<H2Stream> s);
-  boost::asio::awaitable<void> forward(H2Stream& s, const config::Upstream& u);
-  boost::asio::awaitable<void> forward_h2(H2Stream& s, const config::Upstream& u);  // h2_to_h2.cpp
+  // To the server `use` holds (another, once, when no connection to it can be made).
+  boost::asio::awaitable<void> forward(H2Stream& s, ServerUse& use);
+  boost::asio::awaitable<void> forward_h2(H2Stream& s, ServerUse& use);  // h2_to_h2.cpp
   void start_stream(std::shared_ptr<H2Stream> s);
   void update_state();
   bool heads_pending() const;  // a stream whose header block is still arriving

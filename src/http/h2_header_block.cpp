@@ -45,7 +45,7 @@ std::span<const nghttp2_nv> H2HeaderBlock::pairs() {
 }
 
 void add_upstream_request(H2HeaderBlock& block, const bhttp::request_header<>& req,
-                          const config::Upstream& u, bool te_trailers) {
+                          const config::UpstreamServer& u, bool te_trailers) {
   block.add(":method", req.method_string());
   block.add(":scheme", u.tls ? "https" : "http");
   block.add(":authority", req[bhttp::field::host]);

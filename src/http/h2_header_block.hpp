@@ -53,6 +53,6 @@ class H2HeaderBlock {
 // (Host aside); `te: trailers` again when the client asked for trailers (gRPC needs it;
 // TE is otherwise hop-by-hop).
 void add_upstream_request(H2HeaderBlock& block, const boost::beast::http::request_header<>& req,
-                          const config::Upstream& u, bool te_trailers);
+                          const config::UpstreamServer& u, bool te_trailers);
 
 }  // namespace floodgate::http

@@ -118,11 +118,11 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
       const Admission& a;
       ~Leases() { gate.release(a); }
     } leases{w_.gate, x.admission};
-    const auto& upstream = config.upstream_of(*x.route);
-    if (upstream.protocol == config::UpstreamProtocol::h2)
-      co_await forward_h2(s, upstream);
+    auto use = w_.upstream_server(x.config, config.upstream_of(*x.route));
+    if (use.server().protocol == config::UpstreamProtocol::h2)
+      co_await forward_h2(s, use);
     else
-      co_await forward(s, upstream);
+      co_await forward(s, use);
   }
   // nghttp2 reads the body through `s` until the stream closes; a client that takes none of
   // it for the idle timeout gets the stream reset.
@@ -131,7 +131,7 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
   if (config.log.access_log) log_exchange(x, *w_.access_log, w_.gate.hasher(config));
 }
 
-asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream& u) {
+asio::awaitable<void> H2Connection::forward(H2Stream& s, ServerUse& use) {
   auto& x = s.x;
   const auto& config = *x.config;
   const auto idle = config.server.timeouts.idle;
@@ -150,22 +150,27 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
   UpstreamFraming framing;
   framing.content_length = content_length_of(req);
   framing.chunked = !framing.content_length && !s.body_done;
-  prepare_upstream_head(x, req, u, framing);
+  prepare_upstream_head(x, req, use.server(), framing);
 
   if (s.closed) co_return;  // reset while the limits were decided
-  auto conn = w_.pool.take(u);
-  if (!conn) {
+  auto conn = w_.pool.take(use.server());
+  for (bool retried = false; !conn;) {
     Watchdog connecting(client_.get_executor());
-    auto fresh = co_await w_.pool.connect(u, connecting);
-    if (fresh.error) {
-      auto& stats = w_.upstream_stats(u.name);
-      (fresh.error == beast::error::timeout ? stats.timeouts : stats.connect_errors)
-          .fetch_add(1, std::memory_order_relaxed);
+    auto fresh = co_await w_.pool.connect(use.server(), connecting);
+    if (!fresh.error) {
+      conn = std::move(fresh.conn);
+      break;
+    }
+    w_.upstream_connect_failed(use, fresh.error == beast::error::timeout, fresh.why);
+    // Nothing was sent: another server may take it, once.
+    if (retried || s.closed || !w_.upstream_retry(x.config, use)) {
       fail(status_for_upstream_error(fresh.error));
       co_return;
     }
-    conn = std::move(fresh.conn);
+    retried = true;
+    conn = w_.pool.take(use.server());
   }
+  const auto& u = use.server();
   // A stream has no socket of its own to time: the upstream connection's watchdog times it.
   auto& watch = conn->watch;
   s.upstream = conn.get();
@@ -247,7 +252,9 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
         co_await bhttp::async_read_header(conn->stream, conn->buffer, *rp, as_tuple(use_awaitable));
     if (auto ec = watch.translate(rec)) {
       if (ec == beast::error::timeout)
-        w_.upstream_stats(u.name).timeouts.fetch_add(1, std::memory_order_relaxed);
+        w_.upstream_timed_out(use);
+      else
+        w_.upstream_outcome(use, true);
       fail(status_for_upstream_error(ec));
       co_return;
     }
@@ -258,7 +265,7 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, const config::Upstream&
     }
   }
   x.upstream_took = std::chrono::steady_clock::now() - sent_at;
-  w_.upstream_answered(u, x.upstream_took, rp->get().result_int());
+  w_.upstream_answered(use, x.upstream_took, rp->get().result_int());
   auto& res = rp->get();
   const bool upstream_keep_alive = rp->keep_alive();
   const auto length = rp->content_length();

@@ -42,11 +42,11 @@ bool is_rate_header(const Exchange& x, std::string_view name) {
 
 }  // namespace
 
-asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstream& u) {
+asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, ServerUse& use) {
+  const config::UpstreamServer* u = &use.server();  // another after a failed connection
   auto& x = s.x;
   const auto& config = *x.config;
   const auto idle = config.server.timeouts.idle;
-  auto& stats = w_.upstream_stats(u.name);
   auto fail = [&](int status) {
     if (s.responded)
       reset(s, NGHTTP2_INTERNAL_ERROR);
@@ -63,9 +63,9 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
   if (!s.authority.empty()) req.set(bhttp::field::host, s.authority);
   UpstreamFraming framing;
   framing.content_length = content_length_of(req);  // nghttp2 has checked DATA matches it
-  prepare_upstream_head(x, req, u, framing);
+  prepare_upstream_head(x, req, *u, framing);
   H2HeaderBlock block;
-  add_upstream_request(block, req, u, te_trailers);
+  add_upstream_request(block, req, *u, te_trailers);
   const bool has_body = !s.body_done || !s.body.empty() || !s.trailers.empty();
 
   auto call = std::make_shared<H2Call>();
@@ -74,13 +74,23 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
   H2CallGuard guard{call, conn};
   const auto sent_at = std::chrono::steady_clock::now();
   std::uint64_t forwarded = 0;
+  bool retried = false;  // on another server, after a connection could not be made
   for (int attempt = 1;; ++attempt) {
     if (s.closed) co_return;  // reset while the limits were decided or a connection was made
     // Most calls find an open connection with room: no coroutine of the pool's for them.
-    H2UpstreamPool::Got got{w_.h2_pool.ready(u)};
-    if (!got.conn) got = co_await w_.h2_pool.get(u);
+    H2UpstreamPool::Got got{w_.h2_pool.ready(*u)};
+    if (!got.conn) got = co_await w_.h2_pool.get(*u);
     if (!got.conn) {
-      w_.upstream_connect_failed(u, got.timeout, got.why);
+      w_.upstream_connect_failed(use, got.timeout, got.why);
+      // Nothing was sent: another server may take it, once (its scheme may differ).
+      if (!retried && !s.closed && w_.upstream_retry(x.config, use)) {
+        retried = true;
+        u = &use.server();
+        block = H2HeaderBlock();
+        add_upstream_request(block, req, *u, te_trailers);
+        --attempt;
+        continue;
+      }
       fail(got.timeout ? 504 : 502);
       co_return;
     }
@@ -116,7 +126,7 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
       // Response: the head once, then the body as the client takes it, then the trailers.
       if (call->head_done && !s.responded) {
         x.upstream_took = std::chrono::steady_clock::now() - sent_at;
-        w_.upstream_answered(u, x.upstream_took, call->status);
+        w_.upstream_answered(use, x.upstream_took, call->status);
         const auto& from = call->head;
         auto field = [&from](std::string_view n) { return from.find(n); };
         w_.gate.settle(x, false, field);
@@ -152,9 +162,9 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
       }
       // Waiting on the upstream (a head, body, room for the request) or on the client.
       const bool upstream_owes = !call->head_done || (!call->in_done && call->in.empty());
-      const bool woke = co_await changed(s, upstream_owes ? u.response_timeout : idle);
+      const bool woke = co_await changed(s, upstream_owes ? u->response_timeout : idle);
       if (!woke) {
-        if (upstream_owes) stats.timeouts.fetch_add(1, std::memory_order_relaxed);
+        if (upstream_owes) w_.upstream_timed_out(use);
         if (upstream_owes && !call->head_done) {
           fail(504);
         } else {
@@ -174,9 +184,10 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, const config::Upstre
       call = std::move(next);
       continue;
     }
+    w_.upstream_outcome(use, true);
     if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
-      w_.log.warn("upstream {} ({}): stream failed: {} ({} similar lines suppressed)", u.name,
-                  u.url, nghttp2_http2_strerror(call->error), quiet);
+      w_.log.warn("upstream {} ({}): stream failed: {} ({} similar lines suppressed)", u->name,
+                  u->url, nghttp2_http2_strerror(call->error), quiet);
     fail(502);
     co_return;
   }

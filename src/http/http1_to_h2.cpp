@@ -33,13 +33,12 @@ constexpr std::size_t kMaxBuffered = 64 * 1024;
 
 class ToH2 {
  public:
-  ToH2(WorkerContext& w, Http1Client client, RequestParser& parser, Exchange& x,
-       const config::Upstream& u)
+  ToH2(WorkerContext& w, Http1Client client, RequestParser& parser, Exchange& x, ServerUse use)
       : w_(w),
         client_(client),
         parser_(parser),
         x_(x),
-        u_(u),
+        use_(std::move(use)),
         wake_(client.transport.get_executor()) {}
 
   asio::awaitable<Forwarded> run() {
@@ -49,22 +48,30 @@ class ToH2 {
     const bool client_keep_alive = req.keep_alive();
     UpstreamFraming framing;
     if (auto n = parser_.content_length()) framing.content_length = *n;
-    prepare_upstream_head(x_, req, u_, framing);
+    prepare_upstream_head(x_, req, use_.server(), framing);
     H2HeaderBlock block;
-    add_upstream_request(block, req, u_, te_trailers);
+    add_upstream_request(block, req, use_.server(), te_trailers);
     const bool has_body = !parser_.is_done();
-    auto& stats = w_.upstream_stats(u_.name);
     const auto sent_at = std::chrono::steady_clock::now();
 
     auto call = std::make_shared<H2Call>();
     call->waker = &wake_;
     H2CallGuard guard{call, conn_};
     bool body_read = !has_body;
+    bool retried = false;  // on another server, after a connection could not be made
     for (int attempt = 1;; ++attempt) {
-      H2UpstreamPool::Got got{w_.h2_pool.ready(u_)};
-      if (!got.conn) got = co_await w_.h2_pool.get(u_);
+      H2UpstreamPool::Got got{w_.h2_pool.ready(use_.server())};
+      if (!got.conn) got = co_await w_.h2_pool.get(use_.server());
       if (!got.conn) {
-        w_.upstream_connect_failed(u_, got.timeout, got.why);
+        w_.upstream_connect_failed(use_, got.timeout, got.why);
+        // Nothing was sent: another server may take it (its scheme may differ).
+        if (!retried && w_.upstream_retry(x_.config, use_)) {
+          retried = true;
+          block = H2HeaderBlock();
+          add_upstream_request(block, req, use_.server(), te_trailers);
+          --attempt;
+          continue;
+        }
         co_return Forwarded{false, got.timeout ? 504 : 502};
       }
       conn_ = std::move(got.conn);
@@ -90,14 +97,18 @@ class ToH2 {
         continue;
       }
       const bool timeout = !call->closed;
-      if (timeout) stats.timeouts.fetch_add(1, std::memory_order_relaxed);
+      if (timeout)
+        w_.upstream_timed_out(use_);
+      else
+        w_.upstream_outcome(use_, true);
       if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
-        w_.log.warn("upstream {} ({}): {} ({} similar lines suppressed)", u_.name, u_.url,
+        w_.log.warn("upstream {} ({}): {} ({} similar lines suppressed)", use_.server().name,
+                    use_.server().url,
                     timeout ? "response timed out" : nghttp2_http2_strerror(call->error), quiet);
       co_return Forwarded{false, timeout ? 504 : 502};
     }
     x_.upstream_took = std::chrono::steady_clock::now() - sent_at;
-    w_.upstream_answered(u_, x_.upstream_took, call->status);
+    w_.upstream_answered(use_, x_.upstream_took, call->status);
     co_return co_await send_response(*call, client_keep_alive && parser_.is_done(), te_trailers);
   }
 
@@ -122,7 +133,7 @@ class ToH2 {
     auto& body = parser_.get().body();
     while (!parser_.is_done()) {
       while (call.out.size() >= kMaxBuffered && !call.closed) {
-        const bool woke = co_await changed(u_.response_timeout);
+        const bool woke = co_await changed(use_.server().response_timeout);
         if (!woke) break;
       }
       if (call.closed || call.out.size() >= kMaxBuffered) co_return Forwarded{false, 502};
@@ -149,7 +160,7 @@ class ToH2 {
     for (;;) {
       if (call.head_done) co_return true;
       if (call.closed) co_return false;
-      const bool woke = co_await changed(u_.response_timeout);
+      const bool woke = co_await changed(use_.server().response_timeout);
       if (!woke) co_return false;
     }
   }
@@ -227,7 +238,7 @@ class ToH2 {
         co_return Forwarded{};  // a partial response: closing is the only honest end
       }
       // Nothing awaited since the call was last looked at: no change can have been missed.
-      const bool woke = co_await changed(u_.response_timeout);
+      const bool woke = co_await changed(use_.server().response_timeout);
       if (!woke) co_return Forwarded{};
     }
     client_.head = std::move(out);  // the connection's buffer, kept for the next request
@@ -244,7 +255,7 @@ class ToH2 {
   Http1Client client_;
   RequestParser& parser_;
   Exchange& x_;
-  const config::Upstream& u_;
+  ServerUse use_;            // the server: its requests in flight count this one until the leg ends
   asio::steady_timer wake_;  // cancelled by the call whenever it changes
   std::shared_ptr<H2UpstreamConnection> conn_;
 };
@@ -252,9 +263,8 @@ class ToH2 {
 }  // namespace
 
 asio::awaitable<Forwarded> forward_to_h2(WorkerContext& w, Http1Client client,
-                                         RequestParser& parser, Exchange& x,
-                                         const config::Upstream& u) {
-  ToH2 leg(w, client, parser, x, u);
+                                         RequestParser& parser, Exchange& x, ServerUse use) {
+  ToH2 leg(w, client, parser, x, std::move(use));
   co_return co_await leg.run();
 }
 

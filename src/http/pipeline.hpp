@@ -55,7 +55,7 @@ struct UpstreamFraming {
 // Rewrites the request's head in place for upstream `u`: Host, the normalized origin-form
 // target, hop-by-hop fields out, forwarding fields in, HTTP/1.1 with exactly one framing.
 void prepare_upstream_head(Exchange& x, boost::beast::http::request_header<>& req,
-                           const config::Upstream& u, const UpstreamFraming& framing);
+                           const config::UpstreamServer& u, const UpstreamFraming& framing);
 
 // The admitted request's rate-limit headers onto the upstream's response.
 void add_rate_headers(const Exchange& x, boost::beast::http::fields& response);

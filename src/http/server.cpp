@@ -22,6 +22,7 @@
 #include "connection_budget.hpp"
 #include "floodgate/store/limit_store.hpp"
 #include "floodgate/tls/contexts.hpp"
+#include "health_checks.hpp"
 #include "key_admin.hpp"
 #include "session.hpp"
 #include "worker_context.hpp"
@@ -37,24 +38,6 @@ namespace {
 // Logs and counts what escaped a coroutine or a handler instead of losing it (or the worker)
 // silently; nothing on the request path is meant to throw, so anything here is a bug worth
 // seeing. Exceptions raised inside C callbacks (hiredis) arrive here too, rethrown by a handler.
-void report_exception(spdlog::logger& log, admin::Metrics& metrics, const char* what,
-                      std::exception_ptr e) {
-  metrics.unexpected_exceptions.fetch_add(1, std::memory_order_relaxed);
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    log.error("{}: unexpected exception: {}", what, ex.what());
-  } catch (...) {
-    log.error("{}: unexpected exception (not a std::exception)", what);
-  }
-}
-
-auto log_exceptions(WorkerContext& ctx, const char* what) {
-  return [&ctx, what](std::exception_ptr e) {
-    if (e) report_exception(ctx.log, ctx.metrics, what, e);
-  };
-}
-
 tcp::endpoint to_endpoint(const config::Endpoint& ep) {
   boost::system::error_code ec;
   auto address = asio::ip::make_address(ep.host, ec);
@@ -65,14 +48,15 @@ tcp::endpoint to_endpoint(const config::Endpoint& ep) {
 class Worker {
  public:
   Worker(config::ConfigSource& config, spdlog::logger& log, const ServerDeps& deps,
-         std::string lease_prefix, ConnectionBudget& connections)
+         std::string lease_prefix, ConnectionBudget& connections, UpstreamHealth& health)
       : ctx_{config,
              log,
              deps.clock,
              UpstreamPool(ioc_.get_executor()),
              LimitGate(deps.make_store(ioc_), deps.make_local(ioc_), deps.metrics, log,
                        std::move(lease_prefix), deps.overrides),
-             deps.metrics},
+             deps.metrics,
+             UpstreamBalancer(health)},
         connections_(connections) {
     ctx_.access_log = deps.access_log ? deps.access_log : &log;
   }
@@ -98,9 +82,12 @@ class Worker {
     return acc.local_endpoint().port();
   }
 
-  void start() {
+  // `checker`: this worker runs the process's active health checks.
+  void start(bool checker) {
     for (auto& entry : acceptors_)
       asio::co_spawn(ioc_, accept_loop(entry), log_exceptions(ctx_, "acceptor"));
+    if (checker)
+      asio::co_spawn(ioc_, run_health_checks(ctx_), log_exceptions(ctx_, "health checks"));
     thread_ = std::thread([this] { run(); });
   }
 
@@ -335,6 +322,8 @@ class Worker {
     ctx_.gate.close_store([returned] { *returned = true; });
     for (const auto until = clock::now() + 1s; !*returned && clock::now() < until;)
       co_await sleep_for(5ms);
+    // A check under way ends within its timeout; the checker, at its next tick.
+    while (ctx_.health_checks > 0) co_await sleep_for(5ms);
     ctx_.pool.clear();
     // HTTP/2 upstream connections run coroutines of their own: ended, and waited for.
     ctx_.h2_pool.close_all();
@@ -360,6 +349,7 @@ struct Server::Impl {
   std::shared_ptr<spdlog::logger> log;
   ServerDeps deps;
   ConnectionBudget connections;  // server.max_connections; outlives the workers
+  UpstreamHealth health;         // every upstream server's state; outlives the workers
   // The admin thread asks for store health while the main thread may be draining: the list
   // of workers changes only under this lock (found by ThreadSanitizer).
   mutable std::mutex workers_mutex;
@@ -368,7 +358,7 @@ struct Server::Impl {
 };
 
 Server::Server(config::ConfigSource& config, std::shared_ptr<spdlog::logger> log, ServerDeps deps)
-    : impl_(new Impl{config, std::move(log), std::move(deps), {}, {}, {}, {}}) {}
+    : impl_(new Impl{config, std::move(log), std::move(deps), {}, {}, {}, {}, {}}) {}
 
 Server::~Server() {
   if (!impl_->workers.empty()) drain(std::chrono::milliseconds(0));
@@ -385,7 +375,7 @@ void Server::start() {
   for (int i = 0; i < threads; ++i)
     impl_->workers.push_back(std::make_unique<Worker>(
         impl_->config, *impl_->log, impl_->deps,
-        std::string(instance) + ":" + std::to_string(i) + ":", impl_->connections));
+        std::string(instance) + ":" + std::to_string(i) + ":", impl_->connections, impl_->health));
   for (std::size_t index = 0; index < cfg->server.listen.size(); ++index) {
     const auto& l = cfg->server.listen[index];
     auto ep = to_endpoint(l.address);
@@ -394,11 +384,15 @@ void Server::start() {
     for (std::size_t i = 1; i < impl_->workers.size(); ++i) impl_->workers[i]->listen(ep, index, l);
     impl_->ports.push_back(ep.port());
   }
-  for (auto& w : impl_->workers) w->start();
+  for (std::size_t i = 0; i < impl_->workers.size(); ++i) impl_->workers[i]->start(i == 0);
 }
 
 std::vector<std::uint16_t> Server::ports() const {
   return impl_->ports;
+}
+
+std::vector<admin::UpstreamServerSample> Server::upstream_servers() const {
+  return impl_->health.samples();
 }
 
 std::pair<int, int> Server::store_health() const {

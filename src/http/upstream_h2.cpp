@@ -41,7 +41,7 @@ int submit_trailers(nghttp2_session* session, std::int32_t id, H2Fields& fields)
   return nghttp2_submit_trailer(session, id, nva.data(), nva.size());
 }
 
-H2UpstreamConnection::H2UpstreamConnection(H2UpstreamPool& pool, const config::Upstream& u)
+H2UpstreamConnection::H2UpstreamConnection(H2UpstreamPool& pool, const config::UpstreamServer& u)
     : pool_(pool),
       ex_(pool.connector_.executor()),
       key_(u.pool_key),
@@ -69,7 +69,7 @@ asio::awaitable<void> H2UpstreamConnection::ready() {
   }
 }
 
-asio::awaitable<void> H2UpstreamConnection::run(UpstreamPool& connector, config::Upstream u) {
+asio::awaitable<void> H2UpstreamConnection::run(UpstreamPool& connector, config::UpstreamServer u) {
   {
     Watchdog connecting(ex_);
     auto got = co_await connector.connect(u, connecting);
@@ -239,7 +239,7 @@ std::size_t H2UpstreamPool::assumed_streams(const std::string& key) const {
   return it == learned_.end() ? kAssumedStreams : std::max<std::size_t>(it->second, 1);
 }
 
-std::shared_ptr<H2UpstreamConnection> H2UpstreamPool::ready(const config::Upstream& u) {
+std::shared_ptr<H2UpstreamConnection> H2UpstreamPool::ready(const config::UpstreamServer& u) {
   auto it = conns_.find(u.pool_key);
   if (it == conns_.end()) return nullptr;
   auto& list = it->second;
@@ -251,7 +251,7 @@ std::shared_ptr<H2UpstreamConnection> H2UpstreamPool::ready(const config::Upstre
   return nullptr;
 }
 
-asio::awaitable<H2UpstreamPool::Got> H2UpstreamPool::get(const config::Upstream& u) {
+asio::awaitable<H2UpstreamPool::Got> H2UpstreamPool::get(const config::UpstreamServer& u) {
   // A connection that opens with fewer streams than were waiting for it sends the rest to
   // look again (another connection, or a new one); an origin that allows none ends this.
   for (int round = 0; round < kMaxRounds; ++round) {

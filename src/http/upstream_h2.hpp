@@ -90,13 +90,13 @@ class H2UpstreamConnection : public std::enable_shared_from_this<H2UpstreamConne
   // gRPC unary call fits many times over); a longer one that is refused fails instead.
   static constexpr std::size_t kRetainedBody = 64 * 1024;
 
-  H2UpstreamConnection(H2UpstreamPool& pool, const config::Upstream& u);
+  H2UpstreamConnection(H2UpstreamPool& pool, const config::UpstreamServer& u);
   ~H2UpstreamConnection();
   H2UpstreamConnection(const H2UpstreamConnection&) = delete;
   H2UpstreamConnection& operator=(const H2UpstreamConnection&) = delete;
 
   // Connects (TCP, TLS with ALPN h2 for https), then serves the connection until it ends.
-  boost::asio::awaitable<void> run(UpstreamPool& connector, config::Upstream u);
+  boost::asio::awaitable<void> run(UpstreamPool& connector, config::UpstreamServer u);
 
   // connecting: TCP (and TLS) under way, or waiting for the origin's SETTINGS.
   enum class State { connecting, open, closed };
@@ -177,10 +177,10 @@ class H2UpstreamPool {
     bool timeout = false;
   };
   // An open connection to `u` with room for one more stream, if there is one (no wait).
-  std::shared_ptr<H2UpstreamConnection> ready(const config::Upstream& u);
+  std::shared_ptr<H2UpstreamConnection> ready(const config::UpstreamServer& u);
   // A connection to `u` with room for one more stream: an open one, one being connected, or
   // a new one.
-  boost::asio::awaitable<Got> get(const config::Upstream& u);
+  boost::asio::awaitable<Got> get(const config::UpstreamServer& u);
   // Ends every connection; running() tells when their coroutines have all finished.
   void close_all();
   int running() const { return running_; }

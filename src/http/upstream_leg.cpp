@@ -44,9 +44,8 @@ bool is_stale_connection(const beast::error_code& ec) {
 // One request's way to its upstream and back.
 class Leg {
  public:
-  Leg(WorkerContext& w, Http1Client client, RequestParser& parser, Exchange& x,
-      const config::Upstream& u)
-      : w_(w), client_(client), parser_(parser), x_(x), u_(u) {}
+  Leg(WorkerContext& w, Http1Client client, RequestParser& parser, Exchange& x, ServerUse use)
+      : w_(w), client_(client), parser_(parser), x_(x), use_(std::move(use)) {}
 
   asio::awaitable<Forwarded> run() {
     auto& req = parser_.get();
@@ -58,7 +57,7 @@ class Leg {
     const bool client_keep_alive = req.keep_alive();
     UpstreamFraming framing{std::nullopt, parser_.chunked(), upgrade};
     if (auto n = parser_.content_length()) framing.content_length = *n;
-    prepare_upstream_head(x_, req, u_, framing);
+    prepare_upstream_head(x_, req, use_.server(), framing);
 
     std::optional<ResponseParser> rp;
     UpstreamConnectionPtr conn;
@@ -67,12 +66,18 @@ class Leg {
       Watchdog& w;
       ~Unguard() { w.relax(); }
     } unguard{client_.watch};
+    bool retried = false;  // on another server, after a connection could not be made
     for (int attempt = 0;; ++attempt) {
-      conn = w_.pool.take(u_);
+      conn = w_.pool.take(use_.server());
       if (!conn) {
-        auto fresh = co_await w_.pool.connect(u_, client_.watch);
+        auto fresh = co_await w_.pool.connect(use_.server(), client_.watch);
         if (fresh.error) {
-          w_.upstream_connect_failed(u_, fresh.error == beast::error::timeout, fresh.why);
+          w_.upstream_connect_failed(use_, fresh.error == beast::error::timeout, fresh.why);
+          // Nothing was sent (the body is still unread): another server may take it.
+          if (!retried && w_.upstream_retry(x_.config, use_)) {
+            retried = true;
+            continue;
+          }
           co_return Forwarded{false, status_for_upstream_error(fresh.error)};
         }
         conn = std::move(fresh.conn);
@@ -90,17 +95,19 @@ class Leg {
       if (!ec) ec = co_await read_response_header(*conn, rp, head, upgrade);
       if (!ec) {
         x_.upstream_took = std::chrono::steady_clock::now() - sent_at;
-        w_.upstream_answered(u_, x_.upstream_took, rp->get().result_int());
+        w_.upstream_answered(use_, x_.upstream_took, rp->get().result_int());
         break;
       }
       // A pooled connection the upstream closed just as we reused it: safe to try once more
       // on a new one, but only when nothing of a body has been consumed.
       if (conn->reused && retryable && attempt == 0 && is_stale_connection(ec)) continue;
       if (ec == beast::error::timeout)
-        w_.upstream_stats(u_.name).timeouts.fetch_add(1, std::memory_order_relaxed);
+        w_.upstream_timed_out(use_);
+      else
+        w_.upstream_outcome(use_, true);
       if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
-        w_.log.warn("upstream {} ({}): {} ({} similar lines suppressed)", u_.name, u_.url,
-                    ec.message(), quiet);
+        w_.log.warn("upstream {} ({}): {} ({} similar lines suppressed)", use_.server().name,
+                    use_.server().url, ec.message(), quiet);
       co_return Forwarded{false, status_for_upstream_error(ec)};
     }
     if (rp->get().result() == bhttp::status::switching_protocols) {
@@ -123,10 +130,10 @@ class Leg {
     }
     client_.head.clear();
     append_head(client_.head, parser_.get());
-    co_return co_await relay_message(RelayLeg{client_.transport, idle}, client_.buffer, parser_,
-                                     RelayLeg{conn.stream, u_.response_timeout}, client_.head,
-                                     parser_.chunked() ? BodyFraming::chunked : BodyFraming::raw,
-                                     client_.chunk, client_.watch);
+    co_return co_await relay_message(
+        RelayLeg{client_.transport, idle}, client_.buffer, parser_,
+        RelayLeg{conn.stream, use_.server().response_timeout}, client_.head,
+        parser_.chunked() ? BodyFraming::chunked : BodyFraming::raw, client_.chunk, client_.watch);
   }
 
   // Reads the upstream's final response header, skipping interim 1xx responses.
@@ -138,7 +145,7 @@ class Leg {
       rp->header_limit(kUpstreamHeaderLimit);
       rp->body_limit(boost::none);
       rp->skip(head);
-      client_.watch.guard(conn.stream.socket(), u_.response_timeout);
+      client_.watch.guard(conn.stream.socket(), use_.server().response_timeout);
       auto [read_ec, n] =
           co_await bhttp::async_read_header(conn.stream, conn.buffer, *rp, as_tuple(use_awaitable));
       if (auto ec = client_.watch.translate(read_ec)) co_return ec;
@@ -176,8 +183,8 @@ class Leg {
     client_.head.clear();
     append_head(client_.head, res);
     auto relayed =
-        co_await relay_message(RelayLeg{conn->stream, u_.response_timeout}, conn->buffer, rp,
-                               RelayLeg{client_.transport, x_.config->server.timeouts.idle},
+        co_await relay_message(RelayLeg{conn->stream, use_.server().response_timeout}, conn->buffer,
+                               rp, RelayLeg{client_.transport, x_.config->server.timeouts.idle},
                                client_.head, framing, client_.chunk, client_.watch);
     if (!relayed) {
       // Nothing reached the client yet: it can still be told what happened.
@@ -185,11 +192,12 @@ class Leg {
         co_return Forwarded{false, status_for_upstream_error(relayed.error)};
       if (relayed.failed == RelayResult::Side::read)
         if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
-          w_.log.warn("upstream {} ({}): response body: {} ({} similar lines suppressed)", u_.name,
-                      u_.url, relayed.error.message(), quiet);
+          w_.log.warn("upstream {} ({}): response body: {} ({} similar lines suppressed)",
+                      use_.server().name, use_.server().url, relayed.error.message(), quiet);
       co_return Forwarded{};  // the client has a partial response: closing is the only honest end
     }
-    if (upstream_keep_alive && conn->buffer.size() == 0) w_.pool.give_back(u_, std::move(conn));
+    if (upstream_keep_alive && conn->buffer.size() == 0)
+      w_.pool.give_back(use_.server(), std::move(conn));
     co_return Forwarded{keep_alive, 0};
   }
 
@@ -197,16 +205,17 @@ class Leg {
   Http1Client client_;
   RequestParser& parser_;
   Exchange& x_;
-  const config::Upstream& u_;
+  ServerUse use_;  // the server: its requests in flight count this one until the leg ends
 };
 
 }  // namespace
 
 asio::awaitable<Forwarded> forward(WorkerContext& w, Http1Client client, RequestParser& parser,
-                                   Exchange& x, const config::Upstream& u) {
-  if (u.protocol == config::UpstreamProtocol::h2)
-    co_return co_await forward_to_h2(w, client, parser, x, u);
-  Leg leg(w, client, parser, x, u);
+                                   Exchange& x, const config::Upstream& up) {
+  auto use = w.upstream_server(x.config, up);
+  if (use.server().protocol == config::UpstreamProtocol::h2)
+    co_return co_await forward_to_h2(w, client, parser, x, std::move(use));
+  Leg leg(w, client, parser, x, std::move(use));
   co_return co_await leg.run();
 }
 

@@ -1,8 +1,9 @@
 #pragma once
-// The upstream leg of an admitted HTTP/1.x request: a pooled keep-alive connection to the
-// route's upstream (one retry on a fresh one when a reused connection turns out closed),
-// the request head and body relayed to it, the response head read and rewritten, and its
-// body streamed back; an accepted WebSocket upgrade becomes a tunnel.
+// The upstream leg of an admitted HTTP/1.x request: a pooled keep-alive connection to a
+// server of the route's upstream (another server once when no connection can be made; one
+// retry on a fresh connection when a reused one turns out closed), the request head and body
+// relayed to it, the response head read and rewritten, and its body streamed back; an
+// accepted WebSocket upgrade becomes a tunnel.
 
 #include <boost/asio/awaitable.hpp>
 
@@ -23,11 +24,10 @@ struct Forwarded {
 // prepare_upstream_head); its body, if any, is still unread.
 boost::asio::awaitable<Forwarded> forward(WorkerContext& w, Http1Client client,
                                           RequestParser& parser, Exchange& x,
-                                          const config::Upstream& u);
+                                          const config::Upstream& up);
 
-// The same to an h2 upstream (`protocol: h2`; http1_to_h2.cpp).
+// The same to an h2 upstream's server (`protocol: h2`; http1_to_h2.cpp).
 boost::asio::awaitable<Forwarded> forward_to_h2(WorkerContext& w, Http1Client client,
-                                                RequestParser& parser, Exchange& x,
-                                                const config::Upstream& u);
+                                                RequestParser& parser, Exchange& x, ServerUse use);
 
 }  // namespace floodgate::http

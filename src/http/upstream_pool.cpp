@@ -41,7 +41,7 @@ bool still_open(UpstreamConnection& c) {
 
 }  // namespace
 
-UpstreamConnectionPtr UpstreamPool::take(const config::Upstream& u) {
+UpstreamConnectionPtr UpstreamPool::take(const config::UpstreamServer& u) {
   auto it = idle_.find(std::string_view(u.pool_key));
   if (it == idle_.end()) return nullptr;
   auto& list = it->second;
@@ -56,7 +56,7 @@ UpstreamConnectionPtr UpstreamPool::take(const config::Upstream& u) {
   return nullptr;
 }
 
-void UpstreamPool::give_back(const config::Upstream& u, UpstreamConnectionPtr c) {
+void UpstreamPool::give_back(const config::UpstreamServer& u, UpstreamConnectionPtr c) {
   auto it = idle_.find(std::string_view(u.pool_key));
   if (it == idle_.end()) it = idle_.emplace(u.pool_key, std::vector<UpstreamConnectionPtr>{}).first;
   if (it->second.size() >= u.max_idle_connections) return;  // closed by its destructor
@@ -65,7 +65,7 @@ void UpstreamPool::give_back(const config::Upstream& u, UpstreamConnectionPtr c)
   it->second.push_back(std::move(c));
 }
 
-asio::awaitable<UpstreamPool::Connected> UpstreamPool::connect(const config::Upstream& u,
+asio::awaitable<UpstreamPool::Connected> UpstreamPool::connect(const config::UpstreamServer& u,
                                                                Watchdog& watch) {
   auto conn = std::make_unique<UpstreamConnection>(ex_);
   auto& socket = conn->stream.socket();

@@ -42,9 +42,9 @@ class UpstreamPool {
   explicit UpstreamPool(boost::asio::any_io_executor ex) : ex_(ex), resolver_(ex) {}
 
   // An idle connection to `u` that still looks open, or null.
-  UpstreamConnectionPtr take(const config::Upstream& u);
+  UpstreamConnectionPtr take(const config::UpstreamServer& u);
   // Returns a connection whose last response was read completely; dropped past the cap.
-  void give_back(const config::Upstream& u, UpstreamConnectionPtr c);
+  void give_back(const config::UpstreamServer& u, UpstreamConnectionPtr c);
   // A new connection within u.connect_timeout (error beast::error::timeout past it), timed
   // by the caller's watchdog; for https the TLS handshake, with the origin's certificate
   // verified, is part of it and has a timeout of its own of the same length.
@@ -53,7 +53,7 @@ class UpstreamPool {
     boost::system::error_code error;
     std::string why;  // the error in words, with a failed certificate check's reason
   };
-  boost::asio::awaitable<Connected> connect(const config::Upstream& u, Watchdog& watch);
+  boost::asio::awaitable<Connected> connect(const config::UpstreamServer& u, Watchdog& watch);
   void clear() { idle_.clear(); }
   boost::asio::any_io_executor executor() const { return ex_; }
 

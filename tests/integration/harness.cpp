@@ -80,14 +80,21 @@ std::optional<int> ChildProcess::signal_and_wait(int sig, std::chrono::milliseco
 }
 
 namespace {
-std::vector<std::string> origin_argv(const std::string& tls_cert, const std::string& tls_key) {
-  std::vector<std::string> argv = {FLOODGATE_ORIGIN_BINARY, "--port", "0"};
+std::vector<std::string> origin_argv(const std::string& tls_cert, const std::string& tls_key,
+                                     std::uint16_t port = 0) {
+  std::vector<std::string> argv = {FLOODGATE_ORIGIN_BINARY, "--port", std::to_string(port)};
   if (!tls_cert.empty()) argv.insert(argv.end(), {"--tls-cert", tls_cert, "--tls-key", tls_key});
   return argv;
 }
 }  // namespace
 
 Origin::Origin() : Origin("", "") {}
+
+Origin::Origin(std::uint16_t port) : process_(origin_argv("", "", port)) {
+  auto line = process_.read_line(std::chrono::seconds(10));
+  if (line.empty()) throw std::runtime_error("the test origin did not start on its port");
+  port_ = static_cast<std::uint16_t>(std::stoi(line));
+}
 
 Origin::Origin(const std::string& tls_cert, const std::string& tls_key)
     : process_(origin_argv(tls_cert, tls_key)), tls_(!tls_cert.empty()) {
@@ -192,6 +199,7 @@ Proxy::Proxy(const std::string& yaml, const limit::Clock* clock,
           app::memory_store_factory(*memory_), metrics_, access_log_.get()});
   server_->start();
   metrics_.store_health = [this] { return server_->store_health(); };
+  metrics_.upstream_servers = [this] { return server_->upstream_servers(); };
   port_ = server_->ports().at(0);
 }
 

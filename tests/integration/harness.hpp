@@ -56,6 +56,8 @@ class Origin {
   // Serves HTTPS (TLS 1.2+) with this certificate (PEM; the file may hold the chain) and key;
   // the counters below are then read over TLS too.
   Origin(const std::string& tls_cert, const std::string& tls_key);
+  // On this port (a server of a pool coming back where it was).
+  explicit Origin(std::uint16_t port);
   std::uint16_t port() const { return port_; }
   bool tls() const { return tls_; }
   std::uint64_t requests();     // requests that reached it (stats and reset not counted)

@@ -356,15 +356,15 @@ TEST_F(SpecExample, ClientIpAndTrustedProxies) {
 
 TEST_F(SpecExample, Upstreams) {
   ASSERT_EQ(c->upstreams.size(), 3u);
-  auto find = [&](const std::string& name) -> const Upstream& {
+  auto find = [&](const std::string& name) -> const UpstreamServer& {
     auto it = std::find_if(c->upstreams.begin(), c->upstreams.end(),
                            [&](const Upstream& u) { return u.name == name; });
-    if (it == c->upstreams.end()) {
-      ADD_FAILURE() << "no upstream " << name;
-      static const Upstream none;
+    if (it == c->upstreams.end() || it->servers.size() != 1) {
+      ADD_FAILURE() << "no upstream " << name << " of one server";
+      static const UpstreamServer none;
       return none;
     }
-    return *it;
+    return it->servers.front();
   };
   const auto& origin = find("origin");
   EXPECT_EQ(origin.url, "http://127.0.0.1:9000");
@@ -557,7 +557,7 @@ TEST(LoadConfig, MinimalConfigGetsTheDocumentedDefaults) {
   EXPECT_EQ(c.store.instances, 1);
   EXPECT_FALSE(c.jwt.has_value());
   EXPECT_FALSE(c.admin.listen.has_value());
-  EXPECT_EQ(c.upstreams.at(0).port, 9000);
+  EXPECT_EQ(c.upstreams.at(0).servers.at(0).port, 9000);
   EXPECT_TRUE(c.routes.at(0).limits.empty());
   // No limits, so nothing is hashed: a missing key_secret is not worth a warning.
   EXPECT_TRUE(r.warnings.empty());

@@ -106,7 +106,7 @@ TEST(Pipeline, AbsoluteFormTargetsOutliveTheRewriteForTheUpstream) {
   ASSERT_TRUE(c);
   Request r(c, "http://Shop.Example:8080/cart/./a/../b?q=1%2F", "ignored.example");
   ASSERT_FALSE(http::route_exchange(r.x));
-  http::prepare_upstream_head(r.x, r.req, c->upstream_of(*r.x.route), {});
+  http::prepare_upstream_head(r.x, r.req, c->upstream_of(*r.x.route).servers.front(), {});
   EXPECT_EQ(r.req.target(), "/cart/b?q=1%2F");
   EXPECT_EQ(r.req[bhttp::field::host], "Shop.Example:8080");
   EXPECT_EQ(r.req["X-Forwarded-For"], "203.0.113.9, 127.0.0.1");

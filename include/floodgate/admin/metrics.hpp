@@ -68,8 +68,20 @@ struct UpstreamMetrics {
   std::array<std::atomic<std::uint64_t>, 6> by_class{};  // index 1..5 = 1xx..5xx
   std::atomic<std::uint64_t> connect_errors{0};
   std::atomic<std::uint64_t> timeouts{0};
-  Histogram latency;  // request sent -> response header
+  std::atomic<std::uint64_t> retries{0};  // requests sent again to another server
+  Histogram latency;                      // request sent -> response header
   UpstreamMetrics();
+};
+
+// One upstream server's counters and state, read from the server's health board (http/).
+struct UpstreamServerSample {
+  std::string upstream;
+  std::string server;  // its url
+  std::uint64_t requests = 0;
+  std::uint64_t failures = 0;  // connect failures, timeouts, 5xx
+  std::uint64_t ejections = 0;
+  std::uint64_t checks_failed = 0;
+  bool up = true;  // neither failing its checks nor ejected
 };
 
 class Metrics {
@@ -111,6 +123,8 @@ class Metrics {
   std::atomic<std::uint64_t> admin_unauthorized{0};
   // Filled by app/: how many workers' store connections are healthy, and how many there are.
   std::function<std::pair<int, int>()> store_health;
+  // Filled by app/: every upstream server's counters and state.
+  std::function<std::vector<UpstreamServerSample>()> upstream_servers;
   std::string backend = "memory";
 
   std::string render() const;

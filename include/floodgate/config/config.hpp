@@ -133,9 +133,12 @@ struct LogSettings {
 // time, or HTTP/2 (prior knowledge on http://, ALPN h2 on https://), many streams each.
 enum class UpstreamProtocol { http1, h2 };
 
-struct Upstream {
-  std::string name;
+// One origin server of an upstream, with everything a connection to it needs (the
+// upstream's shared settings are copied into each).
+struct UpstreamServer {
+  std::string name;  // the upstream's: metrics, logs
   std::string url;
+  std::uint32_t weight = 1;
   UpstreamProtocol protocol = UpstreamProtocol::http1;
   bool tls = false;  // https
   std::string host;
@@ -145,9 +148,37 @@ struct Upstream {
   std::size_t max_idle_connections = 256;
   std::string ca_file;
   std::shared_ptr<ssl_ctx_st> tls_context;  // https: built at load time, verifies the origin
-  // Idle connections are shared by upstreams with the same key, across reloads too: the url,
+  // Idle connections are shared by servers with the same key, across reloads too: the url,
   // plus for https how the origin was verified (another ca_file must not reuse them).
   std::string pool_key;
+};
+
+// How a request's server is chosen among those of its upstream that are up.
+enum class Balance { round_robin, least_requests };
+
+// Active checks: each server is asked `GET path` every `interval`; a 2xx or 3xx within
+// `timeout` passes. `unhealthy` failures in a row take it out, `healthy` passes bring it back.
+struct HealthCheck {
+  std::string path = "/";
+  Duration interval = 5s;
+  Duration timeout = 1s;
+  int healthy = 2;
+  int unhealthy = 3;
+};
+
+// Passive ejection: a server whose requests failed `consecutive_failures` times in a row
+// (connect failures, timeouts, 5xx) gets none for `cool_down`. 0 failures: never ejected.
+struct Ejection {
+  int consecutive_failures = 5;
+  Duration cool_down = 30s;
+};
+
+struct Upstream {
+  std::string name;
+  std::vector<UpstreamServer> servers;  // at least one; `url:` is the one-server shorthand
+  Balance balance = Balance::round_robin;
+  std::optional<HealthCheck> health_check;
+  Ejection ejection;
 };
 
 enum class StoreBackend { memory, redis, redis_cluster };

@@ -26,7 +26,8 @@ class LimitStore;
 }
 namespace floodgate::admin {
 class Metrics;
-}
+struct UpstreamServerSample;
+}  // namespace floodgate::admin
 
 namespace floodgate::http {
 
@@ -72,6 +73,8 @@ class Server {
   // Stops accepting, lets in-flight requests finish for up to `grace`, then stops the workers
   // and joins their threads.
   void drain(std::chrono::milliseconds grace);
+  // Every upstream server's counters and state (the metrics).
+  std::vector<admin::UpstreamServerSample> upstream_servers() const;
   // How many workers' store connections are healthy, of how many (memory: always all).
   std::pair<int, int> store_health() const;
   // Every worker's top offenders summaries (admin.top), each limit once per worker; a worker
