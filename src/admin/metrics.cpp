@@ -1,6 +1,9 @@
 #include "floodgate/admin/metrics.hpp"
 
+#include <charconv>
 #include <cstdio>
+
+#include "process_stats.hpp"
 
 namespace floodgate::admin {
 
@@ -12,10 +15,11 @@ const std::vector<double>& latency_bounds() {
   return b;
 }
 
+// The shortest text that reads back as `v`: 0.0001, not 0.00010000000000000001.
 std::string num(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
+  return std::string(buf, ec == std::errc() ? end : buf);
 }
 
 void line(std::string& out, std::string_view name, std::string_view labels, std::uint64_t v) {
@@ -65,6 +69,8 @@ const char* to_string(Outcome o) {
       return "denied";
     case Outcome::allowed:
       return "allowed";
+    case Outcome::unlimited:
+      return "unlimited";
     case Outcome::kCount:
       break;
   }
@@ -113,6 +119,19 @@ Metrics::Metrics(std::string version, std::string pop)
       version_(std::move(version)),
       pop_(std::move(pop)) {}
 
+void count_own_status(OwnStatusCounts& counts, int status) {
+  std::size_t i = 0;
+  while (i < kOwnStatuses.size() && kOwnStatuses[i] != status) ++i;
+  counts[i].fetch_add(1, std::memory_order_relaxed);
+}
+
+LimitCounters& Metrics::limit(std::string_view route, std::string_view limit) {
+  std::lock_guard lock(mutex_);
+  auto& cell = limits_[{std::string(route), std::string(limit)}];
+  if (!cell) cell = std::make_unique<LimitCounters>();
+  return *cell;
+}
+
 LeaseCounters& Metrics::lease(std::string_view route, std::string_view limit) {
   std::lock_guard lock(mutex_);
   auto& cell = leases_[{std::string(route), std::string(limit)}];
@@ -154,6 +173,25 @@ std::string Metrics::render() const {
   help(out, "floodgate_build_info", "gauge", "Version and PoP of this instance.");
   line(out, "floodgate_build_info", label("version", version_) + "," + label("pop", pop_), 1);
 
+  if (auto p = read_process_stats()) {
+    auto gauge = [&](const char* name, const char* type, const char* text, const std::string& v) {
+      help(out, name, type, text);
+      out.append(name).append(" ").append(v).append("\n");
+    };
+    gauge("process_cpu_seconds_total", "counter", "Total user and system CPU time in seconds.",
+          num(p->cpu_seconds));
+    gauge("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+          std::to_string(p->resident_bytes));
+    gauge("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+          std::to_string(p->virtual_bytes));
+    gauge("process_open_fds", "gauge", "Number of open file descriptors.",
+          std::to_string(p->open_fds));
+    gauge("process_max_fds", "gauge", "Maximum number of open file descriptors.",
+          std::to_string(p->max_fds));
+    gauge("process_start_time_seconds", "gauge",
+          "Start time of the process since unix epoch in seconds.", num(p->start_time_seconds));
+  }
+
   std::lock_guard lock(mutex_);
   help(out, "floodgate_requests_total", "counter", "Requests by route and limit decision.");
   for (const auto& [name, r] : routes_)
@@ -161,6 +199,27 @@ std::string Metrics::render() const {
       line(out, "floodgate_requests_total",
            label("route", name) + "," + label("outcome", to_string(static_cast<Outcome>(i))),
            r->outcomes[i].load(std::memory_order_relaxed));
+  help(out, "floodgate_limit_refusals_total", "counter",
+       "Requests a limit refused (mode enforced: answered 429) or would have (shadow).");
+  for (const auto& [names, c] : limits_) {
+    const auto labels = label("route", names.first) + "," + label("limit", names.second);
+    line(out, "floodgate_limit_refusals_total", labels + ",mode=\"enforced\"",
+         c->refused.load(std::memory_order_relaxed));
+    line(out, "floodgate_limit_refusals_total", labels + ",mode=\"shadow\"",
+         c->shadow_refused.load(std::memory_order_relaxed));
+  }
+  help(out, "floodgate_own_responses_total", "counter",
+       "Responses floodgate answered itself (not an origin's), by route and status; route \"\" "
+       "for requests no route took.");
+  auto own = [&](const std::string& route, const OwnStatusCounts& counts) {
+    for (std::size_t i = 0; i < counts.size(); ++i)
+      line(out, "floodgate_own_responses_total",
+           label("route", route) + "," +
+               label("status", i < kOwnStatuses.size() ? std::to_string(kOwnStatuses[i]) : "other"),
+           counts[i].load(std::memory_order_relaxed));
+  };
+  own("", unrouted_statuses);
+  for (const auto& [name, r] : routes_) own(name, r->own_statuses);
   help(out, "floodgate_deny_cache_hits_total", "counter",
        "Refusals answered from the local deny cache.");
   for (const auto& [name, r] : routes_)
@@ -260,7 +319,8 @@ std::string Metrics::render() const {
              s.*l.value);
     }
     help(out, "floodgate_upstream_server_up", "gauge",
-         "1 while a server is sent requests: passing its health checks and not ejected.");
+         "1 while a server is in service: passing its health checks and not ejected (when "
+         "none of its upstream is, every one is sent requests).");
     for (const auto& s : servers)
       line(out, "floodgate_upstream_server_up",
            label("upstream", s.upstream) + "," + label("server", s.server), s.up ? 1 : 0);

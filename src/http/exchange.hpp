@@ -31,6 +31,7 @@ struct Admission {
   std::string_view decision = "none";
   std::string limit;
   std::string key;
+  std::string_view shadow_limit;  // the first shadow limit that would have refused, if any
   // The store could not decide and the route's on_store_error took over: what was charged
   // (under `local`) was charged to the in-process store, and is returned and settled there.
   bool degraded = false;

@@ -239,6 +239,7 @@ void H2Connection::submit_head(H2Stream& s, H2HeaderBlock& head, bool has_body) 
 
 void H2Connection::submit_reply(H2Stream& s, const Reply& reply) {
   s.x.status = reply.status;
+  w_.gate.count_own_status(&s.x, reply.status);
   // The request's body, if any, is not needed: its DATA is consumed as it comes.
   s.discard_body = true;
   consumed(s, s.body.size());

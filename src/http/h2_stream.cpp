@@ -108,6 +108,8 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
     co_return;  // reset before anything was decided: nothing is charged
   else if (gated(x))
     reply = co_await w_.gate.decide(x);
+  else
+    w_.gate.count_ungated(x);
 
   if (reply) {
     submit_reply(s, *reply);

@@ -86,9 +86,10 @@ asio::awaitable<Verdict> check_http1(WorkerContext& w, config::UpstreamServer s,
 }
 
 // GET path as a stream of a pooled HTTP/2 connection (one is opened when none is there).
-asio::awaitable<Verdict> check_h2(WorkerContext& w, const config::UpstreamServer& s,
+asio::awaitable<Verdict> check_h2(WorkerContext& w, config::UpstreamServer s,
                                   const config::HealthCheck& hc) {
   const auto deadline = steady::now() + hc.timeout;
+  s.connect_timeout = std::min(s.connect_timeout, hc.timeout);
   auto got = co_await w.h2_pool.get(s);
   if (!got.conn) co_return Verdict{false, "connect: " + got.why};
   H2HeaderBlock block;
@@ -164,8 +165,11 @@ asio::awaitable<void> run_health_checks(WorkerContext& w) {
         if (!up.health_check) {
           // Checks taken off by a reload: their last verdict no longer holds.
           h.checked_up.store(true, std::memory_order_relaxed);
+          h.passes = h.misses = 0;
           continue;
         }
+        // A reload that shortened the interval applies at once.
+        h.next_check = std::min(h.next_check, now + up.health_check->interval);
         if (h.checking || now < h.next_check) continue;
         h.checking = true;
         h.next_check = now + up.health_check->interval;

@@ -227,6 +227,7 @@ class Session final : public SessionRegistry::Entry {
 
   asio::awaitable<bool> send(const Answer& a, Exchange* x = nullptr) {
     if (x) x->status = static_cast<int>(a.status);
+    w_.gate.count_own_status(x, static_cast<int>(a.status));
     watch_.guard(client_.socket(), kAnswerWriteTimeout);
     auto [ec, n] =
         co_await asio::async_write(client_, asio::buffer(a.bytes), as_tuple(use_awaitable));
@@ -252,9 +253,10 @@ class Session final : public SessionRegistry::Entry {
       auto status = static_cast<bhttp::status>(unrouted->status);
       co_return co_await send_error(status, x.version, x.can_continue && !unrouted->close, &x);
     }
-    if (gated(x))
-      if (auto reply = co_await w_.gate.decide(x))
-        co_return co_await send(render(*reply, x.version, x.can_continue), &x);
+    if (!gated(x))
+      w_.gate.count_ungated(x);
+    else if (auto reply = co_await w_.gate.decide(x))
+      co_return co_await send(render(*reply, x.version, x.can_continue), &x);
     // Held until the response (or the WebSocket tunnel) ends: an open tunnel keeps counting
     // against a concurrency limit.
     LeaseGuard leases(w_.gate, x.admission);

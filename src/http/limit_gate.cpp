@@ -36,6 +36,11 @@ const LimitGate::Bound& LimitGate::bind(const config::ConfigPtr& c) {
   bound_.decision = c->store.backend == config::StoreBackend::memory ? &metrics_.decision_memory
                                                                      : &metrics_.decision_redis;
   bound_.leases.clear();
+  bound_.limits.clear();
+  for (const auto& route : c->routes) {
+    auto& cells = bound_.limits.emplace_back();
+    for (const auto& limit : route.limits) cells.push_back(&metrics_.limit(route.name, limit.name));
+  }
   std::string leased;  // every leased limit's definition: what the store may hold units of
   for (const auto& route : c->routes) {
     auto& cells = bound_.leases.emplace_back();
@@ -116,6 +121,23 @@ void LimitGate::count_callers(const Exchange& x, const limit::Plan& plan,
   }
 }
 
+void LimitGate::count_ungated(const Exchange& x) {
+  const auto& b = bind(x.config);
+  b.routes[static_cast<std::size_t>(x.route - x.config->routes.data())]->count(
+      admin::Outcome::unlimited);
+}
+
+void LimitGate::count_own_status(const Exchange* x, int status) {
+  if (!x || !x->route || !x->config) {
+    admin::count_own_status(metrics_.unrouted_statuses, status);
+    return;
+  }
+  const auto& b = bind(x->config);
+  admin::count_own_status(
+      b.routes[static_cast<std::size_t>(x->route - x->config->routes.data())]->own_statuses,
+      status);
+}
+
 void LimitGate::top(const config::Config& current, limit::Micros now,
                     std::vector<limit::LimitTop>& out) {
   if (top_.snapshot(current, now, out)) bound_ = {};  // its window pointers went with them
@@ -132,8 +154,7 @@ boost::asio::awaitable<std::optional<store::Outcome>> LimitGate::degraded(
     case config::OnStoreError::fail_closed:
       stats.count(admin::Outcome::store_error_closed);
       co_return std::nullopt;
-    case config::OnStoreError::local:
-      stats.count(admin::Outcome::local);
+    case config::OnStoreError::local:  // counted once decided: local, or limited
       for (auto& item : plan.items) {
         item.params = limit::divided(item.params, c.store.instances);
         // A cost the divided share can never hold would be refused for the whole outage.
@@ -142,6 +163,7 @@ boost::asio::awaitable<std::optional<store::Outcome>> LimitGate::degraded(
       {
         auto local = co_await local_->acquire(plan.items, boost::asio::use_awaitable);
         if (auto* o = std::get_if<store::Outcome>(&local)) co_return std::move(*o);
+        stats.count(admin::Outcome::local);
         co_return std::nullopt;  // the in-process store cannot fail; if it did, fail open
       }
   }
@@ -174,7 +196,10 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
       case keys::Listed::none:
         break;
     }
-  if (route.limits.empty()) co_return std::nullopt;
+  if (route.limits.empty()) {
+    stats.count(admin::Outcome::unlimited);
+    co_return std::nullopt;
+  }
   auto plan = limit::plan(config, route, facts, hasher(config));
   if (plan.reject_status != 0) {
     stats.count(admin::Outcome::rejected);
@@ -190,7 +215,14 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
       co_return std::nullopt;
     }
   }
-  if (plan.items.empty()) co_return std::nullopt;
+  if (plan.items.empty()) {  // every limit skipped it (on_missing_key: skip)
+    stats.count(admin::Outcome::unlimited);
+    co_return std::nullopt;
+  }
+  const auto& limit_cells = bound.limits[static_cast<std::size_t>(&route - config.routes.data())];
+  auto limit_cell = [&](std::size_t item) -> admin::LimitCounters& {
+    return *limit_cells[static_cast<std::size_t>(plan.limits[item] - route.limits.data())];
+  };
   {
     const auto& cells = bound.leases[static_cast<std::size_t>(&route - config.routes.data())];
     for (std::size_t i = 0; i < plan.items.size(); ++i)
@@ -204,6 +236,7 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   if (auto hit = deny_.check(plan.items, now)) {
     stats.count(admin::Outcome::limited);
     stats.deny_cache_hits.fetch_add(1, std::memory_order_relaxed);
+    limit_cell(hit->item).refused.fetch_add(1, std::memory_order_relaxed);
     count_callers(x, plan, facts, nullptr, static_cast<int>(hit->item));
     a.decision = "limited";
     a.limit = plan.limits[hit->item]->name;
@@ -231,9 +264,12 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   }
 
   auto v = limit::verdict(plan, *outcome);
+  bool shadow_refused = false;
   for (std::size_t i = 0; i < plan.items.size(); ++i)
     if (!plan.items[i].enforce && !outcome->decisions[i].admitted) {
-      stats.count(admin::Outcome::shadow_limited);
+      shadow_refused = true;
+      limit_cell(i).shadow_refused.fetch_add(1, std::memory_order_relaxed);
+      if (a.shadow_limit.empty()) a.shadow_limit = plan.limits[i]->name;
       log_.debug("shadow limit {} of route {} would refuse", plan.limits[i]->name, route.name);
     }
   if (v.shown >= 0) a.limit = plan.limits[v.shown]->name;
@@ -243,13 +279,18 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   const auto decided_at = outcome->now != 0 ? outcome->now : now;
   if (!v.admitted) {
     stats.count(admin::Outcome::limited);
+    limit_cell(static_cast<std::size_t>(v.shown)).refused.fetch_add(1, std::memory_order_relaxed);
     a.decision = "limited";
     deny_.remember(plan.items[v.shown], v.decision, now);
     co_return refused(*plan.limits[v.shown], plan.items[v.shown].params, v.decision, decided_at);
   }
   deny_.admitted(plan.items, outcome->decisions, now);
-  if (!a.degraded) {  // a degraded admission was counted as its policy
-    stats.count(admin::Outcome::admitted);
+  // One outcome per request: a degraded admission is its policy's, one a shadow limit would
+  // have refused is shadow_limited.
+  if (a.degraded) {
+    if (route.on_store_error == config::OnStoreError::local) stats.count(admin::Outcome::local);
+  } else {
+    stats.count(shadow_refused ? admin::Outcome::shadow_limited : admin::Outcome::admitted);
     a.decision = "admitted";
   }
   if (v.shown >= 0)

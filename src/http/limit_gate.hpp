@@ -51,6 +51,11 @@ class LimitGate {
   using FieldLookup = std::function<std::optional<std::string_view>(std::string_view name)>;
   void settle(Exchange& x, bool trailers, const FieldLookup& field);
 
+  // A routed request no limit or list applies to (not gated(x)): counted as unlimited.
+  void count_ungated(const Exchange& x);
+  // A status floodgate answered itself to `x` (null, or not routed: counted without a route).
+  void count_own_status(const Exchange* x, int status);
+
   // The response (or tunnel) ended: its concurrency units go back.
   void release(const Admission& a);
 
@@ -85,6 +90,8 @@ class LimitGate {
     std::vector<std::vector<limit::TopWindow*>> top;
     // By route index, then limit index: each leased limit's counters (null: not leased).
     std::vector<std::vector<admin::LeaseCounters*>> leases;
+    // By route index, then limit index: each limit's refusals.
+    std::vector<std::vector<admin::LimitCounters*>> limits;
   };
   const Bound& bind(const config::ConfigPtr& c);
   // Counts the request's callers in their limits' top offenders: refused by the limits whose

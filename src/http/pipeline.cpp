@@ -46,8 +46,8 @@ const keys::ClaimSource& claims_of(Exchange& x) {
   return *x.claims;
 }
 
-void prepare_upstream_head(Exchange& x, bhttp::request_header<>& req, const config::UpstreamServer& u,
-                           const UpstreamFraming& framing) {
+void prepare_upstream_head(Exchange& x, bhttp::request_header<>& req,
+                           const config::UpstreamServer& u, const UpstreamFraming& framing) {
   // The access log names the client the forwarding header named as received, before it is
   // extended below.
   if (x.config->log.access_log) client_of(x);

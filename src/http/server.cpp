@@ -392,7 +392,7 @@ std::vector<std::uint16_t> Server::ports() const {
 }
 
 std::vector<admin::UpstreamServerSample> Server::upstream_servers() const {
-  return impl_->health.samples();
+  return impl_->health.samples(*impl_->config.get());
 }
 
 std::pair<int, int> Server::store_health() const {

@@ -35,63 +35,80 @@ bool UpstreamHealth::record(ServerHealth& h, const config::Ejection& e, bool fai
   return true;
 }
 
-std::vector<admin::UpstreamServerSample> UpstreamHealth::samples() const {
+std::vector<admin::UpstreamServerSample> UpstreamHealth::samples(
+    const config::Config& current) const {
   const auto now = ServerHealth::clock::now();
   std::lock_guard lock(mutex_);
   std::vector<admin::UpstreamServerSample> out;
-  out.reserve(servers_.size());
-  for (const auto& [key, h] : servers_)
-    out.push_back({h->upstream, h->url, h->requests.load(std::memory_order_relaxed),
-                   h->failed.load(std::memory_order_relaxed),
-                   h->ejections.load(std::memory_order_relaxed),
-                   h->checks_failed.load(std::memory_order_relaxed), h->up(now)});
+  for (const auto& up : current.upstreams)
+    for (const auto& s : up.servers) {
+      auto it = servers_.find(s.name + ' ' + s.pool_key);
+      if (it == servers_.end()) continue;  // no request and no check yet
+      const auto& h = *it->second;
+      out.push_back({h.upstream, h.url, h.requests.load(std::memory_order_relaxed),
+                     h.failed.load(std::memory_order_relaxed),
+                     h.ejections.load(std::memory_order_relaxed),
+                     h.checks_failed.load(std::memory_order_relaxed), h.up(now)});
+    }
   return out;
+}
+
+const UpstreamBalancer::Pools& UpstreamBalancer::pools(const config::ConfigPtr& config) {
+  if (seen_[0].first == config) return seen_[0].second;
+  std::swap(seen_[0], seen_[1]);
+  if (seen_[0].first != config) {
+    seen_[0].first = config;
+    seen_[0].second.assign(config->upstreams.size(), {});
+    for (std::size_t i = 0; i < config->upstreams.size(); ++i)
+      for (const auto& s : config->upstreams[i].servers)
+        seen_[0].second[i].push_back(&health_.of(s));
+  }
+  return seen_[0].second;
 }
 
 ServerUse UpstreamBalancer::pick(const config::ConfigPtr& config, const config::Upstream& up,
                                  const config::UpstreamServer* avoid) {
-  if (config != seen_) {  // a reload: the servers' states again, by index
-    seen_ = config;
-    pools_.assign(config->upstreams.size(), {});
-    for (std::size_t i = 0; i < config->upstreams.size(); ++i)
-      for (const auto& s : config->upstreams[i].servers) pools_[i].health.push_back(&health_.of(s));
-  }
-  auto& pool = pools_[static_cast<std::size_t>(&up - config->upstreams.data())];
+  const auto& health = pools(config)[static_cast<std::size_t>(&up - config->upstreams.data())];
   const auto n = up.servers.size();
-  pool.current.resize(n, 0);
   const auto now = ServerHealth::clock::now();
-  // Candidates: the servers up, or every one when none is (panic); never `avoid`.
-  auto usable = [&](std::size_t i, bool any) {
-    return &up.servers[i] != avoid && (any || pool.health[i]->up(now));
-  };
+  // Candidates: the servers in service, or every one when none is (panic); never `avoid`. A
+  // retry finds none when `avoid` was the only one in service.
   bool any = true;
   for (std::size_t i = 0; i < n; ++i)
-    if (usable(i, false)) any = false;
+    if (health[i]->up(now)) any = false;
+  auto usable = [&](std::size_t i) {
+    return &up.servers[i] != avoid && (any || health[i]->up(now));
+  };
   std::size_t best = n;
   if (up.balance == config::Balance::least_requests) {
-    // Fewest in flight per unit of weight; ties go round the pool (current[0] rotates).
-    const auto start = static_cast<std::size_t>(pool.current[0]++) % n;
+    // Fewest in flight per unit of weight; ties go round the pool.
+    const auto start = static_cast<std::size_t>(turn_++ % n);
     for (std::size_t k = 0; k < n; ++k) {
       const auto i = (start + k) % n;
-      if (!usable(i, any)) continue;
+      if (!usable(i)) continue;
       if (best == n ||
-          pool.health[i]->in_flight.load(std::memory_order_relaxed) * up.servers[best].weight <
-              pool.health[best]->in_flight.load(std::memory_order_relaxed) * up.servers[i].weight)
+          health[i]->in_flight.load(std::memory_order_relaxed) * up.servers[best].weight <
+              health[best]->in_flight.load(std::memory_order_relaxed) * up.servers[i].weight)
         best = i;
     }
   } else {
     // Smooth weighted round robin: weights 5,1,1 give a a b a c a a, not a a a a a b c.
     std::int64_t total = 0;
+    std::int64_t* best_current = nullptr;
     for (std::size_t i = 0; i < n; ++i) {
-      if (!usable(i, any)) continue;
-      pool.current[i] += up.servers[i].weight;
+      if (!usable(i)) continue;
+      auto& current = current_[health[i]];
+      current += up.servers[i].weight;
       total += up.servers[i].weight;
-      if (best == n || pool.current[i] > pool.current[best]) best = i;
+      if (!best_current || current > *best_current) {
+        best = i;
+        best_current = &current;
+      }
     }
-    if (best != n) pool.current[best] -= total;
+    if (best_current) *best_current -= total;
   }
   if (best == n) return {};
-  return ServerUse(up, up.servers[best], *pool.health[best]);
+  return ServerUse(up, up.servers[best], *health[best]);
 }
 
 }  // namespace floodgate::http

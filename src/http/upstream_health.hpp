@@ -10,7 +10,7 @@
 // UpstreamBalancer is a worker's own: it picks among the servers that are up, by smooth
 // weighted round robin (as nginx's) or by fewest requests in flight per unit of weight. When
 // none is up, every server is a candidate again (Envoy's panic mode): a pool whose checks all
-// fail, or whose only server was ejected, still tries rather than answer 502 on a guess.
+// fail, or whose servers were all ejected, still tries rather than answer 502 on a guess.
 
 #include <atomic>
 #include <chrono>
@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -59,8 +60,9 @@ class UpstreamHealth {
   // run. Returns true when this failure ejected the server.
   bool record(ServerHealth& h, const config::Ejection& e, bool failed,
               ServerHealth::clock::time_point now);
-  // Every server's counters, for the metrics.
-  std::vector<admin::UpstreamServerSample> samples() const;
+  // The counters of `current`'s servers, for the metrics (a server a reload removed is left
+  // out: its last state would alert for ever).
+  std::vector<admin::UpstreamServerSample> samples(const config::Config& current) const;
 
  private:
   mutable std::mutex mutex_;
@@ -84,6 +86,7 @@ class ServerUse {
       upstream_ = std::exchange(o.upstream_, nullptr);
       server_ = std::exchange(o.server_, nullptr);
       health_ = std::exchange(o.health_, nullptr);
+      recorded_ = std::exchange(o.recorded_, false);
     }
     return *this;
   }
@@ -91,6 +94,8 @@ class ServerUse {
   const config::Upstream& upstream() const { return *upstream_; }
   const config::UpstreamServer& server() const { return *server_; }
   ServerHealth& health() const { return *health_; }
+  // A request's outcome is recorded once, however many places see it fail.
+  bool first_outcome() { return !std::exchange(recorded_, true); }
 
  private:
   void release() {
@@ -100,6 +105,7 @@ class ServerUse {
   const config::Upstream* upstream_ = nullptr;
   const config::UpstreamServer* server_ = nullptr;
   ServerHealth* health_ = nullptr;
+  bool recorded_ = false;
 };
 
 class UpstreamBalancer {
@@ -112,13 +118,16 @@ class UpstreamBalancer {
   UpstreamHealth& health() { return health_; }
 
  private:
-  struct Pool {
-    std::vector<ServerHealth*> health;  // by server index
-    std::vector<std::int64_t> current;  // smooth round robin's running weights
-  };
+  using Pools = std::vector<std::vector<ServerHealth*>>;  // by upstream, then server index
+  // The servers' states of a snapshot: the last two are kept, since requests under the old
+  // one and the new one interleave for a while after a reload.
+  const Pools& pools(const config::ConfigPtr& config);
   UpstreamHealth& health_;
-  config::ConfigPtr seen_;   // the snapshot pools_ was built for (kept: no address reuse)
-  std::vector<Pool> pools_;  // by upstream index
+  std::pair<config::ConfigPtr, Pools> seen_[2];  // held: an address is never reused meanwhile
+  std::uint64_t turn_ = 0;                       // least_requests' tie-breaker
+  // Smooth round robin's running weights, by server: across reloads, so that a reload does
+  // not send the next requests to the first server.
+  std::unordered_map<const ServerHealth*, std::int64_t> current_;
 };
 
 }  // namespace floodgate::http

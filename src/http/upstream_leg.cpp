@@ -66,8 +66,9 @@ class Leg {
       Watchdog& w;
       ~Unguard() { w.relax(); }
     } unguard{client_.watch};
-    bool retried = false;  // on another server, after a connection could not be made
-    for (int attempt = 0;; ++attempt) {
+    bool retried = false;        // on another server, after a connection could not be made
+    bool stale_retried = false;  // on a new connection, after a reused one was found closed
+    for (;;) {
       conn = w_.pool.take(use_.server());
       if (!conn) {
         auto fresh = co_await w_.pool.connect(use_.server(), client_.watch);
@@ -100,10 +101,14 @@ class Leg {
       }
       // A pooled connection the upstream closed just as we reused it: safe to try once more
       // on a new one, but only when nothing of a body has been consumed.
-      if (conn->reused && retryable && attempt == 0 && is_stale_connection(ec)) continue;
+      const bool stale = conn->reused && is_stale_connection(ec);
+      if (stale && retryable && !stale_retried) {
+        stale_retried = true;
+        continue;
+      }
       if (ec == beast::error::timeout)
         w_.upstream_timed_out(use_);
-      else
+      else if (!stale)  // a keep-alive connection closed under us says nothing of the server
         w_.upstream_outcome(use_, true);
       if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
         w_.log.warn("upstream {} ({}): {} ({} similar lines suppressed)", use_.server().name,

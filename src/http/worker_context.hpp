@@ -111,6 +111,7 @@ struct WorkerContext {
   // nowhere else to send its requests.
   void upstream_outcome(ServerUse& use, bool failed) {
     static constexpr config::Ejection kNever{0, config::Duration(0)};
+    if (!use.first_outcome()) return;
     const auto& e = use.upstream().servers.size() > 1 ? use.upstream().ejection : kNever;
     if (balancer.health().record(use.health(), e, failed, std::chrono::steady_clock::now()))
       log.warn("upstream {}: server {} ejected for {} after {} failures in a row",

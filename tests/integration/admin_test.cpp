@@ -52,6 +52,25 @@ TEST(Admin, MetricsMoveWithTrafficAndSecretsAreRedacted) {
   EXPECT_EQ(metric(text, R"(floodgate_decision_seconds_count{backend="memory"})"), 5u);
   EXPECT_EQ(metric(text, R"(floodgate_deny_cache_hits_total{route="api"})"), 7u);  // one worker
   EXPECT_EQ(metric(text, R"(floodgate_build_info{version="test",pop="itest"})"), 1u);
+  // Issue 20 item 4: the limit that refused, floodgate's own statuses by route, routes
+  // without limits counted, the process's resources, bucket bounds without float noise.
+  EXPECT_EQ(
+      metric(text, R"(floodgate_limit_refusals_total{route="api",limit="burst",mode="enforced"})"),
+      7u);
+  EXPECT_EQ(
+      metric(text, R"(floodgate_limit_refusals_total{route="api",limit="burst",mode="shadow"})"),
+      0u);
+  EXPECT_EQ(metric(text, R"(floodgate_own_responses_total{route="api",status="429"})"), 7u);
+  EXPECT_EQ(metric(text, R"(floodgate_own_responses_total{route="other",status="429"})"), 0u);
+  EXPECT_EQ(metric(text, R"(floodgate_requests_total{route="other",outcome="unlimited"})"), 3u);
+  EXPECT_GT(metric(text, "process_open_fds"), 3u);
+  EXPECT_LT(metric(text, "process_open_fds"), 100000u);  // UINT64_MAX: missing
+  EXPECT_GT(metric(text, "process_resident_memory_bytes"), 1000000u);
+  EXPECT_LT(metric(text, "process_resident_memory_bytes"), 100000000000u);
+  EXPECT_NE(text.find("\nprocess_cpu_seconds_total "), std::string::npos);
+  EXPECT_NE(text.find("\nprocess_start_time_seconds 1"), std::string::npos);
+  EXPECT_NE(text.find(R"(le="0.0001")"), std::string::npos);
+  EXPECT_EQ(text.find("0000000001"), std::string::npos) << "float noise in a bucket bound";
   // The origin's own address is its server label (from the config); no client's is a label.
   const std::string origin_label = "server=\"http://127.0.0.1:" + std::to_string(origin.port());
   std::string others = text;

@@ -121,7 +121,7 @@ TEST(UpstreamBalancer, ConsecutiveFailuresEjectForTheCoolDown) {
   EXPECT_TRUE(health.record(h, up.ejection, true, now));
   EXPECT_FALSE(h.up(now + 9s));
   EXPECT_TRUE(h.up(now + 10s));
-  auto samples = health.samples();
+  auto samples = health.samples(*c);
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(samples[0].server, "http://10.0.0.2");
   EXPECT_EQ(samples[0].failures, 5u);

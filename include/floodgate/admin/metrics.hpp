@@ -41,16 +41,25 @@ enum class Outcome : std::size_t {
   store_error_open,
   store_error_closed,
   local,
-  rejected,  // 400 / 401 before any limit was decided
-  denied,    // 403: on a deny list
-  allowed,   // on an allow list: forwarded without the limits
+  rejected,   // 400 / 401 before any limit was decided
+  denied,     // 403: on a deny list
+  allowed,    // on an allow list: forwarded without the limits
+  unlimited,  // no limit applied: the route has none, or each skipped the request
   kCount
 };
 const char* to_string(Outcome o);
 
+// The statuses floodgate answers itself (not an origin's), counted by route.
+inline constexpr std::array<int, 12> kOwnStatuses = {400, 401, 403, 404, 408, 413,
+                                                     429, 431, 500, 502, 503, 504};
+using OwnStatusCounts = std::array<std::atomic<std::uint64_t>, kOwnStatuses.size() + 1>;  // + other
+void count_own_status(OwnStatusCounts& counts, int status);
+
 struct RouteMetrics {
+  // One outcome per request: they add up to the route's requests.
   std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Outcome::kCount)> outcomes{};
   std::atomic<std::uint64_t> deny_cache_hits{0};
+  OwnStatusCounts own_statuses{};
   void count(Outcome o) {
     outcomes[static_cast<std::size_t>(o)].fetch_add(1, std::memory_order_relaxed);
   }
@@ -62,6 +71,12 @@ struct LeaseCounters {
   std::atomic<std::uint64_t> granted{0};   // units those grants took
   std::atomic<std::uint64_t> returned{0};  // unused units given back to the store
   std::atomic<std::uint64_t> local{0};     // requests decided from units in hand
+};
+
+// A limit's refusals: enforced (the request got 429) or in shadow (it would have).
+struct LimitCounters {
+  std::atomic<std::uint64_t> refused{0};
+  std::atomic<std::uint64_t> shadow_refused{0};
 };
 
 struct UpstreamMetrics {
@@ -92,6 +107,9 @@ class Metrics {
   RouteMetrics& route(std::string_view name);
   UpstreamMetrics& upstream(std::string_view name);
   LeaseCounters& lease(std::string_view route, std::string_view limit);
+  LimitCounters& limit(std::string_view route, std::string_view limit);
+  // floodgate's own answers to requests no route took (400s of a bad head, 404s).
+  OwnStatusCounts unrouted_statuses{};
 
   Histogram decision_memory;  // seconds per store decision, by backend
   Histogram decision_redis;
@@ -142,6 +160,7 @@ class Metrics {
   std::map<std::string, std::unique_ptr<RouteMetrics>, std::less<>> routes_;
   std::map<std::string, std::unique_ptr<UpstreamMetrics>, std::less<>> upstreams_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<LeaseCounters>> leases_;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<LimitCounters>> limits_;
 };
 
 }  // namespace floodgate::admin
