@@ -16,6 +16,7 @@ packages=(
   redis-server curl ca-certificates
   nghttp2-client nghttp2-server python3-h2 python3-grpcio python3-grpc-tools
   chromium fonts-dejavu-core
+  prometheus
 )
 
 missing=()

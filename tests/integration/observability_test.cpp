@@ -1,0 +1,75 @@
+// What on-call's tools read (issue 20, item 4): docs/alerts.yml parses and each alert fires on
+// the series that should raise it (promtool's own unit tests, tests/integration/alerts_test.yml),
+// and docs/grafana-dashboard.json is checked without a browser: its layout, and every query
+// reads a series a real instance exports (a scrape after traffic through a pool, a limit and a
+// shadow limit) and parses as PromQL (promtool). promtool is Debian's prometheus package.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <string_view>
+
+#include "harness.hpp"
+#include "proxy_yaml.hpp"
+
+namespace floodgate::testing {
+namespace {
+
+const std::string kSource = FLOODGATE_SOURCE_DIR;
+constexpr const char* kPromtool = "/usr/bin/promtool";
+
+// What `words` printed, both streams, and its exit status as "exit=N". Built with += (GCC 12
+// warns falsely about a chain of std::string operator+).
+std::string run(std::initializer_list<std::string_view> words) {
+  std::string command;
+  for (auto w : words) (command += w) += ' ';
+  command += "2>&1; echo \"exit=$?\"";
+  return command_output(command, 60);
+}
+
+TEST(Observability, AlertRulesParseAndFireWhenTheyShould) {
+  if (!std::filesystem::exists(kPromtool)) GTEST_SKIP() << "prometheus (promtool) not installed";
+  auto checked = run({kPromtool, "check rules", kSource + "/docs/alerts.yml"});
+  EXPECT_NE(checked.find("SUCCESS: 8 rules found"), std::string::npos) << checked;
+  EXPECT_NE(checked.find("exit=0"), std::string::npos) << checked;
+  auto tested = run({kPromtool, "test rules", kSource + "/tests/integration/alerts_test.yml"});
+  EXPECT_NE(tested.find("SUCCESS"), std::string::npos) << tested;
+  EXPECT_NE(tested.find("exit=0"), std::string::npos) << tested;
+}
+
+TEST(Observability, TheDashboardReadsOnlyExportedSeriesAndParses) {
+  if (!std::filesystem::exists(kPromtool)) GTEST_SKIP() << "prometheus (promtool) not installed";
+  Origin a, b;
+  Proxy proxy(
+      "server:\n  listen: [127.0.0.1:0]\n  threads: 1\n"
+      "upstreams:\n  pool:\n    servers: [{ url: \"" +
+      http_url(a) + "\" }, { url: \"" + http_url(b) +
+      "\" }]\n"
+      "    health_check: { path: /__stats, interval: 1s }\n"
+      "store: { key_secret: observability-test-secret-0123 }\n"
+      "routes:\n"
+      "  - name: api\n    match: { path_prefix: / }\n    upstream: pool\n"
+      "    limits:\n"
+      "      - { name: burst, algorithm: fixed_window, limit: 3, window: 1h, key: [ip] }\n"
+      "      - { name: trial, algorithm: fixed_window, limit: 1, window: 1h, key: [ip], mode: "
+      "shadow }\n");
+  for (int i = 0; i < 6; ++i) get(proxy.port(), "/x");
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fg-observability-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "metrics.txt") << proxy.metrics().render();
+  auto checked = run({"/usr/bin/python3", kSource + "/tests/integration/dashboard_check.py",
+                      kSource + "/docs/grafana-dashboard.json", (dir / "metrics.txt").string(),
+                      (dir / "rules.yml").string()});
+  EXPECT_NE(checked.find("all exported"), std::string::npos) << checked;
+  EXPECT_NE(checked.find("exit=0"), std::string::npos) << checked;
+  std::printf("[ dashboard] %s\n", checked.substr(0, checked.find('\n')).c_str());
+  auto parsed = run({kPromtool, "check rules", (dir / "rules.yml").string()});
+  EXPECT_NE(parsed.find("SUCCESS"), std::string::npos) << parsed;
+  EXPECT_NE(parsed.find("exit=0"), std::string::npos) << parsed;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace floodgate::testing
