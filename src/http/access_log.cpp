@@ -1,5 +1,6 @@
 #include "access_log.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -104,8 +105,22 @@ std::string access_line(Exchange& x, std::chrono::steady_clock::duration took,
   line += limit::format_utc(x.arrived);
   line += "\",\"pop\":\"";
   append_json_escaped(line, x.config->server.pop);
+  line += "\",\"request_id\":\"";
+  line += x.request_id;  // a sane token or hex (request_id.hpp): nothing to escape
   line += "\",\"peer\":\"";
   line += x.peer_ip;
+  if (x.fields) {
+    line += "\",\"client\":\"";  // behind trusted proxies; hashed when replay_hashed says so
+    auto client = client_of(x).to_string();
+    const auto& fields = x.config->log.replay_fields;
+    if (std::any_of(fields.begin(), fields.end(), [](const config::ReplayField& f) {
+          return f.kind == config::ReplayField::Kind::ip && f.hashed;
+        }))
+      client = "#" + hasher.hex("replay-field\nip\n" + client);
+    line += client;
+    line += "\",\"user_agent\":\"";
+    append_json_escaped(line, (*x.fields)[boost::beast::http::field::user_agent]);
+  }
   line += "\",\"protocol\":\"";
   line += x.protocol;
   line += "\",\"method\":\"";
@@ -123,6 +138,11 @@ std::string access_line(Exchange& x, std::chrono::steady_clock::duration took,
     line += "\",\"key\":\"";
     append_json_escaped(line, x.admission.key);
     line += '"';
+    if (!x.admission.shadow_limit.empty()) {  // the shadow limit that would have refused
+      line += ",\"shadow_limit\":\"";
+      append_json_escaped(line, x.admission.shadow_limit);
+      line += '"';
+    }
   }
   char timing[96];
   std::snprintf(timing, sizeof timing, ",\"duration_ms\":%.3f,\"upstream_ms\":%.3f", ms(took),

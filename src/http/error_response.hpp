@@ -6,13 +6,15 @@
 
 #include <string_view>
 
+#include "exchange.hpp"
 #include "reply.hpp"
 #include "wire.hpp"
 
 namespace floodgate::http {
 
 // `version` is the client's HTTP version (10 or 11). `keep_alive` false adds Connection: close.
-Answer render(const Reply& reply, unsigned version, bool keep_alive);
+// `x`, when given, is the exchange answered: its request id goes in.
+Answer render(Reply reply, unsigned version, bool keep_alive, const Exchange* x = nullptr);
 
 // A status of ours with its fixed line; `retry_after`, when not empty, becomes a Retry-After
 // header.

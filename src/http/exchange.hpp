@@ -88,6 +88,11 @@ struct Exchange {
   // views above outlive the rewrite of the request's own head for the upstream.
   std::string target_copy;
   std::string normalized;
+
+  // Set by identify() (request_id.hpp) before anything can answer the request.
+  std::string request_id;        // X-Request-Id: kept from a trusted peer, or generated
+  std::string traceparent;       // set when a trace starts here (empty: the client's is passed on)
+  bool drop_tracestate = false;  // the client's traceparent was malformed: its tracestate goes too
 };
 
 }  // namespace floodgate::http

@@ -237,7 +237,8 @@ void H2Connection::submit_head(H2Stream& s, H2HeaderBlock& head, bool has_body) 
   kick();
 }
 
-void H2Connection::submit_reply(H2Stream& s, const Reply& reply) {
+void H2Connection::submit_reply(H2Stream& s, Reply reply) {
+  reply.request_id = s.x.request_id;
   s.x.status = reply.status;
   w_.gate.count_own_status(&s.x, reply.status);
   // The request's body, if any, is not needed: its DATA is consumed as it comes.

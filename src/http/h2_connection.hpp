@@ -88,7 +88,7 @@ class H2Connection {
 
   // For the stream coroutines (h2_stream.cpp).
   // An answer of ours (reply.hpp) as HEADERS and DATA; it becomes the exchange's status.
-  void submit_reply(H2Stream& s, const Reply& reply);
+  void submit_reply(H2Stream& s, Reply reply);  // with the stream's request id
   void submit_head(H2Stream& s, H2HeaderBlock& head, bool has_body);
   void resume(H2Stream& s);                   // more of s.out (or its end) is there
   void consumed(H2Stream& s, std::size_t n);  // n body bytes forwarded: the window reopens

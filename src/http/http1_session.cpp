@@ -236,7 +236,8 @@ class Session final : public SessionRegistry::Entry {
 
   asio::awaitable<bool> send_error(bhttp::status status, unsigned version, bool keep_alive,
                                    Exchange* x = nullptr) {
-    co_return co_await send(error_response(status, version, keep_alive), x);
+    Reply reply{static_cast<int>(status)};
+    co_return co_await send(render(reply, version, keep_alive, x), x);
   }
 
   // Serves one request whose header has been read, through the pipeline (pipeline.hpp).
@@ -247,6 +248,7 @@ class Session final : public SessionRegistry::Entry {
     x.peer_ip = peer_ip_;
     x.peer = peer_;
     x.tls = client_.is_tls();
+    identify(x, w_.request_ids);
     if (!framing_is_safe(req, parser.chunked()))
       co_return co_await send_error(bhttp::status::bad_request, 11, false, &x);
     if (auto unrouted = route_exchange(x)) {
@@ -256,7 +258,7 @@ class Session final : public SessionRegistry::Entry {
     if (!gated(x))
       w_.gate.count_ungated(x);
     else if (auto reply = co_await w_.gate.decide(x))
-      co_return co_await send(render(*reply, x.version, x.can_continue), &x);
+      co_return co_await send(render(*reply, x.version, x.can_continue, &x), &x);
     // Held until the response (or the WebSocket tunnel) ends: an open tunnel keeps counting
     // against a concurrency limit.
     LeaseGuard leases(w_.gate, x.admission);

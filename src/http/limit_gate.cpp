@@ -202,6 +202,9 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   }
   auto plan = limit::plan(config, route, facts, hasher(config));
   if (plan.reject_status != 0) {
+    if (x.claims && x.claims->error() != keys::JwtError::none)  // why, for whoever debugs it
+      log_.debug("route {}: limit {} rejected the request ({}): JWT {}", route.name,
+                 plan.rejected_by->name, plan.reject_status, keys::to_string(x.claims->error()));
     stats.count(admin::Outcome::rejected);
     a.decision = "rejected";
     a.limit = plan.rejected_by->name;

@@ -6,6 +6,7 @@
 #include "floodgate/http/path_normalize.hpp"
 #include "floodgate/http/router.hpp"
 #include "floodgate/keys/client_ip.hpp"
+#include "request_id.hpp"
 
 namespace floodgate::http {
 
@@ -67,6 +68,7 @@ void prepare_upstream_head(Exchange& x, bhttp::request_header<>& req,
   }
   req.erase(bhttp::field::expect);  // answered by us, before the body is relayed
   add_forwarding_headers(req, {x.peer_ip, x.tls, x.config->server.pop});
+  add_trace_fields(x, req);
   req.version(11);
   // strip_hop_by_hop dropped both framing fields: exactly one comes back.
   if (framing.content_length)

@@ -40,6 +40,7 @@ Reply refused(const config::Limit& limit, const limit::Params& params, const lim
 }
 
 void reply_headers(const Reply& r, const limit::HeaderSink& emit) {
+  if (!r.request_id.empty()) emit("X-Request-Id", r.request_id);
   if (r.refusal)
     limit::rate_headers(*r.refusal->limit, r.refusal->params, r.refusal->decision, r.refusal->now,
                         emit);
@@ -52,8 +53,17 @@ std::string_view reply_content_type(const Reply& r) {
 }
 
 std::string_view reply_body(const Reply& r, std::string& storage) {
-  if (!r.refusal) return line_for(r.status);
+  if (!r.refusal) {
+    const auto line = line_for(r.status);
+    if (r.request_id.empty()) return line;
+    // Still one line: "forbidden (request id 4bf92f3577b34da6a3ce929d0e0e4736)".
+    storage.assign(line.substr(0, line.size() - 1));
+    storage.append(" (request id ").append(r.request_id).append(")\n");
+    return storage;
+  }
   storage = limit::refusal_body(*r.refusal->limit, r.refusal->decision);
+  if (!r.request_id.empty())  // a sane token (request_id.hpp): nothing to escape
+    storage.insert(storage.size() - 1, ",\"request_id\":\"" + std::string(r.request_id) + "\"");
   storage += '\n';
   return storage;
 }

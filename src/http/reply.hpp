@@ -24,6 +24,9 @@ struct Reply {
     limit::Micros now = 0;  // Unix time of the decision (the store's clock when it gave one)
   };
   std::optional<Refusal> refusal;
+  // The exchange's X-Request-Id: a header of the answer, and in its body (the line's end, or
+  // the refusal's JSON), so that a user's report names the request in the logs.
+  std::string_view request_id;
 };
 
 Reply refused(const config::Limit& limit, const limit::Params& params, const limit::Decision& d,

@@ -30,6 +30,8 @@ class LazyClaims final : public keys::ClaimSource {
   LazyClaims(const boost::beast::http::fields& f, const config::Config& c, std::int64_t now_seconds)
       : f_(f), c_(c), now_seconds_(now_seconds) {}
   std::optional<std::string> claim(std::string_view name) const override;
+  // Why the token failed, once a claim was asked for (none: not asked, or it verified).
+  keys::JwtError error() const { return result_ ? result_->error : keys::JwtError::none; }
 
  private:
   const boost::beast::http::fields& f_;

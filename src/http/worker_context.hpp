@@ -17,6 +17,7 @@
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/limit/clock.hpp"
 #include "limit_gate.hpp"
+#include "request_id.hpp"
 #include "session_registry.hpp"
 #include "upstream_h2.hpp"
 #include "upstream_health.hpp"
@@ -54,6 +55,7 @@ struct WorkerContext {
   LimitGate gate;
   admin::Metrics& metrics;
   UpstreamBalancer balancer;  // which server of an upstream a request goes to
+  RequestIds request_ids;     // X-Request-Id and trace ids
   spdlog::logger* access_log = nullptr;
   H2UpstreamPool h2_pool{pool};  // connections to `protocol: h2` upstreams
   // The snapshot a new request is served under (SnapshotCache: no lock per request).

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cstdio>
+#include <regex>
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/base_sink.h>
@@ -121,6 +122,12 @@ std::uint64_t Origin::requests() {
 }
 std::uint64_t Origin::connections() {
   return json_number(stats(), "connections");
+}
+
+std::string without_request_id(const std::string& body) {
+  static const std::regex id(
+      R"( \(request id [0-9A-Za-z._:-]+\)|,"request_id":"[0-9A-Za-z._:-]+")");
+  return std::regex_replace(body, id, "");
 }
 
 std::string substitute(std::string text, const std::string& from, const std::string& to) {

@@ -114,6 +114,9 @@ class Proxy {
 };
 
 std::string substitute(std::string text, const std::string& from, const std::string& to);
+// An answer of floodgate's own without its request id (" (request id X)" at the end of the
+// line, or ,"request_id":"X" in a refusal's JSON): the part a test can compare.
+std::string without_request_id(const std::string& body);
 
 // What a shell command printed on stdout (stderr dropped), trailing newlines removed; it is
 // killed after `timeout_seconds`.

@@ -75,8 +75,9 @@ TEST(Limits, TokenBucketBurstIsLimitedWithHonestHeaders) {
     EXPECT_LE(retry, 60);
     EXPECT_EQ(header(*r, "X-RateLimit-Remaining"), "0");
     EXPECT_EQ(header(*r, "Content-Type"), "application/json");
-    EXPECT_EQ(r->body(), "{\"error\":\"rate_limited\",\"limit\":\"burst\",\"retry_after\":" +
-                             std::to_string(retry) + "}\n");
+    EXPECT_EQ(without_request_id(r->body()),
+              "{\"error\":\"rate_limited\",\"limit\":\"burst\",\"retry_after\":" +
+                  std::to_string(retry) + "}\n");
     EXPECT_EQ(header(*r, "RateLimit"), "\"burst\";r=0;t=" + std::to_string(retry));
   }
   EXPECT_EQ(origin.requests(), 5u);  // refused requests never reached it
@@ -249,6 +250,8 @@ std::string hs256(const std::string& payload, const std::string& secret) {
 
 TEST(Limits, VerifiedJwtTenantsWithTiers) {
   Origin origin;
+  LogCapture log;
+  log.logger()->set_level(spdlog::level::debug);
   Proxy proxy(
       config_with(origin, R"(
   - name: partners
@@ -262,7 +265,8 @@ TEST(Limits, VerifiedJwtTenantsWithTiers) {
         key: [jwt:tenant]
         overrides: { by: jwt:tier, values: { gold: { limit: 5 }, free: { limit: 1 } } }
 )",
-                  "jwt: { algorithms: [HS256], hs256_secret: jwt-test-secret, audience: api }\n"));
+                  "jwt: { algorithms: [HS256], hs256_secret: jwt-test-secret, audience: api }\n"),
+      nullptr, nullptr, log.logger());
   auto exp = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count() +
@@ -289,6 +293,14 @@ TEST(Limits, VerifiedJwtTenantsWithTiers) {
       401);
   EXPECT_EQ(send(proxy.port(), "/")->result_int(), 401);  // no token
   EXPECT_EQ(origin.requests(), 9u);
+  // Why each 401, at debug level.
+  std::string all;
+  for (const auto& l : log.lines()) all += l + "\n";
+  for (const char* why : {"JWT bad_signature", "JWT wrong_audience", "JWT missing"})
+    EXPECT_NE(all.find("limit tenant rejected the request (401): " + std::string(why)),
+              std::string::npos)
+        << why << "\n"
+        << all;
 }
 
 TEST(Limits, ShadowLimitsNeverRefuseNorShowInHeaders) {

@@ -111,7 +111,7 @@ TEST(PathVariants, EncodedSeparatorsAre400UnlessTheRouteAllowsThem) {
     auto r = c.request(std::string("GET ") + target + " HTTP/1.1\r\nHost: test\r\n\r\n");
     ASSERT_TRUE(r) << target;
     EXPECT_EQ(r->result_int(), 400) << target;
-    EXPECT_EQ(r->body(), "bad request\n") << target;
+    EXPECT_EQ(without_request_id(r->body()), "bad request\n") << target;
     // The request was well framed: the connection carries the next one.
     auto next = c.request("GET /fine HTTP/1.1\r\nHost: test\r\n\r\n");
     ASSERT_TRUE(next) << target;

@@ -1,0 +1,94 @@
+#include "request_id.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace floodgate::http {
+
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+bool sane_id(std::string_view v) {
+  return !v.empty() && v.size() <= 128 && std::all_of(v.begin(), v.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == ':' || c == '-';
+  });
+}
+
+bool lower_hex(std::string_view v) {
+  return std::all_of(v.begin(), v.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// version 00: "00-" 32 hex "-" 16 hex "-" 2 hex, ids not all zeros (W3C Trace Context 3.2).
+// A later version may be longer; its first 55 characters are read the same way.
+bool valid_traceparent(std::string_view v) {
+  if (v.size() < 55 || (v.size() > 55 && (v.substr(0, 2) == "00" || v[55] != '-'))) return false;
+  if (v[2] != '-' || v[35] != '-' || v[52] != '-') return false;
+  const auto version = v.substr(0, 2), trace = v.substr(3, 32), span = v.substr(36, 16),
+             flags = v.substr(53, 2);
+  if (!lower_hex(version) || version == "ff" || !lower_hex(trace) || !lower_hex(span) ||
+      !lower_hex(flags))
+    return false;
+  auto zeros = [](std::string_view s) {
+    return s.find_first_not_of('0') == std::string_view::npos;
+  };
+  return !zeros(trace) && !zeros(span);
+}
+
+}  // namespace
+
+RequestIds::RequestIds() : rng_(std::random_device{}()) {}
+
+void RequestIds::append_hex(std::string& out, std::size_t n) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  while (n > 0) {
+    auto r = rng_();
+    for (int i = 0; i < 8 && n > 0; ++i, --n, r >>= 8) {
+      out += kHex[(r >> 4) & 0xf];
+      out += kHex[r & 0xf];
+    }
+  }
+}
+
+void identify(Exchange& x, RequestIds& ids) {
+  x.request_id.clear();
+  x.traceparent.clear();
+  x.drop_tracestate = false;
+  const auto& fields = *x.fields;
+  const auto& client_ip = x.config->server.client_ip;
+  bool generated = false;
+  if (auto it = fields.find("x-request-id");
+      it != fields.end() && sane_id(it->value()) &&
+      std::any_of(client_ip.trusted_proxies.begin(), client_ip.trusted_proxies.end(),
+                  [&](const config::Cidr& c) { return c.contains(x.peer); })) {
+    x.request_id = it->value();
+  } else {
+    x.request_id.reserve(32);
+    ids.append_hex(x.request_id, 16);
+    generated = true;
+  }
+  auto tp = fields.find("traceparent");
+  if (tp != fields.end() && valid_traceparent(tp->value())) return;  // passed through
+  x.drop_tracestate = tp != fields.end();
+  x.traceparent.reserve(55);
+  x.traceparent = "00-";
+  if (generated)
+    x.traceparent += x.request_id;
+  else
+    ids.append_hex(x.traceparent, 16);
+  x.traceparent += '-';
+  ids.append_hex(x.traceparent, 8);
+  x.traceparent += "-01";
+}
+
+void add_trace_fields(const Exchange& x, bhttp::request_header<>& req) {
+  if (!x.request_id.empty()) req.set("X-Request-Id", x.request_id);
+  if (!x.traceparent.empty()) {
+    req.set("traceparent", x.traceparent);
+    if (x.drop_tracestate) req.erase("tracestate");
+  }
+}
+
+}  // namespace floodgate::http
