@@ -144,6 +144,8 @@ std::string access_line(Exchange& x, std::chrono::steady_clock::duration took,
       line += '"';
     }
   }
+  line += ",\"bytes_in\":" + std::to_string(x.bytes_in);
+  line += ",\"bytes_out\":" + std::to_string(x.bytes_out);
   char timing[96];
   std::snprintf(timing, sizeof timing, ",\"duration_ms\":%.3f,\"upstream_ms\":%.3f", ms(took),
                 ms(x.upstream_took));

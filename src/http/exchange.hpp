@@ -81,6 +81,8 @@ struct Exchange {
   // How it ended, for the access log and the metrics.
   int status = 0;
   std::chrono::steady_clock::duration upstream_took{};
+  std::uint64_t bytes_in = 0;   // request body bytes received from the client
+  std::uint64_t bytes_out = 0;  // response body bytes sent to the client (ours or the origin's)
   // Settle headers of the response (lower-case name, value), for replaying settlement.
   std::vector<std::pair<std::string, std::string>> settled;
 

@@ -123,6 +123,7 @@ int H2Callbacks::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int3
       return 0;
     }
     s->body.append(reinterpret_cast<const char*>(data), len);
+    s->x.bytes_in += len;
     s->wake.cancel();
     return 0;
   });
@@ -166,6 +167,7 @@ ssize_t H2Callbacks::read_body_of(H2Stream& stream, std::uint8_t* buf, std::size
   const auto n = std::min(left, length);
   std::memcpy(buf, s->out.data() + s->out_sent, n);
   s->out_sent += n;
+  s->x.bytes_out += n;
   if (s->out_sent == s->out.size()) {
     s->out.clear();
     s->out_sent = 0;

@@ -226,7 +226,10 @@ class Session final : public SessionRegistry::Entry {
   }
 
   asio::awaitable<bool> send(const Answer& a, Exchange* x = nullptr) {
-    if (x) x->status = static_cast<int>(a.status);
+    if (x) {
+      x->status = static_cast<int>(a.status);
+      x->bytes_out = a.body_bytes;
+    }
     w_.gate.count_own_status(x, static_cast<int>(a.status));
     watch_.guard(client_.socket(), kAnswerWriteTimeout);
     auto [ec, n] =

@@ -149,6 +149,7 @@ class ToH2 {
         co_return Forwarded{};  // the client went away or stalled, or its framing broke
       }
       call.out.append(client_.chunk.data(), client_.chunk.size() - body.size);
+      x_.bytes_in += client_.chunk.size() - body.size;
       call.out_done = parser_.is_done();
       conn_->resume(call);
     }
@@ -208,6 +209,7 @@ class ToH2 {
         } else {
           out += call.in;
         }
+        x_.bytes_out += n;
         call.in.clear();
         conn_->take(call, n);
       }

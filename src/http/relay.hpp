@@ -30,7 +30,8 @@ struct RelayResult {
   enum class Side { none, read, write };
   Side failed = Side::none;
   boost::system::error_code error;
-  bool head_written = false;  // false: the receiver has seen nothing of this message yet
+  bool head_written = false;     // false: the receiver has seen nothing of this message yet
+  std::uint64_t body_bytes = 0;  // of the body, read and written on
   explicit operator bool() const { return failed == Side::none; }
 };
 
@@ -98,6 +99,7 @@ boost::asio::awaitable<RelayResult> relay_message(
         co_return result;
       }
       result.head_written = true;
+      result.body_bytes += n;
     }
     if (done) co_return result;
   }

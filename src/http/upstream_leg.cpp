@@ -85,6 +85,7 @@ class Leg {
       }
       const auto sent_at = std::chrono::steady_clock::now();
       auto sent = co_await send_request(*conn, expect_continue);
+      x_.bytes_in = sent.body_bytes;
       if (sent.failed == RelayResult::Side::read) {
         // Nothing of a response has reached the client yet: a body that broke the framing
         // gets its status (the upstream connection, with a partial request, is dropped).
@@ -191,6 +192,7 @@ class Leg {
         co_await relay_message(RelayLeg{conn->stream, use_.server().response_timeout}, conn->buffer,
                                rp, RelayLeg{client_.transport, x_.config->server.timeouts.idle},
                                client_.head, framing, client_.chunk, client_.watch);
+    x_.bytes_out = relayed.body_bytes;
     if (!relayed) {
       // Nothing reached the client yet: it can still be told what happened.
       if (relayed.failed == RelayResult::Side::read && !relayed.head_written)

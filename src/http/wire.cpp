@@ -88,6 +88,7 @@ Answer AnswerWriter::finish(std::string_view content_type, std::string_view body
     a_.bytes += "Connection: keep-alive\r\n";
   a_.bytes += "\r\n";
   a_.bytes += body;
+  a_.body_bytes = body.size();
   return std::move(a_);
 }
 

@@ -19,6 +19,7 @@ struct Answer {
   unsigned status = 0;
   bool keep_alive = false;
   std::string bytes;
+  std::size_t body_bytes = 0;  // the end of `bytes` that is the body
 };
 
 // Builds an Answer: status line, Server, Content-Type, the caller's own header lines,

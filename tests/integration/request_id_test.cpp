@@ -93,10 +93,14 @@ TEST(RequestId, GeneratedForwardedAnsweredAndLoggedWithTraceContext) {
   EXPECT_EQ(text(line0, "client"), "127.0.0.1");
   EXPECT_EQ(text(line0, "user_agent"), "probe/1.0");
   EXPECT_FALSE(line0.contains("shadow_limit"));  // the trial's one request
+  EXPECT_EQ(line0.at("bytes_in").as_int64(), 0);
+  EXPECT_EQ(line0.at("bytes_out").as_int64(), static_cast<std::int64_t>(first->body().size()));
   auto line1 = json::parse(lines[1]).as_object();
   EXPECT_EQ(text(line1, "shadow_limit"), "trial");
   EXPECT_EQ(text(line1, "decision"), "admitted");
-  EXPECT_EQ(text(json::parse(lines[2]).as_object(), "request_id"), refusal_id);
+  auto line2 = json::parse(lines[2]).as_object();
+  EXPECT_EQ(text(line2, "request_id"), refusal_id);
+  EXPECT_EQ(line2.at("bytes_out").as_int64(), static_cast<std::int64_t>(traced->body().size()));
 }
 
 TEST(RequestId, KeptFromATrustedProxyAndMalformedTraceparentsRestarted) {
@@ -122,10 +126,12 @@ TEST(RequestId, KeptFromATrustedProxyAndMalformedTraceparentsRestarted) {
 
 TEST(RequestId, Http2StreamsGetThemToo) {
   Origin origin;
+  LogCapture log;
   Proxy proxy("server:\n  listen:\n    - { address: \"127.0.0.1:0\", protocols: [http1, h2c] }\n" +
-              config(origin).substr(config(origin).find("  threads")));
+                  config(origin).substr(config(origin).find("  threads")),
+              nullptr, log.logger());
   const auto url = "http://127.0.0.1:" + std::to_string(proxy.port());
-  auto out = command_output("curl -s --http2-prior-knowledge " + url + "/echo", 20);
+  auto out = command_output("curl -s --http2-prior-knowledge -d hello " + url + "/echo", 20);
   auto h = echoed(*[&] {
     Response r;
     r.body() = out;
@@ -139,6 +145,11 @@ TEST(RequestId, Http2StreamsGetThemToo) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(refused, m, std::regex("x-request-id: ([0-9a-f]{32})"))) << refused;
   EXPECT_NE(refused.find("\"request_id\":\"" + m[1].str() + "\""), std::string::npos) << refused;
+  // Body bytes both ways, over HTTP/2 too.
+  ASSERT_TRUE(log.wait_for(3, std::chrono::seconds(3)));
+  auto line0 = json::parse(log.lines()[0]).as_object();
+  EXPECT_EQ(line0.at("bytes_in").as_int64(), 5);
+  EXPECT_EQ(line0.at("bytes_out").as_int64(), static_cast<std::int64_t>(out.size()));
 }
 
 }  // namespace
