@@ -14,15 +14,11 @@
 #include <algorithm>
 #include <string>
 
+#include "coro_names.hpp"
 #include "h2_header_block.hpp"
 
 namespace floodgate::http {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace bhttp = beast::http;
-using asio::as_tuple;
-using asio::use_awaitable;
 using steady = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 

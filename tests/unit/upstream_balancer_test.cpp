@@ -36,6 +36,13 @@ std::string pick_url(http::UpstreamBalancer& b, const config::ConfigPtr& c) {
   return use ? use.server().url : "none";
 }
 
+// Requests per server of kThree over `n` picks.
+std::vector<int> spread(http::UpstreamBalancer& b, const config::ConfigPtr& c, int n) {
+  std::map<std::string, int> by_url;
+  for (int i = 0; i < n; ++i) ++by_url[pick_url(b, c)];
+  return {by_url["http://10.0.0.1"], by_url["http://10.0.0.2"], by_url["http://10.0.0.3"]};
+}
+
 TEST(UpstreamBalancer, SmoothWeightedRoundRobinInterleaves) {
   auto c = load(kThree);
   http::UpstreamHealth health;
@@ -44,11 +51,7 @@ TEST(UpstreamBalancer, SmoothWeightedRoundRobinInterleaves) {
   std::vector<std::string> seq;
   for (int i = 0; i < 7; ++i) seq.push_back(pick_url(b, c).substr(14));
   EXPECT_EQ(seq, (std::vector<std::string>{"1", "1", "2", "1", "3", "1", "1"}));
-  std::map<std::string, int> n;
-  for (int i = 0; i < 700; ++i) ++n[pick_url(b, c)];
-  EXPECT_EQ(n["http://10.0.0.1"], 500);
-  EXPECT_EQ(n["http://10.0.0.2"], 100);
-  EXPECT_EQ(n["http://10.0.0.3"], 100);
+  EXPECT_EQ(spread(b, c, 700), (std::vector<int>{500, 100, 100}));
 }
 
 TEST(UpstreamBalancer, ServersOutOfServiceAreSkippedUntilNoneIsLeft) {
@@ -57,20 +60,12 @@ TEST(UpstreamBalancer, ServersOutOfServiceAreSkippedUntilNoneIsLeft) {
   http::UpstreamBalancer b(health);
   const auto& up = c->upstreams[0];
   health.of(up.servers[0]).checked_up = false;  // failing its checks
-  std::map<std::string, int> n;
-  for (int i = 0; i < 100; ++i) ++n[pick_url(b, c)];
-  EXPECT_EQ(n["http://10.0.0.1"], 0);
-  EXPECT_EQ(n["http://10.0.0.2"], 50);
-  EXPECT_EQ(n["http://10.0.0.3"], 50);
+  EXPECT_EQ(spread(b, c, 100), (std::vector<int>{0, 50, 50}));
   // Every server out: all are candidates again, by weight (panic), rather than 502 for all.
   health.of(up.servers[1]).checked_up = false;
   health.of(up.servers[2]).ejected_until =
       (std::chrono::steady_clock::now() + 1h).time_since_epoch().count();
-  n.clear();
-  for (int i = 0; i < 70; ++i) ++n[pick_url(b, c)];
-  EXPECT_EQ(n["http://10.0.0.1"], 50);
-  EXPECT_EQ(n["http://10.0.0.2"], 10);
-  EXPECT_EQ(n["http://10.0.0.3"], 10);
+  EXPECT_EQ(spread(b, c, 70), (std::vector<int>{50, 10, 10}));
 }
 
 TEST(UpstreamBalancer, ARetryGoesToAnotherServerOrNowhere) {
