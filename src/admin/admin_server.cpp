@@ -9,6 +9,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -34,6 +35,10 @@ struct AdminServer::Impl {
   TopSource top;
   AdminApi api;
   asio::io_context ioc{1};
+  // The calls that may wait (the API on the store's Redis or the workers, /top on the
+  // workers) run here, one at a time, so that /healthz, /readyz and /metrics never wait
+  // behind a slow or unreachable store.
+  asio::thread_pool waiting{1};
   tcp::acceptor acceptor{ioc};
   asio::steady_timer tick{ioc};
   StatsHistory history;
@@ -51,7 +56,16 @@ struct AdminServer::Impl {
     });
   }
 
-  bhttp::response<bhttp::string_body> answer(const bhttp::request<bhttp::string_body>& req) {
+  using Response = bhttp::response<bhttp::string_body>;
+
+  static bool may_wait(std::string_view target) {
+    target = target.substr(0, target.find('?'));
+    return target == "/top" || target.starts_with("/keys") || target.starts_with("/overrides");
+  }
+
+  // On the admin thread, or (may_wait) on `waiting`'s: nothing here touches `history`
+  // then, and what the API and /top use is theirs to lock.
+  Response answer(const bhttp::request<bhttp::string_body>& req) {
     bhttp::response<bhttp::string_body> res{bhttp::status::ok, req.version()};
     res.set(bhttp::field::server, "floodgate-admin");
     res.set(bhttp::field::cache_control, "no-store");
@@ -120,7 +134,14 @@ struct AdminServer::Impl {
       auto [ec, n] =
           co_await bhttp::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
       if (ec) co_return;
-      auto res = answer(parser.get());
+      const auto& req = parser.get();
+      Response res;
+      if (may_wait(req.target()))
+        res = co_await asio::co_spawn(
+            waiting, [this, &req]() -> asio::awaitable<Response> { co_return answer(req); },
+            asio::use_awaitable);
+      else
+        res = answer(req);
       auto [wec, wn] =
           co_await bhttp::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
       if (wec || !res.keep_alive()) co_return;
@@ -169,6 +190,7 @@ void AdminServer::stop() {
   if (!impl_->thread.joinable()) return;
   impl_->ioc.stop();
   impl_->thread.join();
+  impl_->waiting.join();  // a call under way ends within its store's timeout
 }
 
 }  // namespace floodgate::admin

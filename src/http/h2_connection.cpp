@@ -240,7 +240,7 @@ void H2Connection::submit_head(H2Stream& s, H2HeaderBlock& head, bool has_body) 
 void H2Connection::submit_reply(H2Stream& s, Reply reply) {
   reply.request_id = s.x.request_id;
   s.x.status = reply.status;
-  w_.gate.count_own_status(&s.x, reply.status);
+  if (!s.closed) w_.gate.count_own_status(&s.x, reply.status);  // a reset stream gets nothing
   // The request's body, if any, is not needed: its DATA is consumed as it comes.
   s.discard_body = true;
   consumed(s, s.body.size());

@@ -121,10 +121,16 @@ void LimitGate::count_callers(const Exchange& x, const limit::Plan& plan,
   }
 }
 
+admin::RouteMetrics& LimitGate::route_cells(const Exchange& x) {
+  // Without binding: a request of an older snapshot must not rebuild the gate's tables (and
+  // give its leases back) for a count; the registry's lock is taken then, rarely.
+  if (x.config == bound_.config)
+    return *bound_.routes[static_cast<std::size_t>(x.route - x.config->routes.data())];
+  return metrics_.route(x.route->name);
+}
+
 void LimitGate::count_ungated(const Exchange& x) {
-  const auto& b = bind(x.config);
-  b.routes[static_cast<std::size_t>(x.route - x.config->routes.data())]->count(
-      admin::Outcome::unlimited);
+  route_cells(x).count(admin::Outcome::unlimited);
 }
 
 void LimitGate::count_own_status(const Exchange* x, int status) {
@@ -132,10 +138,7 @@ void LimitGate::count_own_status(const Exchange* x, int status) {
     admin::count_own_status(metrics_.unrouted_statuses, status);
     return;
   }
-  const auto& b = bind(x->config);
-  admin::count_own_status(
-      b.routes[static_cast<std::size_t>(x->route - x->config->routes.data())]->own_statuses,
-      status);
+  admin::count_own_status(route_cells(*x).own_statuses, status);
 }
 
 void LimitGate::top(const config::Config& current, limit::Micros now,
@@ -222,16 +225,19 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
     stats.count(admin::Outcome::unlimited);
     co_return std::nullopt;
   }
-  const auto& limit_cells = bound.limits[static_cast<std::size_t>(&route - config.routes.data())];
-  auto limit_cell = [&](std::size_t item) -> admin::LimitCounters& {
-    return *limit_cells[static_cast<std::size_t>(plan.limits[item] - route.limits.data())];
-  };
   {
-    const auto& cells = bound.leases[static_cast<std::size_t>(&route - config.routes.data())];
-    for (std::size_t i = 0; i < plan.items.size(); ++i)
-      plan.items[i].leased.counters =
-          cells[static_cast<std::size_t>(plan.limits[i] - route.limits.data())];
+    // Pointers to the cells themselves, taken now: `bound` may be rebuilt (a reload, /top)
+    // while this request waits for the store.
+    const auto ri = static_cast<std::size_t>(&route - config.routes.data());
+    for (std::size_t i = 0; i < plan.items.size(); ++i) {
+      const auto li = static_cast<std::size_t>(plan.limits[i] - route.limits.data());
+      plan.items[i].leased.counters = bound.leases[ri][li];
+      plan.items[i].refusals = bound.limits[ri][li];
+    }
   }
+  auto limit_cell = [&](std::size_t item) -> admin::LimitCounters& {
+    return *plan.items[item].refusals;
+  };
   if (limit::needs_lease(plan))
     limit::set_lease(plan, lease_prefix_ + std::to_string(++lease_seq_));
 
@@ -277,7 +283,10 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
     }
   if (v.shown >= 0) a.limit = plan.limits[v.shown]->name;
   // A store that says "refused" without an enforcing refusal is inconsistent: fail safe.
-  if (!v.admitted && v.shown < 0) co_return Reply{503, "1"};
+  if (!v.admitted && v.shown < 0) {
+    stats.count(admin::Outcome::store_error_closed);
+    co_return Reply{503, "1"};
+  }
   // Reset times are counted from the store's clock (Redis's TIME), not this PoP's.
   const auto decided_at = outcome->now != 0 ? outcome->now : now;
   if (!v.admitted) {

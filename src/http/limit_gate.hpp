@@ -94,6 +94,8 @@ class LimitGate {
     std::vector<std::vector<admin::LimitCounters*>> limits;
   };
   const Bound& bind(const config::ConfigPtr& c);
+  // x's route's counters, bound or not (never rebinds).
+  admin::RouteMetrics& route_cells(const Exchange& x);
   // Counts the request's callers in their limits' top offenders: refused by the limits whose
   // decision in `outcome` refused, or (a deny cache answer, no outcome) by item `refused_item`.
   void count_callers(const Exchange& x, const limit::Plan& plan, const keys::RequestFacts& facts,

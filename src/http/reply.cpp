@@ -62,8 +62,10 @@ std::string_view reply_body(const Reply& r, std::string& storage) {
     return storage;
   }
   storage = limit::refusal_body(*r.refusal->limit, r.refusal->decision);
-  if (!r.request_id.empty())  // a sane token (request_id.hpp): nothing to escape
-    storage.insert(storage.size() - 1, ",\"request_id\":\"" + std::string(r.request_id) + "\"");
+  if (!r.request_id.empty()) {  // a sane token (request_id.hpp): nothing to escape
+    storage.pop_back();         // the closing brace
+    storage.append(",\"request_id\":\"").append(r.request_id).append("\"}");
+  }
   storage += '\n';
   return storage;
 }

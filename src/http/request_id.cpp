@@ -39,7 +39,19 @@ bool valid_traceparent(std::string_view v) {
 
 }  // namespace
 
-RequestIds::RequestIds() : rng_(std::random_device{}()) {}
+namespace {
+// Every bit of the generator's state from the system's entropy: one 32-bit seed would repeat
+// whole streams of ids (and trace ids) across a fleet's workers and restarts.
+std::mt19937_64 seeded() {
+  std::random_device rd;
+  std::array<std::uint32_t, 16> words;
+  for (auto& w : words) w = rd();
+  std::seed_seq seq(words.begin(), words.end());
+  return std::mt19937_64(seq);
+}
+}  // namespace
+
+RequestIds::RequestIds() : rng_(seeded()) {}
 
 void RequestIds::append_hex(std::string& out, std::size_t n) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -70,7 +82,9 @@ void identify(Exchange& x, RequestIds& ids) {
     generated = true;
   }
   auto tp = fields.find("traceparent");
-  if (tp != fields.end() && valid_traceparent(tp->value())) return;  // passed through
+  // One valid traceparent passes through; two are as malformed as a bad one.
+  if (tp != fields.end() && fields.count("traceparent") == 1 && valid_traceparent(tp->value()))
+    return;
   x.drop_tracestate = tp != fields.end();
   x.traceparent.reserve(55);
   x.traceparent = "00-";

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <future>
 #include <thread>
 
+#include "fake_redis.hpp"
 #include "floodgate_process.hpp"
 #include "harness.hpp"
 #include "redis_server.hpp"
@@ -117,6 +119,38 @@ TEST(AdminApi, OffWithoutATokenAndTheTokenIsChecked) {
                            on.url("/overrides/burst/ip=1.2.3.4"))),
             400);
   EXPECT_EQ(status_of(curl(kAuth, on.url("/keys?route=api&limit=nope&key=ip%3D1.2.3.4"))), 404);
+}
+
+// A change that waits on a slow store does not hold up the health endpoints: the API's calls
+// run off the admin listener's loop. The store here takes 1.5 s over each HSET.
+TEST(AdminApi, AStoreThatStallsDoesNotHoldUpTheHealthEndpoints) {
+  FakeRedis fake;
+  auto behave = FakeRedis::behave();
+  fake.script([behave](const std::vector<std::string>& c) {
+    if (c[0] == "HSET") return FakeRedis::later(":1\r\n", 1500ms);
+    if (c[0] == "INCR") return FakeRedis::reply(":1\r\n");
+    if (c[0] == "GET") return FakeRedis::reply("$-1\r\n");
+    if (c[0] == "HGETALL") return FakeRedis::reply("*0\r\n");
+    return behave(c);
+  });
+  Origin origin;
+  const auto port = free_port(), admin = free_port();
+  Instance fg(
+      "api-slow.yaml", port, admin,
+      redis_config(port, origin.port(), fake.port(), kRoutes, "500ms", admin_yaml(admin, true)));
+  auto put = std::async(std::launch::async, [&] {
+    return curl(kAuth + "-X PUT -d '{\"exempt\":true}' ",
+                fg.url("/overrides/burst/ip%3D127.0.0.1"));
+  });
+  // Wait until the store has the HSET (the PUT is then waiting on it) ...
+  ASSERT_TRUE(eventually([&] { return fake.count("HSET") > 0; }, 3s));
+  // ... and ask for health meanwhile: answered while the PUT still waits.
+  auto health = curl("", fg.url("/healthz"));
+  auto metrics = curl("", fg.url("/metrics"));
+  EXPECT_EQ(put.wait_for(0ms), std::future_status::timeout) << "the PUT ended first";
+  EXPECT_EQ(status_of(health), 200) << health;
+  EXPECT_EQ(status_of(metrics), 200);
+  EXPECT_EQ(status_of(put.get()), 200);
 }
 
 // The on-call session: a caller looked up, reset and exempted on one instance, seen

@@ -12,7 +12,8 @@
 
 namespace floodgate::admin {
 struct LeaseCounters;
-}
+struct LimitCounters;
+}  // namespace floodgate::admin
 
 namespace floodgate::store {
 
@@ -40,6 +41,9 @@ struct Item {
   // decision's `granted` says how many were taken. 0: an ordinary decision of `cost`.
   // (Redis stores send it only with a holder, `leased.holder`: a lease is always someone's.)
   std::int64_t take_up_to = 0;
+  // Its limit's refusal counters (admin::Metrics; stable): the request counts a refusal in
+  // them after the store answered, when the gate's own tables may have been rebuilt.
+  admin::LimitCounters* refusals = nullptr;
 };
 
 struct Outcome {
