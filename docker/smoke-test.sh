@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the image, brings docker/docker-compose.yml up (Redis, the demo origin, two floodgate
-# instances), shows that the two instances share one limit through Redis (the sum of their
-# 200s equals the limit), and tears everything down.
+# Builds the image (under 120 MB, with its HEALTHCHECK), brings docker/docker-compose.yml up
+# (Redis, the demo origin, two floodgate instances), runs the healthcheck in both instances,
+# shows that the two instances share one limit through Redis (the sum of their 200s equals
+# the limit), and tears everything down.
 #
 # Engine: podman + podman-compose when present (with runc and cgroupfs, and a debootstrapped
 # debian:bookworm base image, built here if missing, since no registry is reachable), else
@@ -36,7 +37,8 @@ CONF
   fi
   podman image exists docker.io/library/debian:bookworm-slim ||
     podman tag docker.io/library/debian:bookworm docker.io/library/debian:bookworm-slim
-  build=(podman build --network=host)
+  # Docker's image format: podman's default (OCI) has no HEALTHCHECK and would drop it.
+  build=(podman build --network=host --format docker)
 else
   engine=docker
   compose=(docker compose -f docker/docker-compose.yml)
@@ -55,6 +57,10 @@ echo "== build ($engine) =="
 "${build[@]}" -t floodgate-redis:latest -f docker/redis.Dockerfile . >>/tmp/floodgate-image-build.log 2>&1 ||
   { tail -30 /tmp/floodgate-image-build.log; exit 1; }
 $engine images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E '^(localhost/)?floodgate' || true
+# The runtime image holds only the binaries and what they load (docker/gather-runtime.sh).
+size=$($engine image inspect floodgate:latest --format '{{.Size}}')
+echo "  floodgate:latest is $((size / 1000000)) MB (limit 120 MB)"
+((size < 120000000)) || { echo "smoke: FAILED (the image is over 120 MB)"; exit 1; }
 
 echo "== up =="
 "${compose[@]}" up -d >/tmp/floodgate-compose-up.log 2>&1 || { cat /tmp/floodgate-compose-up.log; exit 1; }
@@ -65,6 +71,15 @@ for admin in $a_admin $b_admin; do
   done
   echo "  $admin/readyz: $(curl -sS "http://$admin/readyz")"
 done
+
+echo "== the image's HEALTHCHECK (floodgate healthcheck, no shell or curl in the image) =="
+for service in floodgate-a floodgate-b; do
+  answer=$("${compose[@]}" exec -T "$service" floodgate healthcheck 2>&1 | grep healthz) ||
+    { echo "smoke: FAILED ($service's healthcheck: $answer)"; exit 1; }
+  echo "  $service: $answer"
+done
+$engine image inspect floodgate:latest --format '{{json .Config.Healthcheck}}' | grep -q healthcheck ||
+  { echo "smoke: FAILED (the image has no HEALTHCHECK)"; exit 1; }
 
 echo "== $requests requests to /api/demo, alternating between the two instances (limit $limit per minute, shared) =="
 ok_a=0 ok_b=0 limited=0 other=0

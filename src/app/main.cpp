@@ -15,6 +15,7 @@
 #include "floodgate/http/server.hpp"
 #include "floodgate/store/memory_store.hpp"
 #include "floodgate/version.hpp"
+#include "healthcheck_command.hpp"
 #include "logging.hpp"
 #include "override_sync.hpp"
 #include "replay_command.hpp"
@@ -32,6 +33,9 @@ const char* kUsage =
     "usage: floodgate --config FILE        run the proxy\n"
     "       floodgate --check-config FILE  validate FILE and print a summary\n"
     "       floodgate --version            print the version\n"
+    "       floodgate healthcheck [HOST:PORT]  exit 0 when the admin listener's /healthz\n"
+    "                                      answers 200 (default $FLOODGATE_ADMIN_HEALTH,\n"
+    "                                      else 127.0.0.1:9901)\n"
     "       floodgate replay --config FILE [--baseline FILE] [--json] [--html OUT] LOG...\n"
     "                                      what FILE's limits would have refused in LOG\n";
 
@@ -169,6 +173,7 @@ int main(int argc, char** argv) {
   if (args.size() == 2 && args[0] == "--check-config") return check_config(std::string(args[1]));
   if (args.size() == 2 && args[0] == "--config") return run(std::string(args[1]));
   if (!args.empty() && args[0] == "replay") return app::replay_command(args);
+  if (!args.empty() && args[0] == "healthcheck") return app::healthcheck_command(args);
   std::cerr << kUsage;
   return kExitUsage;
 }

@@ -163,5 +163,48 @@ TEST(Cli, ServesReloadsOnSighupAndExitsCleanlyOnSigterm) {
   EXPECT_EQ(origin.requests(), 3u);
 }
 
+// The container's HEALTHCHECK (the image has no curl): 0 for a 200 from /healthz, 1 with the
+// reason for a closed port or a listener that never answers, 2 for an address it cannot read.
+TEST(Cli, HealthcheckAsksTheAdminListener) {
+  Origin origin;
+  auto port = free_port();
+  auto admin = free_port();
+  auto path =
+      temp_file("health.yaml", serving_config(port, origin.port(), "/a") +
+                                   "admin: { listen: 127.0.0.1:" + std::to_string(admin) + " }\n");
+  ChildProcess fg({FLOODGATE_BINARY, "--config", path.string()});
+  ASSERT_TRUE(get_when_up(port, "/a/1"));
+  auto address = "127.0.0.1:" + std::to_string(admin);
+
+  auto up = run("healthcheck " + address);
+  EXPECT_EQ(up.exit_code, 0) << up.output;
+  EXPECT_NE(up.output.find("/healthz: HTTP/1.1 200"), std::string::npos) << up.output;
+
+  // The address may come from the environment, as in the image.
+  setenv("FLOODGATE_ADMIN_HEALTH", address.c_str(), 1);
+  auto from_env = run("healthcheck");
+  unsetenv("FLOODGATE_ADMIN_HEALTH");
+  EXPECT_EQ(from_env.exit_code, 0) << from_env.output;
+
+  auto closed = run("healthcheck 127.0.0.1:" + std::to_string(free_port()));
+  EXPECT_EQ(closed.exit_code, 1) << closed.output;
+  EXPECT_NE(closed.output.find("cannot connect"), std::string::npos) << closed.output;
+
+  // The kernel completes the connection from the backlog; nobody ever answers.
+  asio::io_context ioc;
+  tcp::acceptor silent(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  auto hung = run("healthcheck 127.0.0.1:" + std::to_string(silent.local_endpoint().port()));
+  EXPECT_EQ(hung.exit_code, 1) << hung.output;
+  EXPECT_NE(hung.output.find("did not answer within 2 s"), std::string::npos) << hung.output;
+
+  auto bad = run("healthcheck nonsense");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("is not HOST:PORT"), std::string::npos) << bad.output;
+
+  auto code = fg.signal_and_wait(SIGTERM, 5s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 0);
+}
+
 }  // namespace
 }  // namespace floodgate::testing
