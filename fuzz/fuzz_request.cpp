@@ -114,6 +114,7 @@ routes:
         window: 60s
         key: [ip]
         mode: shadow
+        count: { status: ["4xx", 503] }
 )";
 
 constexpr std::string_view kPeer = "10.1.2.3";
@@ -227,7 +228,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bool keep_alive = parser.get().keep_alive();
     bool go_on = serve(fx, conn, parser, x);
     http::log_exchange(x, *fx.log, conn.gate.hasher(*x.config));
-    conn.gate.release(x.admission);  // the response ended
+    conn.gate.finish(x);  // the response ended
     if (!go_on || !read_body(parser, in) || !keep_alive) break;
   }
   return 0;

@@ -63,6 +63,11 @@ json::object limit_json(const config::Limit& l, const config::StoreSettings& sto
   if (!l.settle_header.empty())
     o["settle"] =
         (l.settle_from_trailer ? "response_trailer:" : "response_header:") + l.settle_header;
+  if (l.count) {
+    json::array statuses;
+    for (const auto& w : l.count->written) statuses.emplace_back(w);
+    o["count"] = json::object{{"status", std::move(statuses)}};
+  }
   if (l.overrides) {
     json::object tiers;
     for (const auto& [name, p] : l.overrides->values) {

@@ -1,5 +1,6 @@
 // routes and their limits.
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 #include "floodgate/http/path_normalize.hpp"
@@ -160,11 +161,74 @@ void read_lease(const Section& s, Limit& l) {
   l.lease = out;
 }
 
+// The algorithms that can charge after the fact (settle, count): those a refund can reach.
+bool settles(Algorithm a) {
+  return a == Algorithm::token_bucket || a == Algorithm::gcra || a == Algorithm::sliding_window ||
+         a == Algorithm::fixed_window;
+}
+
+// One entry of count.status: a status (401), a class (4xx) or a range (400-403), each
+// within 100-599. Sets its bits; false when it is none of these.
+bool add_statuses(std::string_view text, std::bitset<600>& bits) {
+  auto number = [](std::string_view d, int& out) {
+    auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), out);
+    return ec == std::errc() && end == d.data() + d.size() && d.size() == 3 && out >= 100 &&
+           out <= 599;
+  };
+  int lo = 0, hi = 0;
+  if (text.size() == 3 && text[0] >= '1' && text[0] <= '5' && (text[1] | 0x20) == 'x' &&
+      (text[2] | 0x20) == 'x') {
+    lo = (text[0] - '0') * 100;
+    hi = lo + 99;
+  } else if (auto dash = text.find('-'); dash != std::string_view::npos) {
+    if (!number(text.substr(0, dash), lo) || !number(text.substr(dash + 1), hi) || lo > hi)
+      return false;
+  } else if (number(text, lo)) {
+    hi = lo;
+  } else {
+    return false;
+  }
+  for (int st = lo; st <= hi; ++st) bits.set(static_cast<std::size_t>(st));
+  return true;
+}
+
+void read_count(Section& s, Limit& l) {
+  auto& r = s.reader();
+  Section c(r, s["count"], s.at("count"));
+  if (!r.map(c.node(), c.path(), {"status"}) || !c.require("status")) return;
+  if (!settles(l.algorithm)) {
+    r.error(s["count"], s.at("count"),
+            std::string("count applies to token_bucket, gcra, sliding_window and fixed_window, "
+                        "not ") +
+                to_string(l.algorithm));
+    return;
+  }
+  StatusSet set;
+  for (const auto& e : r.sequence(c["status"], c.at("status"))) {
+    auto text = r.string(e, c.at("status"));
+    if (!text) continue;
+    if (!add_statuses(*text, set.bits)) {
+      r.error(e, c.at("status"),
+              "expected a status (401), a class (4xx) or a range (400-403) within 100-599, "
+              "got \"" +
+                  *text + "\"");
+      continue;
+    }
+    set.written.push_back(*text);
+  }
+  if (set.written.empty()) {
+    if (!r.has_error_at(c["status"]))
+      r.error(c["status"], c.at("status"), "needs at least one status");
+    return;
+  }
+  l.count = std::move(set);
+}
+
 std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string& path) {
   Section s(r, n, path);
   if (!r.map(n, path,
              {"name", "algorithm", "capacity", "refill_rate", "limit", "window", "key",
-              "on_missing_key", "overrides", "cost", "settle", "mode", "lease"}))
+              "on_missing_key", "overrides", "cost", "settle", "count", "mode", "lease"}))
     return std::nullopt;
   Limit l;
   if (s.require("name")) {
@@ -226,10 +290,7 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
   check_cost_fits(s, l);
   if (s.has("settle")) {
     auto settle = r.string(s["settle"], s.at("settle"));
-    bool settles = l.algorithm == Algorithm::token_bucket || l.algorithm == Algorithm::gcra ||
-                   l.algorithm == Algorithm::sliding_window ||
-                   l.algorithm == Algorithm::fixed_window;
-    if (!settles) {
+    if (!settles(l.algorithm)) {
       r.error(s["settle"], s.at("settle"),
               std::string(
                   "settle applies to token_bucket, gcra, sliding_window and fixed_window, not ") +
@@ -244,6 +305,14 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
       r.error(s["settle"], s.at("settle"),
               "expected response_header:NAME or response_trailer:NAME, got \"" + *settle + "\"");
     }
+  }
+  if (s.has("count")) {
+    if (s.has("settle"))
+      r.error(s["count"], s.at("count"),
+              "count and settle cannot be combined: a counted response is charged what the "
+              "request took");
+    else
+      read_count(s, l);
   }
   if (s.has("lease")) read_lease(s, l);
   return l;

@@ -31,6 +31,11 @@ std::string describe(const Limit& l, const StoreSettings& store) {
   if (!l.settle_header.empty())
     o << ", settled from response " << (l.settle_from_trailer ? "trailer " : "header ")
       << l.settle_header;
+  if (l.count) {
+    o << ", counts only responses ";
+    for (std::size_t i = 0; i < l.count->written.size(); ++i)
+      o << (i ? ", " : "") << l.count->written[i];
+  }
   if (l.overrides) o << ", " << l.overrides->values.size() << " tiers by " << l.overrides->by.text;
   if (l.mode == LimitMode::shadow) o << " (shadow)";
   if (l.lease) {

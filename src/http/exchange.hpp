@@ -42,6 +42,9 @@ struct Admission {
     std::string header;  // response header (or trailer) carrying the true cost
     std::int64_t charged = 0;
     bool from_trailer = false;  // read from the response's trailers, once they arrive
+    // A counting limit's statuses (the snapshot's, which the exchange holds): `charged` is
+    // given back when the response ends with another status (`header` is then empty).
+    const config::StatusSet* count = nullptr;
   };
   std::vector<Settle> settles;
 };

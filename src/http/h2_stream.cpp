@@ -115,12 +115,13 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
   if (reply) {
     submit_reply(s, *reply);
   } else {
-    // Held until the response ends: an open stream counts against a concurrency limit.
-    struct Leases {
+    // Held until the response ends: an open stream counts against a concurrency limit, and
+    // a counting limit charges by the status it ends with.
+    struct Finish {
       LimitGate& gate;
-      const Admission& a;
-      ~Leases() { gate.release(a); }
-    } leases{w_.gate, x.admission};
+      Exchange& x;
+      ~Finish() { gate.finish(x); }
+    } finish{w_.gate, x};
     auto use = w_.upstream_server(x.config, config.upstream_of(*x.route));
     if (use.server().protocol == config::UpstreamProtocol::h2)
       co_await forward_h2(s, use);

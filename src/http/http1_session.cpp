@@ -53,18 +53,19 @@ bhttp::status status_for_read_error(const beast::error_code& ec) {
   return bhttp::status::bad_request;
 }
 
-// Returns a request's concurrency leases however its handling ends. The store is still there
-// when it runs: a drain lets every session finish before the worker's context goes.
-class LeaseGuard {
+// Ends a request's admission however its handling ends (LimitGate::finish: concurrency leases
+// back, counting limits settled by the status sent). The store is still there when it runs:
+// a drain lets every session finish before the worker's context goes.
+class FinishGuard {
  public:
-  LeaseGuard(LimitGate& gate, const Admission& a) : gate_(gate), a_(a) {}
-  ~LeaseGuard() { gate_.release(a_); }
-  LeaseGuard(const LeaseGuard&) = delete;
-  LeaseGuard& operator=(const LeaseGuard&) = delete;
+  FinishGuard(LimitGate& gate, Exchange& x) : gate_(gate), x_(x) {}
+  ~FinishGuard() { gate_.finish(x_); }
+  FinishGuard(const FinishGuard&) = delete;
+  FinishGuard& operator=(const FinishGuard&) = delete;
 
  private:
   LimitGate& gate_;
-  const Admission& a_;
+  Exchange& x_;
 };
 
 class Session final : public SessionRegistry::Entry {
@@ -263,8 +264,8 @@ class Session final : public SessionRegistry::Entry {
     else if (auto reply = co_await w_.gate.decide(x))
       co_return co_await send(render(*reply, x.version, x.can_continue, &x), &x);
     // Held until the response (or the WebSocket tunnel) ends: an open tunnel keeps counting
-    // against a concurrency limit.
-    LeaseGuard leases(w_.gate, x.admission);
+    // against a concurrency limit; a counting limit charges by the status sent.
+    FinishGuard finish(w_.gate, x);
     // A drain past its deadline may have closed the client while the store decided.
     if (!client_.socket().is_open()) co_return false;
     auto done = co_await forward(w_, Http1Client{client_, buffer_, watch_, chunk_, head_}, parser,

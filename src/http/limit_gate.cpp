@@ -311,8 +311,9 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   limit::after_response(
       plan, *outcome, [&](std::size_t i) { a.leases.push_back(plan.items[i]); },
       [&](std::size_t i) {
-        a.settles.push_back({plan.items[i], plan.limits[i]->settle_header, plan.items[i].cost,
-                             plan.limits[i]->settle_from_trailer});
+        const auto& l = *plan.limits[i];
+        a.settles.push_back({plan.items[i], l.settle_header, plan.items[i].cost,
+                             l.settle_from_trailer, l.count ? &*l.count : nullptr});
       });
   co_return std::nullopt;
 }
@@ -330,7 +331,7 @@ void LimitGate::settle(Exchange& x, bool trailers, const FieldLookup& field) {
   const auto& a = x.admission;
   const bool noted = x.config->log.access_log && !x.config->log.replay_fields.empty();
   for (const auto& s : a.settles) {
-    if (s.from_trailer != trailers) continue;
+    if (s.count || s.from_trailer != trailers) continue;  // a count settles at the end
     auto value = field(s.header);
     if (!value) continue;
     if (noted) {
@@ -347,8 +348,14 @@ void LimitGate::settle(Exchange& x, bool trailers, const FieldLookup& field) {
   }
 }
 
-void LimitGate::release(const Admission& a) {
+void LimitGate::finish(Exchange& x) {
+  const auto& a = x.admission;
   for (const auto& lease : a.leases) charged_store(a).release(lease);
+  for (const auto& s : a.settles) {
+    if (!s.count || s.count->contains(x.status) || s.charged == 0) continue;
+    charged_store(a).adjust(s.item, -s.charged);
+    deny_.forget(s.item.key);  // the refund may have made room a cached refusal denies
+  }
 }
 
 }  // namespace floodgate::http

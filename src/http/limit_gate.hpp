@@ -56,8 +56,9 @@ class LimitGate {
   // A status floodgate answered itself to `x` (null, or not routed: counted without a route).
   void count_own_status(const Exchange* x, int status);
 
-  // The response (or tunnel) ended: its concurrency units go back.
-  void release(const Admission& a);
+  // The response (or tunnel) ended, with x.status (0: none was sent): its concurrency units go
+  // back, and what a counting limit took is given back unless it counts that status.
+  void finish(Exchange& x);
 
   // The key hasher under the snapshot's key_secret (rebuilt when the secret changes).
   keys::KeyHasher& hasher(const config::Config& c);

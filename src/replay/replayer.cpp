@@ -314,6 +314,22 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
         releases_.push({now + std::max<std::int64_t>(0, r.duration_us), plan.items[i]});
       },
       [&](std::size_t i) {
+        auto adjust = [&](std::int64_t delta) {
+          if (!leased || plan.items[i].leased.size == 0) {
+            state_.adjust(plan.items[i], delta);
+            return;
+          }
+          fleet_->adjust(instance, plan.items[i], delta);
+          check_->adjust(exact_item(plan.items[i]), delta);
+        };
+        // A counting limit keeps the charge only for a status it counts. A line floodgate
+        // refused at the time logged its own 429, not what the origin would have answered:
+        // it counts as no status.
+        if (const auto& count = plan.limits[i]->count) {
+          const int status = r.live_refused ? 0 : r.status;
+          if (!count->contains(status) && plan.items[i].cost != 0) adjust(-plan.items[i].cost);
+          return;
+        }
         const auto& header = plan.limits[i]->settle_header;
         for (const auto& [name, value] : r.settle) {
           if (name.size() != header.size() ||
@@ -322,13 +338,7 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
             continue;
           auto actual = limit::settled_cost(value);
           if (!actual || *actual == plan.items[i].cost) continue;
-          const auto delta = *actual - plan.items[i].cost;
-          if (!leased || plan.items[i].leased.size == 0) {
-            state_.adjust(plan.items[i], delta);
-            continue;
-          }
-          fleet_->adjust(instance, plan.items[i], delta);
-          check_->adjust(exact_item(plan.items[i]), delta);
+          adjust(*actual - plan.items[i].cost);
         }
       });
   return d;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "redis_server.hpp"  // free_port
 
 namespace floodgate::testing {
 namespace {
@@ -374,6 +375,93 @@ TEST(Limits, SettlementChargesTheTrueCostAfterTheResponse) {
   EXPECT_EQ(header(*third, "X-RateLimit-Remaining"), "30");
   auto fourth = send(proxy.port(), "/x");
   EXPECT_EQ(header(*fourth, "X-RateLimit-Remaining"), "30");  // 40 - 10
+}
+
+// Brute-force protection that does not punish successful logins: `count: {status: [401]}`
+// checks every request but keeps the charge only for a 401. Over HTTP/1.1 and HTTP/2 (curl).
+TEST(Limits, ACountingLimitChargesOnlyTheStatusesItCounts) {
+  Origin origin;
+  Proxy proxy(config_with(origin, R"(
+  - name: login
+    match: { path_prefix: / }
+    upstream: origin
+    limits:
+      - name: failed-logins
+        algorithm: sliding_window
+        limit: 3
+        window: 1h
+        key: [ip]
+        count: { status: [401, 403] }
+)"));
+  const std::string ok = "/respond?__status=200", denied = "/respond?__status=401";
+  auto from = [](const std::string& ip) { return "X-Forwarded-For: " + ip + "\r\n"; };
+
+  // Twenty good logins cost nothing: each is checked and passes. Its header counts its own
+  // unit, given back when the response has been sent (the previous one's may still be on
+  // its way back when the next arrives on a new connection: 1).
+  for (int i = 0; i < 20; ++i) {
+    auto r = send(proxy.port(), ok, from("198.51.100.1"));
+    ASSERT_EQ(r->result_int(), 200) << i;
+    auto remaining = header(*r, "X-RateLimit-Remaining");
+    EXPECT_TRUE(remaining == "2" || remaining == "1") << i << ": " << remaining;
+  }
+  // Three failed ones are charged; the fourth attempt of any kind is refused before it
+  // reaches the origin.
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(send(proxy.port(), denied, from("198.51.100.2"))->result_int(), 401) << i;
+  EXPECT_EQ(send(proxy.port(), ok, from("198.51.100.2"))->result_int(), 429);
+  EXPECT_EQ(send(proxy.port(), denied, from("198.51.100.2"))->result_int(), 429);
+  EXPECT_EQ(origin.requests(), 23u);
+  // The caller with twenty good logins still has its three failures to spend.
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(send(proxy.port(), denied, from("198.51.100.1"))->result_int(), 401) << i;
+  EXPECT_EQ(send(proxy.port(), ok, from("198.51.100.1"))->result_int(), 429);
+}
+
+TEST(Limits, ACountingLimitCountsHttp2StreamsAndOwnAnswersByTheStatusSent) {
+  Origin origin;
+  // Upstream `gone` is a closed port: floodgate answers 502 itself, and that is the status a
+  // counting limit sees.
+  auto yaml = substitute(R"(
+server:
+  listen: [{ address: "127.0.0.1:0", protocols: [http1, h2c] }]
+  threads: 2
+  client_ip: { trusted_proxies: [127.0.0.1/32] }
+upstreams:
+  origin: { url: "http://{ORIGIN}" }
+  gone: { url: "http://{GONE}" }
+store: { key_secret: integration-test-secret-0123456789 }
+routes:
+  - name: gone
+    match: { path_prefix: /gone }
+    upstream: gone
+    limits:
+      - { name: errors, algorithm: fixed_window, limit: 2, window: 1h, key: [ip], count: { status: [5xx] } }
+  - name: login
+    match: { path_prefix: / }
+    upstream: origin
+    limits:
+      - { name: failed, algorithm: token_bucket, capacity: 2, refill_rate: 1/h, key: [ip], count: { status: ["400-403"] } }
+)",
+                         "{ORIGIN}", "127.0.0.1:" + std::to_string(origin.port()));
+  Proxy proxy(substitute(yaml, "{GONE}", "127.0.0.1:" + std::to_string(free_port())));
+  auto curl = [&](const std::string& target) {
+    return command_output(
+        "curl -s --http2-prior-knowledge -o /dev/null -w '%{http_version} "
+        "%{http_code}' -H 'X-Forwarded-For: 192.0.2.7' http://127.0.0.1:" +
+            std::to_string(proxy.port()) + target,
+        20);
+  };
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(curl("/respond?__status=200"), "2 200") << i;
+  EXPECT_EQ(curl("/respond?__status=404"), "2 404");  // not in 400-403
+  EXPECT_EQ(curl("/respond?__status=403"), "2 403");
+  EXPECT_EQ(curl("/respond?__status=400"), "2 400");
+  EXPECT_EQ(curl("/respond?__status=200"), "2 429");
+  EXPECT_EQ(origin.requests(), 8u);
+
+  EXPECT_EQ(curl("/gone/1"), "2 502");
+  EXPECT_EQ(curl("/gone/2"), "2 502");
+  EXPECT_EQ(curl("/gone/3"), "2 429");
 }
 
 }  // namespace

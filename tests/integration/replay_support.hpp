@@ -114,12 +114,13 @@ inline long long at(int minute, int second, int micros = 0) {
 // One of floodgate's access log lines, as a replay reads it; `fields` is the JSON object's
 // contents, e.g. "\"ip\":\"10.0.0.1\"".
 inline std::string access_line(long long micros, const std::string& path, const std::string& fields,
-                               const std::string& method = "GET",
-                               const std::string& decision = "") {
+                               const std::string& method = "GET", const std::string& decision = "",
+                               int status = 0) {
+  if (status == 0) status = decision == "limited" ? 429 : 200;
   std::string line = "{\"type\":\"access\",\"ts\":\"" + ts(micros) +
                      "\",\"pop\":\"test\",\"peer\":\"127.0.0.1\",\"method\":\"" + method +
                      "\",\"path\":\"" + path +
-                     "\",\"route\":\"r\",\"status\":" + (decision == "limited" ? "429" : "200");
+                     "\",\"route\":\"r\",\"status\":" + std::to_string(status);
   if (!decision.empty()) line += ",\"decision\":\"" + decision + "\",\"limit\":\"l\",\"key\":\"k\"";
   line += ",\"duration_ms\":0.250,\"upstream_ms\":0.200,\"fields\":{" + fields + "}}";
   return line;

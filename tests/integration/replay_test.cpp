@@ -256,6 +256,42 @@ TEST(ReplayKnownAnswer, ListsAreDecidedBeforeTheLimits) {
   EXPECT_TRUE(report.at("candidate").at("missing_inputs").as_array().empty());
 }
 
+// A counting limit (count: {status: [401]}) keeps its charge only for a logged 401; a line
+// floodgate refused at the time (its own 429) counts as no status.
+TEST(ReplayKnownAnswer, CountingLimitsChargeOnlyTheLoggedStatusesTheyCount) {
+  rs::ScratchDir dir;
+  const auto config = dir.write(
+      "c.yaml", std::string(kServer) + "routes:\n" +
+                    route("login", "/",
+                          "{ name: failed, algorithm: fixed_window, limit: 2, window: 1m, key: "
+                          "[ip], count: { status: [401] } }"));
+  struct Logged {
+    std::string ip;
+    int status;
+    std::string decision, verdict;
+  };
+  const std::vector<Logged> lines = {
+      {"192.0.2.1", 200, "", "admitted"},      {"192.0.2.1", 200, "", "admitted"},
+      {"192.0.2.1", 200, "", "admitted"},      {"192.0.2.1", 401, "", "admitted"},
+      {"192.0.2.1", 401, "", "admitted"},      {"192.0.2.1", 200, "", "refused"},
+      {"192.0.2.2", 0, "limited", "admitted"},  // the live 429: not charged
+      {"192.0.2.2", 401, "", "admitted"},      {"192.0.2.2", 401, "", "admitted"},
+      {"192.0.2.2", 200, "", "refused"},
+  };
+  std::string log;
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    log += rs::access_line(at(10, static_cast<int>(i)), "/" + std::to_string(i),
+                           rs::ip_field(lines[i].ip), "POST", lines[i].decision, lines[i].status) +
+           "\n";
+  auto r = rs::replay(
+      {"--config", config, "--json", "--decisions", dir / "d.tsv", dir.write("a.log", log)}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto decisions = rs::read_decisions(dir / "d.tsv");
+  ASSERT_EQ(decisions.size(), lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    EXPECT_EQ(decisions[i].verdict(), lines[i].verdict) << i;
+}
+
 // The admin API's overrides, as GET /overrides lists them, replayed: an exempt caller is
 // admitted past its limit, one with a quota of its own gets that quota.
 TEST(ReplayKnownAnswer, OverridesFromTheAdminApiApplyAllAlong) {

@@ -224,7 +224,11 @@ asio::awaitable<void> serve_http(Stream& s, Stats& stats) {
           auto amp = q.find('&');
           auto pair = q.substr(0, amp);
           auto eq = pair.find('=');
-          if (eq != std::string_view::npos) res.set(pair.substr(0, eq), pair.substr(eq + 1));
+          // __status=NNN: the response's status; any other pair: a header.
+          if (eq != std::string_view::npos && pair.substr(0, eq) == "__status")
+            res.result(std::stoi(std::string(pair.substr(eq + 1))));
+          else if (eq != std::string_view::npos)
+            res.set(pair.substr(0, eq), pair.substr(eq + 1));
           if (amp == std::string_view::npos) break;
           q.remove_prefix(amp + 1);
         }

@@ -252,7 +252,7 @@ TEST(LimitGate, ADegradedAdmissionIsReturnedToTheStoreThatCharged) {
     auto refused = g.decide(other.x);
     ASSERT_TRUE(refused) << i;
     EXPECT_EQ(refused->status, 429);
-    g.gate->release(r.x.admission);
+    g.gate->finish(r.x);
   }
   // One outcome per request: the local share's admissions are local, its refusals limited.
   const auto& counts = g.metrics.route("api").outcomes;

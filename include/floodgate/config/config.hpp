@@ -4,6 +4,7 @@
 // a request keeps the snapshot it started with, a reload publishes a new one.
 
 #include <algorithm>
+#include <bitset>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -262,6 +263,14 @@ struct LeaseSettings {
   static bool lingers(Algorithm a) { return a != Algorithm::fixed_window; }
 };
 
+// Response statuses a limit charges for (`count: {status: [401, 403, "5xx"]}`): the status
+// as written, and a bit per status from 100 to 599 for the lookup at the response's end.
+struct StatusSet {
+  std::vector<std::string> written;  // "401", "5xx", "400-403": for /config and the summary
+  std::bitset<600> bits;
+  bool contains(int status) const { return status >= 0 && status < 600 && bits.test(status); }
+};
+
 struct Limit {
   std::string name;
   Algorithm algorithm = Algorithm::token_bucket;
@@ -272,6 +281,9 @@ struct Limit {
   Cost cost;
   std::string settle_header;  // response header (or trailer) carrying the true cost; empty: none
   bool settle_from_trailer = false;  // settle: response_trailer:NAME
+  // Charged only when the response's status is one of these (checked before forwarding like
+  // any limit; what a request took is given back after a response that does not match).
+  std::optional<StatusSet> count;
   LimitMode mode = LimitMode::enforce;
   // Decided in the instance from units leased from the store (SPEC "Leased decisions").
   std::optional<LeaseSettings> lease;

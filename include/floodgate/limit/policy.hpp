@@ -53,14 +53,15 @@ void set_lease(Plan& plan, const std::string& id);
 
 // The charged items an admitted request still owes something after its response: `release`
 // gets each concurrency item (its unit returns when the response ends), `settle` each item of
-// a limit with a settle_header (its true cost comes in the response).
+// a limit with a settle_header (its true cost comes in the response) or a count (it is
+// charged only if the response's status is one it counts).
 template <typename Release, typename Settle>
 void after_response(const Plan& plan, const store::Outcome& outcome, Release&& release,
                     Settle&& settle) {
   for (std::size_t i = 0; i < plan.items.size() && i < outcome.decisions.size(); ++i) {
     if (!outcome.decisions[i].admitted) continue;  // not charged: nothing to return or settle
     if (plan.items[i].params.algorithm == config::Algorithm::concurrency) release(i);
-    if (!plan.limits[i]->settle_header.empty()) settle(i);
+    if (!plan.limits[i]->settle_header.empty() || plan.limits[i]->count) settle(i);
   }
 }
 
