@@ -17,6 +17,14 @@ json::value secret(const std::string& s) {
 
 // A list's size, not its entries: a deny list may hold 100k addresses, and values such as API
 // keys are credentials.
+// A route's refusal page: status, content type and size (its text may be long); null: built in.
+json::value refusal_json(const config::RefusalPage* page) {
+  if (!page) return nullptr;
+  return json::object{{"status", page->status},
+                      {"content_type", page->content_type},
+                      {"body_bytes", page->body_bytes}};
+}
+
 json::object lists_json(const config::Lists& lists) {
   json::object out;
   for (auto [name, list] : {std::pair{"deny", &lists.deny}, std::pair{"allow", &lists.allow}}) {
@@ -203,6 +211,7 @@ std::string redacted_config_json(const config::Config& c) {
                                   {"on_store_error", config::to_string(r.on_store_error)},
                                   {"allow_encoded_slashes", r.allow_encoded_slashes},
                                   {"lists", lists_json(r.lists)},
+                                  {"refusal", refusal_json(r.refusal.get())},
                                   {"limits", std::move(limits)}});
   }
   root["lists"] = lists_json(c.lists);

@@ -322,7 +322,7 @@ std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string
   Section s(r, n, path);
   if (!r.map(n, path,
              {"name", "match", "upstream", "on_store_error", "allow_encoded_slashes", "lists",
-              "limits"}))
+              "limits", "refusal"}))
     return std::nullopt;
   Route rt;
   if (s.require("name")) {
@@ -337,6 +337,7 @@ std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string
                           {"local", OnStoreError::local}});
   s.boolean("allow_encoded_slashes", rt.allow_encoded_slashes);
   if (s.has("lists")) read_lists(Section(r, s["lists"], s.at("lists")), rt.lists);
+  if (s.has("refusal")) rt.refusal = read_refusal(Section(r, s["refusal"], s.at("refusal")));
   if (s.require("match")) {
     Section m(r, s["match"], s.at("match"));
     if (r.map(m.node(), m.path(), {"path_prefix", "path", "methods", "host"})) {

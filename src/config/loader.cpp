@@ -115,7 +115,8 @@ void cross_check(YamlReader& r, const YAML::Node& root, Config& c) {
 }
 
 void read_root(YamlReader& r, const YAML::Node& root, Config& c) {
-  if (!r.map(root, "", {"server", "admin", "log", "upstreams", "store", "jwt", "lists", "routes"}))
+  if (!r.map(root, "",
+             {"server", "admin", "log", "upstreams", "store", "jwt", "lists", "refusal", "routes"}))
     return;
   Section top(r, root, "");
   if (top.require("server")) read_server(Section(r, root["server"], "server"), c.server);
@@ -130,6 +131,10 @@ void read_root(YamlReader& r, const YAML::Node& root, Config& c) {
   }
   if (top.has("lists")) read_lists(Section(r, root["lists"], "lists"), c.lists);
   if (top.require("routes")) read_routes(r, root["routes"], c.routes);
+  if (top.has("refusal"))
+    if (auto page = read_refusal(Section(r, root["refusal"], "refusal")))
+      for (auto& rt : c.routes)
+        if (!rt.refusal) rt.refusal = page;
   cross_check(r, root, c);
   resolve_replay_fields(r, root, c);
   bool limits = std::any_of(c.routes.begin(), c.routes.end(),

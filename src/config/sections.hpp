@@ -28,6 +28,10 @@ std::string unknown_key_part(std::string_view text);
 // `lists:` (global, or a route's): allow and deny lists, with their files read (load_lists.cpp).
 void read_lists(const Section& s, Lists& out);
 
+// `refusal:` (global, or a route's): the operator's refusal answer, its file read
+// (load_refusal.cpp). Null when it has an error.
+std::shared_ptr<const RefusalPage> read_refusal(const Section& s);
+
 // Expands and checks log.replay_fields / log.replay_hashed once the routes are known.
 void resolve_replay_fields(YamlReader& r, const YAML::Node& root, Config& c);
 

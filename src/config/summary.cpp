@@ -158,6 +158,9 @@ std::string summarize(const Config& c) {
     o << " -> " << r.upstream << ", on_store_error " << to_string(r.on_store_error)
       << (r.allow_encoded_slashes ? ", allow_encoded_slashes" : "") << "\n";
     if (!r.lists.empty()) o << "      lists: " << describe(r.lists) << "\n";
+    if (r.refusal)
+      o << "      refusal: " << r.refusal->status << " " << r.refusal->content_type << ", "
+        << r.refusal->body_bytes << " bytes of text\n";
     for (const auto& l : r.limits) o << "      " << describe(l, c.store) << "\n";
   }
   return o.str();

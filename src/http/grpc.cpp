@@ -75,7 +75,8 @@ void grpc_reply_fields(const Reply& r, const limit::HeaderSink& emit) {
     auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
     return std::string_view(digits, static_cast<std::size_t>(end - digits));
   };
-  emit("grpc-status", number(grpc_status_for(r.status)));
+  // A refusal is RESOURCE_EXHAUSTED whatever status a route's refusal page gives browsers.
+  emit("grpc-status", number(grpc_status_for(r.refusal ? 429 : r.status)));
   emit("grpc-message", percent_encoded(message_for(r)));
   if (r.refusal) {
     // Milliseconds, rounded up: a client that comes back after them is admitted.

@@ -249,7 +249,8 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
     count_callers(x, plan, facts, nullptr, static_cast<int>(hit->item));
     a.decision = "limited";
     a.limit = plan.limits[hit->item]->name;
-    co_return refused(*plan.limits[hit->item], plan.items[hit->item].params, hit->decision, now);
+    co_return refused(route, *plan.limits[hit->item], plan.items[hit->item].params, hit->decision,
+                      now);
   }
   const auto started = std::chrono::steady_clock::now();
   auto result = co_await store_->acquire(plan.items, boost::asio::use_awaitable);
@@ -294,7 +295,8 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
     limit_cell(static_cast<std::size_t>(v.shown)).refused.fetch_add(1, std::memory_order_relaxed);
     a.decision = "limited";
     deny_.remember(plan.items[v.shown], v.decision, now);
-    co_return refused(*plan.limits[v.shown], plan.items[v.shown].params, v.decision, decided_at);
+    co_return refused(route, *plan.limits[v.shown], plan.items[v.shown].params, v.decision,
+                      decided_at);
   }
   deny_.admitted(plan.items, outcome->decisions, now);
   // One outcome per request: a degraded admission is its policy's, one a shadow limit would

@@ -34,9 +34,11 @@ std::string_view line_for(int status) {
 
 }  // namespace
 
-Reply refused(const config::Limit& limit, const limit::Params& params, const limit::Decision& d,
-              limit::Micros now) {
-  return Reply{429, {}, Reply::Refusal{&limit, params, d, now}};
+Reply refused(const config::Route& route, const config::Limit& limit, const limit::Params& params,
+              const limit::Decision& d, limit::Micros now) {
+  const auto* page = route.refusal.get();
+  return Reply{
+      page ? page->status : 429, {}, Reply::Refusal{&limit, params, d, now, page, route.name}};
 }
 
 void reply_headers(const Reply& r, const limit::HeaderSink& emit) {
@@ -49,6 +51,7 @@ void reply_headers(const Reply& r, const limit::HeaderSink& emit) {
 }
 
 std::string_view reply_content_type(const Reply& r) {
+  if (r.refusal && r.refusal->page) return r.refusal->page->content_type;
   return r.refusal ? "application/json" : "text/plain; charset=utf-8";
 }
 
@@ -59,6 +62,29 @@ std::string_view reply_body(const Reply& r, std::string& storage) {
     // Still one line: "forbidden (request id 4bf92f3577b34da6a3ce929d0e0e4736)".
     storage.assign(line.substr(0, line.size() - 1));
     storage.append(" (request id ").append(r.request_id).append(")\n");
+    return storage;
+  }
+  if (r.refusal->page) {
+    // The operator's page as written, its placeholders filled in; the values are names from
+    // the config, digits and a request id (a sane token): nothing that needs escaping.
+    storage.clear();
+    for (const auto& piece : r.refusal->page->body) switch (piece.field) {
+        case config::RefusalPage::Field::text:
+          storage += piece.text;
+          break;
+        case config::RefusalPage::Field::limit:
+          storage += r.refusal->limit->name;
+          break;
+        case config::RefusalPage::Field::retry_after:
+          storage += std::to_string(limit::retry_after_seconds(r.refusal->decision));
+          break;
+        case config::RefusalPage::Field::route:
+          storage += r.refusal->route;
+          break;
+        case config::RefusalPage::Field::request_id:
+          storage += r.request_id;
+          break;
+      }
     return storage;
   }
   storage = limit::refusal_body(*r.refusal->limit, r.refusal->decision);

@@ -22,6 +22,9 @@ struct Reply {
     limit::Params params;
     limit::Decision decision;
     limit::Micros now = 0;  // Unix time of the decision (the store's clock when it gave one)
+    // The route's own refusal answer (config::RefusalPage), or null for the built-in JSON.
+    const config::RefusalPage* page = nullptr;
+    std::string_view route;  // for the page's {route}
   };
   std::optional<Refusal> refusal;
   // The exchange's X-Request-Id: a header of the answer, and in its body (the line's end, or
@@ -29,14 +32,17 @@ struct Reply {
   std::string_view request_id;
 };
 
-Reply refused(const config::Limit& limit, const limit::Params& params, const limit::Decision& d,
-              limit::Micros now);
+// A refusal by `limit` of a request on `route`: 429 with the built-in JSON, or the route's own
+// refusal page (its status, content type and body).
+Reply refused(const config::Route& route, const config::Limit& limit, const limit::Params& params,
+              const limit::Decision& d, limit::Micros now);
 
 // Every header of the reply beyond the framing ones (status, Server, Content-Type,
 // Content-Length, Connection), in order.
 void reply_headers(const Reply& r, const limit::HeaderSink& emit);
 std::string_view reply_content_type(const Reply& r);
-// The body: the status's fixed line, or the refusal's JSON. `storage` owns a built one.
+// The body: the status's fixed line, the refusal's JSON or its route's page. `storage` owns a
+// built one.
 std::string_view reply_body(const Reply& r, std::string& storage);
 
 }  // namespace floodgate::http

@@ -7,6 +7,7 @@
 #include <future>
 #include <thread>
 
+#include "floodgate_process.hpp"  // write_temp_file
 #include "harness.hpp"
 #include "redis_server.hpp"  // free_port
 
@@ -462,6 +463,63 @@ routes:
   EXPECT_EQ(curl("/gone/1"), "2 502");
   EXPECT_EQ(curl("/gone/2"), "2 502");
   EXPECT_EQ(curl("/gone/3"), "2 429");
+}
+
+// Branded refusals: the config's `refusal:` for every route without its own, a route's own
+// page from a file, over HTTP/1.1 and HTTP/2; the rate-limit headers stay.
+TEST(Limits, RefusalPagesReplaceTheBuiltInJson) {
+  Origin origin;
+  const auto page = write_temp_file("refusal.html",
+                                    "<h1>Slow down</h1><p>{limit}: back in {retry_after} s</p>\n");
+  auto yaml = substitute(R"(
+server:
+  listen: [{ address: "127.0.0.1:0", protocols: [http1, h2c] }]
+  threads: 2
+upstreams:
+  origin: { url: "http://{ORIGIN}" }
+store: { key_secret: integration-test-secret-0123456789 }
+refusal:
+  content_type: application/json
+  body: '{"error":"slow_down","limit":"{limit}","retry_after":{retry_after}}'
+routes:
+  - name: shop
+    match: { path_prefix: /shop }
+    upstream: origin
+    refusal: { status: 503, content_type: text/html; charset=utf-8, file: "{PAGE}" }
+    limits: [{ name: shop-ip, algorithm: fixed_window, limit: 1, window: 1h, key: [ip] }]
+  - name: api
+    match: { path_prefix: / }
+    upstream: origin
+    limits: [{ name: api-ip, algorithm: token_bucket, capacity: 1, refill_rate: 1/m, key: [ip] }]
+)",
+                         "{ORIGIN}", "127.0.0.1:" + std::to_string(origin.port()));
+  Proxy proxy(substitute(yaml, "{PAGE}", page));
+
+  EXPECT_EQ(send(proxy.port(), "/shop/1")->result_int(), 200);
+  auto shop = send(proxy.port(), "/shop/2");
+  EXPECT_EQ(shop->result_int(), 503);
+  EXPECT_EQ(header(*shop, "Content-Type"), "text/html; charset=utf-8");
+  EXPECT_TRUE(has_header(*shop, "Retry-After"));
+  EXPECT_EQ(shop->body(),
+            "<h1>Slow down</h1><p>shop-ip: back in " + header(*shop, "Retry-After") + " s</p>\n");
+
+  EXPECT_EQ(send(proxy.port(), "/api/1")->result_int(), 200);
+  auto api = send(proxy.port(), "/api/2");
+  EXPECT_EQ(api->result_int(), 429);
+  EXPECT_EQ(header(*api, "Content-Type"), "application/json");
+  EXPECT_EQ(header(*api, "X-RateLimit-Remaining"), "0");
+  EXPECT_EQ(api->body(), R"({"error":"slow_down","limit":"api-ip","retry_after":)" +
+                             header(*api, "Retry-After") + "}");
+
+  // The same page over HTTP/2.
+  auto h2 = command_output(
+      "curl -s --http2-prior-knowledge -w ' %{http_version} %{http_code} "
+      "%{content_type}' http://127.0.0.1:" +
+          std::to_string(proxy.port()) + "/shop/3",
+      20);
+  EXPECT_TRUE(h2.starts_with("<h1>Slow down</h1><p>shop-ip: back in ")) << h2;
+  EXPECT_TRUE(h2.ends_with(" 2 503 text/html; charset=utf-8")) << h2;
+  EXPECT_EQ(origin.requests(), 2u);
 }
 
 }  // namespace

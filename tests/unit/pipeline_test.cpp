@@ -134,14 +134,48 @@ TEST(Pipeline, RepliesRenderTheirStatusHeadersAndBody) {
                     .remaining = 0,
                     .reset_after = 30 * limit::kMicrosPerSecond,
                     .retry_after = 30 * limit::kMicrosPerSecond};
-  auto refusal =
-      http::render(http::refused(limit, limit::Params::from(limit, limit.params), d, 0), 11, false);
+  auto refusal = http::render(
+      http::refused(c->routes[1], limit, limit::Params::from(limit, limit.params), d, 0), 11,
+      false);
   EXPECT_TRUE(refusal.bytes.starts_with("HTTP/1.1 429 ")) << refusal.bytes;
   EXPECT_NE(refusal.bytes.find("\r\nRetry-After: 30\r\n"), std::string::npos) << refusal.bytes;
   EXPECT_NE(refusal.bytes.find("\r\nContent-Type: application/json\r\n"), std::string::npos);
   EXPECT_NE(refusal.bytes.find("\r\nConnection: close\r\n"), std::string::npos);
   EXPECT_TRUE(refusal.bytes.ends_with("\r\n\r\n" + limit::refusal_body(limit, d) + "\n"))
       << refusal.bytes;
+}
+
+// A route's own refusal page: its status and content type, its placeholders filled in, any
+// other brace sent as written; the rate-limit headers as always.
+TEST(Pipeline, ARoutesRefusalPageReplacesTheBuiltInJson) {
+  auto c = load(R"(
+  - name: branded
+    match: { path_prefix: / }
+    upstream: origin
+    refusal:
+      status: 503
+      content_type: text/html; charset=utf-8
+      body: "<style>p{color:red}</style><p>{limit} on {route}: back in {retry_after} s ({request_id}) {other}</p>"
+    limits: [{ name: per-ip, algorithm: fixed_window, limit: 2, window: 1m, key: [ip] }]
+)");
+  ASSERT_TRUE(c);
+  const auto& route = c->routes[0];
+  const auto& limit = route.limits[0];
+  limit::Decision d{.admitted = false,
+                    .limit = 2,
+                    .remaining = 0,
+                    .reset_after = 42 * limit::kMicrosPerSecond,
+                    .retry_after = 42 * limit::kMicrosPerSecond};
+  auto reply = http::refused(route, limit, limit::Params::from(limit, limit.params), d, 0);
+  reply.request_id = "0af7651916cd43dd8448eb211c80319c";
+  auto out = http::render(reply, 11, false);
+  EXPECT_TRUE(out.bytes.starts_with("HTTP/1.1 503 ")) << out.bytes;
+  EXPECT_NE(out.bytes.find("\r\nContent-Type: text/html; charset=utf-8\r\n"), std::string::npos);
+  EXPECT_NE(out.bytes.find("\r\nRetry-After: 42\r\n"), std::string::npos) << out.bytes;
+  EXPECT_TRUE(
+      out.bytes.ends_with("\r\n\r\n<style>p{color:red}</style><p>per-ip on branded: back in 42 s "
+                          "(0af7651916cd43dd8448eb211c80319c) {other}</p>"))
+      << out.bytes;
 }
 
 // A store whose every decision fails: the fault the route's on_store_error exists for.

@@ -324,6 +324,20 @@ struct RouteMatch {
   std::string host;                  // lower case, without port; empty: every host
 };
 
+// An operator's own refusal answer (`refusal: {status, content_type, body | file}`) in place
+// of the built-in JSON: the body as text pieces and placeholders, filled in per refusal.
+struct RefusalPage {
+  int status = 429;
+  std::string content_type = "text/plain; charset=utf-8";
+  enum class Field { text, limit, retry_after, route, request_id };
+  struct Piece {
+    Field field = Field::text;
+    std::string text;  // Field::text only
+  };
+  std::vector<Piece> body;
+  std::size_t body_bytes = 0;  // the text pieces' size, for /config
+};
+
 struct Route {
   std::string name;
   RouteMatch match;
@@ -335,6 +349,8 @@ struct Route {
   bool allow_encoded_slashes = false;
   Lists lists;  // this route's own, checked with the global ones
   std::vector<Limit> limits;
+  // Its own refusal answer, or the config's `refusal:` for routes without; null: built in.
+  std::shared_ptr<const RefusalPage> refusal;
 };
 
 struct Config {
