@@ -71,6 +71,7 @@ json::object limit_json(const config::Limit& l, const config::StoreSettings& sto
   if (!l.settle_header.empty())
     o["settle"] =
         (l.settle_from_trailer ? "response_trailer:" : "response_header:") + l.settle_header;
+  o["rollout"] = config::format_rollout(l.rollout_basis_points);
   if (l.count) {
     json::array statuses;
     for (const auto& w : l.count->written) statuses.emplace_back(w);

@@ -161,6 +161,33 @@ void read_lease(const Section& s, Limit& l) {
   l.lease = out;
 }
 
+// `rollout: 10%` (0.01% steps): the share of the limit's keys it enforces.
+void read_rollout(Section& s, Limit& l) {
+  auto& r = s.reader();
+  auto text = r.string(s["rollout"], s.at("rollout"));
+  if (!text) return;
+  double percent = 0;
+  std::string_view v = *text;
+  bool ok = v.size() >= 2 && v.back() == '%';
+  if (ok) {
+    v.remove_suffix(1);
+    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), percent);
+    ok = ec == std::errc() && end == v.data() + v.size() && percent > 0 && percent <= 100;
+  }
+  if (!ok) {
+    r.error(s["rollout"], s.at("rollout"),
+            "expected a share of keys above 0 and at most 100%, like 10%, got \"" + *text + "\"");
+    return;
+  }
+  if (l.mode == LimitMode::shadow) {
+    r.error(s["rollout"], s.at("rollout"),
+            "a shadow limit enforces no key: rollout applies to mode enforce");
+    return;
+  }
+  l.rollout_basis_points = std::max(1, static_cast<int>(percent * 100 + 0.5));
+}
+
 // The algorithms that can charge after the fact (settle, count): those a refund can reach.
 bool settles(Algorithm a) {
   return a == Algorithm::token_bucket || a == Algorithm::gcra || a == Algorithm::sliding_window ||
@@ -226,9 +253,10 @@ void read_count(Section& s, Limit& l) {
 
 std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string& path) {
   Section s(r, n, path);
-  if (!r.map(n, path,
-             {"name", "algorithm", "capacity", "refill_rate", "limit", "window", "key",
-              "on_missing_key", "overrides", "cost", "settle", "count", "mode", "lease"}))
+  if (!r.map(
+          n, path,
+          {"name", "algorithm", "capacity", "refill_rate", "limit", "window", "key",
+           "on_missing_key", "overrides", "cost", "settle", "count", "mode", "rollout", "lease"}))
     return std::nullopt;
   Limit l;
   if (s.require("name")) {
@@ -306,6 +334,7 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
               "expected response_header:NAME or response_trailer:NAME, got \"" + *settle + "\"");
     }
   }
+  if (s.has("rollout")) read_rollout(s, l);
   if (s.has("count")) {
     if (s.has("settle"))
       r.error(s["count"], s.at("count"),

@@ -38,6 +38,9 @@ std::string describe(const Limit& l, const StoreSettings& store) {
   }
   if (l.overrides) o << ", " << l.overrides->values.size() << " tiers by " << l.overrides->by.text;
   if (l.mode == LimitMode::shadow) o << " (shadow)";
+  if (l.rollout_basis_points < 10000)
+    o << " (rollout: enforced for " << format_rollout(l.rollout_basis_points)
+      << " of keys, shadow for the rest)";
   if (l.lease) {
     o << "\n        leased: " << l.lease->size << " units per lease, returned after "
       << format_duration(l.lease->ttl);

@@ -74,7 +74,7 @@ void plan_into(Plan& out, const config::Config& config, const config::Route& rou
     }
     item.params = Params::from(l, tier_of(l, request));
     item.cost = l.algorithm == config::Algorithm::concurrency ? 1 : *cost;
-    item.enforce = l.mode == config::LimitMode::enforce;
+    item.enforce = enforced(l, item.key);
     item.lease.clear();
     item.leased = {};
     if (l.lease)
@@ -86,6 +86,16 @@ void plan_into(Plan& out, const config::Config& config, const config::Route& rou
     ++n;
   }
   finish();
+}
+
+int rollout_bucket(std::string_view key) {
+  // FNV-1a, then a multiplicative mix so that keys differing in their last bytes spread.
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return static_cast<int>(h % 10000);
 }
 
 Params divided(const Params& p, int divisor) {

@@ -110,6 +110,8 @@ Replayer::Replayer(config::ConfigPtr config, std::string label, std::string file
       lr.route = route.name;
       lr.limit = l.name;
       lr.shadow = l.mode == config::LimitMode::shadow;
+      lr.rollout_basis_points = l.rollout_basis_points;
+      if (l.rollout_basis_points < 10000) lr.refused_by_rollout_percent.assign(100, 0);
       if (lease.instances > 0 && l.lease) {
         lr.lease.emplace();
         lr.lease->size = l.lease->size;
@@ -282,6 +284,9 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     auto& caller = lr.callers.add(limit::key_id(plan.items[i].key), 1, fresh);
     if (fresh) keys::append_caller_text(caller.caller, *plan.limits[i], facts);
     if (!dec.admitted) ++(plan.items[i].enforce ? caller.refused : caller.shadow_refused);
+    if (!dec.admitted && !lr.refused_by_rollout_percent.empty())
+      ++lr.refused_by_rollout_percent[static_cast<std::size_t>(
+          limit::rollout_bucket(plan.items[i].key) / 100)];
     if (!plan.items[i].enforce && !dec.admitted) {
       ++lr.shadow_refused;
       lr.shadow_refused_keys.add(caller_text(*plan.limits[i], facts));

@@ -66,6 +66,17 @@ struct LimitReport {
   // The heaviest callers by requests, with their refusals: the view /top gives live.
   limit::HeavyHitters callers;
   std::optional<LeaseReport> lease;  // --lease, a leased limit
+  // `rollout: P%`: refusals (enforced or shadowed) by the key's rollout bucket, one slot per
+  // percent (limit::rollout_bucket / 100), so that the refusals at any share are a prefix sum.
+  int rollout_basis_points = 10000;
+  std::vector<std::uint64_t> refused_by_rollout_percent;
+  // What enforcing it for `percent` of its keys would have refused (1-100).
+  std::uint64_t refused_at(int percent) const {
+    std::uint64_t n = 0;
+    for (int i = 0; i < percent && i < static_cast<int>(refused_by_rollout_percent.size()); ++i)
+      n += refused_by_rollout_percent[static_cast<std::size_t>(i)];
+    return n;
+  }
   explicit LimitReport(std::size_t top) : closest(top), callers(4 * top) {}
 };
 

@@ -17,6 +17,9 @@ std::string minute_text(limit::Micros t);  // 2026-11-30T05:10Z
 
 constexpr limit::Micros kMinute = 60 * limit::kMicrosPerSecond;
 
+// The rollout shares a report shows what a limit would refuse at (`rollout: P%`).
+constexpr int kRolloutSteps[] = {1, 5, 10, 25, 50, 100};
+
 // "route/limit"
 std::string name_of(const LimitReport& l);
 

@@ -44,6 +44,13 @@ boost::json::object json_config(const Summary& s, const Replayer& rp, std::size_
       lo["seen"] = l.seen;
       lo["refused"] = l.refused;
       lo["shadow_refused"] = l.shadow_refused;
+      if (!l.refused_by_rollout_percent.empty()) {
+        // What each share would refuse: the keys enforced at P% are those below it.
+        boost::json::object at;
+        for (int p : kRolloutSteps) at[std::to_string(p) + "%"] = l.refused_at(p);
+        lo["rollout"] = {{"enforced", config::format_rollout(l.rollout_basis_points)},
+                         {"would_refuse", std::move(at)}};
+      }
       lo["refused_per_minute"] = series(l.refused_by_minute, s.requests_by_minute.size());
       boost::json::array keys;
       for (const auto& e : l.refused_keys.top(top))

@@ -89,10 +89,27 @@ void text_config(const Summary& s, const Replayer& rp, std::size_t top, std::ost
       << lpad("rate", 9) << lpad("shadow", 10) << "\n";
   for (const auto& route : r.limits)
     for (const auto& l : route) {
-      out << "  " << pad(name_of(l), 34) << pad(l.shadow ? "shadow" : "enforce", 9)
-          << lpad(thousands(l.seen), 12) << lpad(l.shadow ? "-" : thousands(l.refused), 12)
+      // A limit being rolled out shows its share: "10%".
+      const auto mode = l.shadow ? std::string("shadow")
+                        : l.rollout_basis_points < 10000
+                            ? config::format_rollout(l.rollout_basis_points)
+                            : std::string("enforce");
+      out << "  " << pad(name_of(l), 34) << pad(mode, 9) << lpad(thousands(l.seen), 12)
+          << lpad(l.shadow ? "-" : thousands(l.refused), 12)
           << lpad(l.shadow ? "-" : percent(l.refused, l.seen), 9)
-          << lpad(l.shadow ? thousands(l.shadow_refused) : "-", 10) << "\n";
+          << lpad(l.shadow || l.rollout_basis_points < 10000 ? thousands(l.shadow_refused) : "-",
+                  10)
+          << "\n";
+    }
+  for (const auto& route : r.limits)
+    for (const auto& l : route) {
+      if (l.refused_by_rollout_percent.empty()) continue;
+      out << "  rollout of " << name_of(l) << " (enforced for "
+          << config::format_rollout(l.rollout_basis_points) << " of keys): it would refuse";
+      for (int p : kRolloutSteps)
+        out << (p == kRolloutSteps[0] ? " " : ", ") << thousands(l.refused_at(p)) << " at " << p
+            << "%";
+      out << "\n";
     }
   if (r.refused > 0) {
     auto p = peak_of(r.refused_by_minute);

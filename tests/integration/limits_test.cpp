@@ -522,5 +522,37 @@ routes:
   EXPECT_EQ(origin.requests(), 2u);
 }
 
+// `rollout: 50%`: about half of the callers are refused past the limit, the others only
+// counted as the shadow would-refuse; a caller stays on its side; the metrics say which.
+TEST(Limits, ARolloutEnforcesAStableShareOfKeys) {
+  Origin origin;
+  Proxy proxy(config_with(origin, R"(
+  - name: api
+    match: { path_prefix: / }
+    upstream: origin
+    limits:
+      - { name: per-ip, algorithm: fixed_window, limit: 1, window: 1h, key: [ip], rollout: 50% }
+)"));
+  constexpr int kCallers = 200;
+  std::vector<int> second(kCallers), third(kCallers);
+  auto ip = [](int i) {
+    return "X-Forwarded-For: 10.9." + std::to_string(i / 250) + "." + std::to_string(i % 250) +
+           "\r\n";
+  };
+  for (int i = 0; i < kCallers; ++i) EXPECT_EQ(send(proxy.port(), "/a", ip(i))->result_int(), 200);
+  for (int i = 0; i < kCallers; ++i) second[i] = send(proxy.port(), "/b", ip(i))->result_int();
+  for (int i = 0; i < kCallers; ++i) third[i] = send(proxy.port(), "/c", ip(i))->result_int();
+  EXPECT_EQ(second, third);  // each caller on its side of the rollout
+  const auto refused = std::count(second.begin(), second.end(), 429);
+  EXPECT_EQ(std::count(second.begin(), second.end(), 200), kCallers - refused);
+  EXPECT_GT(refused, kCallers / 2 - 30);  // 50% of 200, give or take the hash
+  EXPECT_LT(refused, kCallers / 2 + 30);
+  auto text = proxy.metrics().render();
+  const std::string series = R"(floodgate_limit_refusals_total{route="api",limit="per-ip",mode=")";
+  EXPECT_EQ(metric(text, series + R"(enforced"})"), static_cast<std::uint64_t>(2 * refused));
+  EXPECT_EQ(metric(text, series + R"(shadow"})"),
+            static_cast<std::uint64_t>(2 * (kCallers - refused)));
+}
+
 }  // namespace
 }  // namespace floodgate::testing

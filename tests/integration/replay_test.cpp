@@ -292,6 +292,42 @@ TEST(ReplayKnownAnswer, CountingLimitsChargeOnlyTheLoggedStatusesTheyCount) {
     EXPECT_EQ(decisions[i].verdict(), lines[i].verdict) << i;
 }
 
+// `rollout: P%`: the report says what enforcing the limit for 1% ... 100% of its keys would
+// refuse, and at 100% that is every would-be refusal, enforced or shadowed.
+TEST(ReplayKnownAnswer, ARolloutReportsWhatEachShareWouldRefuse) {
+  rs::ScratchDir dir;
+  const auto config =
+      dir.write("c.yaml", std::string(kServer) + "routes:\n" +
+                              route("api", "/",
+                                    "{ name: one, algorithm: fixed_window, limit: 1, window: 1h, "
+                                    "key: [ip], rollout: 10% }"));
+  std::string log;
+  for (int i = 0; i < 300; ++i)
+    for (int j = 0; j < 3; ++j)  // 3 requests each: 2 would be refused
+      log += rs::access_line(
+                 at(10, 0, i * 3000 + j), "/x",
+                 rs::ip_field("10.8." + std::to_string(i / 200) + "." + std::to_string(i % 200))) +
+             "\n";
+  auto r = rs::replay({"--config", config, "--json", dir.write("a.log", log)}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto report = rs::parse_report(r.out);
+  const auto& limit = report.at("candidate").at("limits").as_array().at(0).as_object();
+  const auto& rollout = limit.at("rollout").as_object();
+  EXPECT_EQ(rollout.at("enforced").as_string(), "10%");
+  const auto& would = rollout.at("would_refuse").as_object();
+  EXPECT_EQ(rs::number(would.at("100%")), 600);
+  std::int64_t previous = 0;
+  for (const char* p : {"1%", "5%", "10%", "25%", "50%", "100%"}) {
+    EXPECT_GE(rs::number(would.at(p)), previous) << p;
+    EXPECT_EQ(rs::number(would.at(p)) % 2, 0) << p;  // two per caller, whole callers
+    previous = rs::number(would.at(p));
+  }
+  // What was enforced at 10% is what the report says 10% refuses; the rest was shadowed.
+  EXPECT_EQ(rs::number(limit.at("refused")), rs::number(would.at("10%")));
+  EXPECT_EQ(rs::number(limit.at("shadow_refused")), 600 - rs::number(would.at("10%")));
+  EXPECT_NEAR(static_cast<double>(rs::number(would.at("10%"))), 60, 36);
+}
+
 // The admin API's overrides, as GET /overrides lists them, replayed: an exempt caller is
 // admitted past its limit, one with a quota of its own gets that quota.
 TEST(ReplayKnownAnswer, OverridesFromTheAdminApiApplyAllAlong) {

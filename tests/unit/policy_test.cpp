@@ -538,3 +538,35 @@ TEST(Divided, EachInstanceGetsCeilOfItsShare) {
 }
 
 }  // namespace
+
+// `rollout: P%`: a key's bucket is fixed, about P% of keys fall below P x 100, and raising P
+// only adds keys.
+TEST(Rollout, BucketsSpreadKeysEvenlyAndRaisingTheShareOnlyAddsKeys) {
+  using floodgate::limit::rollout_bucket;
+  constexpr int kKeys = 20000;
+  config::Limit ten, quarter;
+  ten.rollout_basis_points = 1000;
+  quarter.rollout_basis_points = 2500;
+  int at10 = 0, at25 = 0, lost = 0;
+  std::vector<int> per_decile(10, 0);
+  for (int i = 0; i < kKeys; ++i) {
+    const auto key = "rl:api:per-ip:{" + std::to_string(i * 7919) + "}";
+    const int b = rollout_bucket(key);
+    ASSERT_GE(b, 0);
+    ASSERT_LT(b, 10000);
+    EXPECT_EQ(b, rollout_bucket(key));  // the same every time
+    ++per_decile[static_cast<std::size_t>(b / 1000)];
+    const bool in10 = floodgate::limit::enforced(ten, key);
+    const bool in25 = floodgate::limit::enforced(quarter, key);
+    at10 += in10;
+    at25 += in25;
+    lost += in10 && !in25;
+  }
+  EXPECT_EQ(lost, 0);
+  EXPECT_NEAR(at10, kKeys / 10, kKeys / 100);  // 10% +- 1 point
+  EXPECT_NEAR(at25, kKeys / 4, kKeys / 100);
+  for (int n : per_decile) EXPECT_NEAR(n, kKeys / 10, kKeys / 100);
+  EXPECT_EQ(config::format_rollout(1000), "10%");
+  EXPECT_EQ(config::format_rollout(50), "0.5%");
+  EXPECT_EQ(config::format_rollout(1234), "12.34%");
+}

@@ -271,6 +271,17 @@ struct StatusSet {
   bool contains(int status) const { return status >= 0 && status < 600 && bits.test(status); }
 };
 
+// "10%", "0.5%", "100%": a rollout share as written back (basis points to percent).
+inline std::string format_rollout(int basis_points) {
+  std::string out = std::to_string(basis_points / 100);
+  if (int frac = basis_points % 100) {
+    out += '.';
+    out += static_cast<char>('0' + frac / 10);
+    if (frac % 10) out += static_cast<char>('0' + frac % 10);
+  }
+  return out + "%";
+}
+
 struct Limit {
   std::string name;
   Algorithm algorithm = Algorithm::token_bucket;
@@ -285,6 +296,9 @@ struct Limit {
   // any limit; what a request took is given back after a response that does not match).
   std::optional<StatusSet> count;
   LimitMode mode = LimitMode::enforce;
+  // `rollout: 10%`: enforced for the keys whose rollout bucket (limit::rollout_bucket, 0-9999
+  // from the key's hash) is below this, shadowed for the rest. 10000: every key.
+  int rollout_basis_points = 10000;
   // Decided in the instance from units leased from the store (SPEC "Leased decisions").
   std::optional<LeaseSettings> lease;
 };

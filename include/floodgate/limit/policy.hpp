@@ -51,6 +51,15 @@ Verdict verdict(const Plan& plan, const store::Outcome& outcome);
 bool needs_lease(const Plan& plan);
 void set_lease(Plan& plan, const std::string& id);
 
+// A store key's place in a limit's rollout, 0-9999, the same in every instance and run (the key
+// carries the keyed hash of the caller): `rollout: P%` enforces the keys below P x 100, so
+// raising P only adds keys.
+int rollout_bucket(std::string_view key);
+inline bool enforced(const config::Limit& l, std::string_view key) {
+  return l.mode == config::LimitMode::enforce &&
+         (l.rollout_basis_points >= 10000 || rollout_bucket(key) < l.rollout_basis_points);
+}
+
 // The charged items an admitted request still owes something after its response: `release`
 // gets each concurrency item (its unit returns when the response ends), `settle` each item of
 // a limit with a settle_header (its true cost comes in the response) or a count (it is
