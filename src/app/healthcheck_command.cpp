@@ -109,7 +109,10 @@ int healthcheck_command(const std::vector<std::string_view>& args) {
   std::string where = "http://" + std::string(target) + "/healthz";
   if (!p.done) {
     std::cerr << "floodgate healthcheck: " << where << " did not answer within 2 s\n";
-    return kUnhealthy;
+    // Leaving normally would destroy the io_context, which waits for a host name still being
+    // resolved on Asio's resolver thread: a slow DNS would hold the check past its deadline.
+    std::cerr.flush();
+    std::_Exit(kUnhealthy);
   }
   if (!p.failure.empty()) {
     std::cerr << "floodgate healthcheck: " << where << ": " << p.failure << "\n";

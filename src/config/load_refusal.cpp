@@ -1,9 +1,10 @@
 // `refusal:`: an operator's own answer to a refused request (a branded 429 page), with the
 // refusing limit's name and the wait filled in.
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 #include "sections.hpp"
 
@@ -86,17 +87,26 @@ std::shared_ptr<const RefusalPage> read_refusal(const Section& s) {
     s.string("body", body);
   } else if (auto name = r.string(s["file"], s.at("file"))) {
     const auto file = r.resolve_path(*name);
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
+    struct stat st {};
+    std::ifstream in;
+    if (::stat(file.c_str(), &st) != 0) {
+      const int err = errno;
+      r.error(s["file"], s.at("file"), "cannot read " + file + ": " + std::strerror(err));
+    } else if (!S_ISREG(st.st_mode)) {
+      // A directory reads as empty, a device or a FIFO without end.
+      r.error(s["file"], s.at("file"), file + " is not a regular file");
+    } else if (in.open(file, std::ios::binary); !in) {
       const int err = errno;
       r.error(s["file"], s.at("file"), "cannot read " + file + ": " + std::strerror(err));
     } else {
-      body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      body.resize(kMaxBody + 1);  // one byte more tells a file that is too long
+      in.read(body.data(), static_cast<std::streamsize>(body.size()));
+      body.resize(static_cast<std::size_t>(in.gcount()));
     }
   }
   if (body.size() > kMaxBody)
     r.error(s.has("file") ? s["file"] : s["body"], s.at(s.has("file") ? "file" : "body"),
-            "is " + std::to_string(body.size()) + " bytes; a refusal body is at most 65536");
+            "is over 65536 bytes, the most a refusal body may be");
   std::vector<std::string> unknown;
   split(body, *page, unknown);
   for (const auto& u : unknown) {

@@ -43,8 +43,9 @@ struct Admission {
     std::int64_t charged = 0;
     bool from_trailer = false;  // read from the response's trailers, once they arrive
     // A counting limit's statuses (the snapshot's, which the exchange holds): `charged` is
-    // given back when the response ends with another status (`header` is then empty).
+    // given back once the response's status is known to be another (`header` is then empty).
     const config::StatusSet* count = nullptr;
+    bool holding = true;  // a count's charge is still in the store
   };
   std::vector<Settle> settles;
 };

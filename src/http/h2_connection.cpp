@@ -239,8 +239,10 @@ void H2Connection::submit_head(H2Stream& s, H2HeaderBlock& head, bool has_body) 
 
 void H2Connection::submit_reply(H2Stream& s, Reply reply) {
   reply.request_id = s.x.request_id;
+  // A reset stream gets nothing: no status to log, count or charge a counting limit for.
+  if (s.closed) return;
   s.x.status = reply.status;
-  if (!s.closed) w_.gate.count_own_status(&s.x, reply.status);  // a reset stream gets nothing
+  w_.gate.count_own_status(&s.x, reply.status);
   // The request's body, if any, is not needed: its DATA is consumed as it comes.
   s.discard_body = true;
   consumed(s, s.body.size());

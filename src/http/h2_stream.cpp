@@ -276,17 +276,18 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, ServerUse& use) {
   w_.gate.settle(x, res);
   strip_hop_by_hop(res);
   add_rate_headers(x, res);
-  x.status = res.result_int();
-  H2HeaderBlock response_head(x.status);
+  H2HeaderBlock response_head(res.result_int());
   for (const auto& f : res) response_head.add(f.name_string(), f.value());
   if (length) response_head.add("content-length", std::uint64_t{*length});
   const bool has_body = !rp->is_done();
   // The body that came in with the head goes into the same write as the HEADERS frame (a
   // small response is then one TLS record and one send, not two).
   if (!parse_buffered(*rp, conn->buffer, s)) {
-    reset(s, NGHTTP2_INTERNAL_ERROR);
+    reset(s, NGHTTP2_INTERNAL_ERROR);  // the client gets no status
     co_return;
   }
+  x.status = res.result_int();
+  w_.gate.count_status(x);  // not at the body's end: a long download holds nothing
   submit_head(s, response_head, has_body);
   while (!rp->is_done()) {
     while (s.out.size() - s.out_sent >= H2Stream::kMaxOut && !s.closed) co_await changed(s, idle);

@@ -131,6 +131,7 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, ServerUse& use) {
         auto field = [&from](std::string_view n) { return from.find(n); };
         w_.gate.settle(x, false, field);
         x.status = call->status;
+        w_.gate.count_status(x);  // not at the body's end: a stream holds nothing
         // The origin's fields as they are (the rate-limit ones ours replace), then ours.
         H2HeaderBlock head(x.status);
         for (std::size_t i = 0; i < from.size(); ++i)

@@ -194,6 +194,7 @@ class ToH2 {
     res.version(x_.version);
     res.keep_alive(keep_alive);
     x_.status = call.status;
+    w_.gate.count_status(x_);  // not at the body's end: a stream holds nothing
     client_.head.clear();
     append_head(client_.head, res);
     std::string out = std::move(client_.head);

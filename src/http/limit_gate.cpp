@@ -350,14 +350,21 @@ void LimitGate::settle(Exchange& x, bool trailers, const FieldLookup& field) {
   }
 }
 
+void LimitGate::count_status(Exchange& x) {
+  auto& a = x.admission;
+  for (auto& s : a.settles) {
+    if (!s.count || s.charged == 0) continue;
+    const bool counted = s.count->contains(x.status);
+    if (counted == s.holding) continue;
+    charged_store(a).adjust(s.item, counted ? s.charged : -s.charged);
+    s.holding = counted;
+  }
+}
+
 void LimitGate::finish(Exchange& x) {
   const auto& a = x.admission;
   for (const auto& lease : a.leases) charged_store(a).release(lease);
-  for (const auto& s : a.settles) {
-    if (!s.count || s.count->contains(x.status) || s.charged == 0) continue;
-    charged_store(a).adjust(s.item, -s.charged);
-    deny_.forget(s.item.key);  // the refund may have made room a cached refusal denies
-  }
+  count_status(x);
 }
 
 }  // namespace floodgate::http

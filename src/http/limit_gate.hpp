@@ -56,8 +56,12 @@ class LimitGate {
   // A status floodgate answered itself to `x` (null, or not routed: counted without a route).
   void count_own_status(const Exchange* x, int status);
 
+  // The response's status is known (x.status, as its head goes to the client): what a counting
+  // limit took is given back unless it counts that status. Called again when the status
+  // changes (an answer of ours after all, or 0 for none), it charges or refunds the difference.
+  void count_status(Exchange& x);
   // The response (or tunnel) ended, with x.status (0: none was sent): its concurrency units go
-  // back, and what a counting limit took is given back unless it counts that status.
+  // back, and the counting limits are settled by the final status (count_status).
   void finish(Exchange& x);
 
   // The key hasher under the snapshot's key_secret (rebuilt when the secret changes).

@@ -117,6 +117,8 @@ class Leg {
       co_return Forwarded{false, status_for_upstream_error(ec)};
     }
     if (rp->get().result() == bhttp::status::switching_protocols) {
+      x_.status = 101;
+      w_.gate.count_status(x_);  // an open tunnel holds nothing of a counting limit
       co_await run_tunnel(client_, rp->get(), *conn, x_, w_.metrics);
       co_return Forwarded{};  // the connection no longer carries HTTP
     }
@@ -186,6 +188,7 @@ class Leg {
     res.version(x_.version);
     res.keep_alive(keep_alive);
     x_.status = res.result_int();
+    w_.gate.count_status(x_);  // not at the body's end: a long download holds nothing
     client_.head.clear();
     append_head(client_.head, res);
     auto relayed =

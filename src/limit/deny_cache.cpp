@@ -54,8 +54,11 @@ void DenyCache::forget(const std::string& key) {
 }
 
 void DenyCache::remember(const store::Item& item, const Decision& d, Micros now) {
-  // Concurrency refusals end when any lease returns, not at a time: never cached.
-  if (d.admitted || d.retry_after <= 0 || item.params.algorithm == config::Algorithm::concurrency)
+  // Concurrency refusals end when any lease returns, a counting limit's when any response it
+  // does not count ends (on whichever worker or instance served it): not at a time, never
+  // cached.
+  if (d.admitted || d.retry_after <= 0 || item.refundable ||
+      item.params.algorithm == config::Algorithm::concurrency)
     return;
   if (map_.size() >= max_entries_) {
     std::erase_if(map_, [now](const auto& kv) { return kv.second.until <= now; });

@@ -419,6 +419,31 @@ TEST(Limits, ACountingLimitChargesOnlyTheStatusesItCounts) {
   EXPECT_EQ(send(proxy.port(), ok, from("198.51.100.1"))->result_int(), 429);
 }
 
+// A request holds its unit while the origin thinks, and no longer: the refusal it causes is
+// not remembered (the next request, once the answer is a 200, passes at once).
+TEST(Limits, ACountingLimitHoldsAUnitOnlyUntilTheStatusIsKnown) {
+  Origin origin;
+  Proxy proxy(config_with(origin, R"(
+  - name: login
+    match: { path_prefix: / }
+    upstream: origin
+    limits:
+      - { name: failed, algorithm: fixed_window, limit: 1, window: 1h, key: [ip], count: { status: [401] } }
+)"));
+  auto slow = std::async(std::launch::async, [&] { return send(proxy.port(), "/slow/600"); });
+  std::this_thread::sleep_for(150ms);  // decided, and waiting for its origin
+  bool held = false;                   // the slow request's unit, while its origin takes 600 ms
+  for (int i = 0; i < 100 && !held; ++i) {
+    held = send(proxy.port(), "/x")->result_int() == 429;
+    if (!held) std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_TRUE(held);
+  EXPECT_EQ(slow.get()->result_int(), 200);
+  // Given back with the 200: admitted again at once, twice (no refusal was cached).
+  EXPECT_EQ(send(proxy.port(), "/y")->result_int(), 200);
+  EXPECT_EQ(send(proxy.port(), "/z")->result_int(), 200);
+}
+
 TEST(Limits, ACountingLimitCountsHttp2StreamsAndOwnAnswersByTheStatusSent) {
   Origin origin;
   // Upstream `gone` is a closed port: floodgate answers 502 itself, and that is the status a

@@ -254,3 +254,21 @@ TEST(DenyCache, BoundedSize) {
 }
 
 }  // namespace
+
+// A counting limit's unit may come back with any response, on any worker: its refusals, and
+// "the last unit went to this request", are never cached.
+TEST(DenyCache, ACountingLimitsRefusalsAreNeverCached) {
+  DenyCache cache;
+  auto a = item("rl:r:l:{a}", sliding_window(5, 900 * kSec));
+  a.refundable = true;
+  cache.remember(a, refused(60 * kSec, 900 * kSec), T0);
+  EXPECT_EQ(cache.size(), 0u);
+  Decision last;
+  last.admitted = true;
+  last.limit = 5;
+  last.remaining = 0;
+  last.retry_after = 60 * kSec;
+  cache.admitted({a}, {last}, T0);
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_FALSE(cache.check({a}, T0).has_value());
+}

@@ -44,6 +44,9 @@ struct Item {
   // Its limit's refusal counters (admin::Metrics; stable): the request counts a refusal in
   // them after the store answered, when the gate's own tables may have been rebuilt.
   admin::LimitCounters* refusals = nullptr;
+  // A counting limit's (`count:`): what it holds may be given back by any response, on any
+  // worker, so a refusal of it is never cached (limit::DenyCache).
+  bool refundable = false;
 };
 
 struct Outcome {
