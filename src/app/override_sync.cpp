@@ -161,7 +161,7 @@ bool RedisOverrides::refresh(bool force, std::string& why) {
   auto all = command({"HGETALL", hash_}, why);
   if (!all) return false;
   limit::OverrideList list;
-  std::vector<std::string> lapsed;
+  std::vector<std::pair<std::string, std::string>> lapsed;
   const auto now = clock_.now();
   if (all->type == REDIS_REPLY_ARRAY)
     for (std::size_t i = 0; i + 1 < all->elements; i += 2) {
@@ -176,7 +176,7 @@ bool RedisOverrides::refresh(bool force, std::string& why) {
         continue;
       }
       if (!o->live(now)) {
-        lapsed.emplace_back(f->str, f->len);
+        lapsed.emplace_back(std::string(f->str, f->len), std::string(val->str, val->len));
         continue;
       }
       list.push_back(std::move(*o));
@@ -188,7 +188,8 @@ bool RedisOverrides::refresh(bool force, std::string& why) {
   // every worker forgets these whenever the version moves.
   auto reset_keys = command({"HGETALL", resets_}, why);
   if (!reset_keys) return false;
-  std::vector<std::string> resets, stale;
+  std::vector<std::string> resets;
+  std::vector<std::pair<std::string, std::string>> stale;
   constexpr limit::Micros kKeepResets = 600 * limit::kMicrosPerSecond;
   if (reset_keys->type == REDIS_REPLY_ARRAY)
     for (std::size_t i = 0; i + 1 < reset_keys->elements; i += 2) {
@@ -197,23 +198,28 @@ bool RedisOverrides::refresh(bool force, std::string& why) {
       if (k->type != REDIS_REPLY_STRING || at->type != REDIS_REPLY_STRING) continue;
       long long ms = 0;
       std::from_chars(at->str, at->str + at->len, ms);
-      (now - ms * 1000 > kKeepResets ? stale : resets).emplace_back(k->str, k->len);
+      if (now - ms * 1000 > kKeepResets)
+        stale.emplace_back(std::string(k->str, k->len), std::string(at->str, at->len));
+      else
+        resets.emplace_back(k->str, k->len);
     }
   board_.publish(std::move(list), std::move(resets));
-  if (!stale.empty()) {
-    std::vector<std::string> del{"HDEL", resets_};
-    del.insert(del.end(), stale.begin(), stale.end());
-    std::string ignored;
-    command(del, ignored);
-  }
+  delete_unchanged(resets_, stale);
   seen_ = version;
-  if (!lapsed.empty()) {  // tidied by whichever instance sees them first
-    std::vector<std::string> del{"HDEL", hash_};
-    del.insert(del.end(), lapsed.begin(), lapsed.end());
-    std::string ignored;
-    command(del, ignored);
-  }
+  delete_unchanged(hash_, lapsed);  // tidied by whichever instance sees them first
   return true;
+}
+
+void RedisOverrides::delete_unchanged(
+    const std::string& hash, const std::vector<std::pair<std::string, std::string>>& fields) {
+  // Compare and delete in one step: a plain HDEL after the read would delete an override
+  // another instance PUT in between.
+  static const std::string kScript =
+      "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then "
+      "return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0";
+  std::string ignored;  // best effort: the next read tidies what this one could not
+  for (const auto& [field, value] : fields)
+    command({"EVAL", kScript, "1", hash, field, value}, ignored);
 }
 
 std::string RedisOverrides::put(const limit::CallerOverride& o) {

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "floodgate/config/config.hpp"
@@ -49,6 +50,10 @@ class RedisOverrides final : public limit::OverrideKeeper {
   Reply send(const std::vector<std::string>& args);
   // One command on the overrides' node; null with `why` on failure (connection dropped then).
   Reply command(const std::vector<std::string>& argv, std::string& why);
+  // Deletes each (field, value) of `hash` whose value is still the one read: a PUT of an
+  // override (or a new reset) between the read and the delete is kept.
+  void delete_unchanged(const std::string& hash,
+                        const std::vector<std::pair<std::string, std::string>>& fields);
   bool connect(const config::Endpoint& at, std::string& why);
   void disconnect();
   // Reads the hash when the version moved (or `force`) and publishes it. Under mutex_.

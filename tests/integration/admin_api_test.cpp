@@ -223,3 +223,34 @@ TEST(AdminApi, ACallerLookedUpResetAndExemptedOnOneInstanceIsSeenOnTheOther) {
 
 }  // namespace
 }  // namespace floodgate::testing
+
+namespace floodgate::testing {
+namespace {
+
+// A lapsed override is tidied out of Redis by compare-and-delete: gone once its time has
+// passed and an instance reads the hash again, while a field written anew in its place (the
+// value differs from the one read) would stay.
+TEST(AdminApi, ALapsedOverrideIsTidiedOutOfTheStore) {
+  RedisServer redis;
+  Origin origin;
+  const auto port = free_port(), admin = free_port();
+  Instance a(
+      "api-lapse.yaml", port, admin,
+      redis_config(port, origin.port(), redis.port(), kRoutes, "500ms", admin_yaml(admin, true)));
+  auto put = curl(kAuth + "-X PUT -d '{\"exempt\": true, \"ttl\": 1}' ",
+                  a.url("/overrides/burst/ip=192.0.2.9"));
+  ASSERT_EQ(status_of(put), 200) << put;
+  const auto hash = redis.cli("--raw KEYS *overrides}");
+  ASSERT_FALSE(hash.empty());
+  ASSERT_EQ(redis.cli("HLEN " + hash), "1");
+  const auto field = redis.cli("--raw HKEYS " + hash);
+  // A field of the same hash whose value is not what any instance read: never deleted.
+  redis.cli("HSET " + hash + " other-field not-an-override");
+  std::this_thread::sleep_for(1200ms);     // the override lapses
+  redis.cli("INCR " + hash + ":version");  // the instance reads the hash again
+  EXPECT_TRUE(eventually([&] { return redis.cli("HEXISTS " + hash + " " + field) == "0"; }, 3s));
+  EXPECT_EQ(redis.cli("HEXISTS " + hash + " other-field"), "1");
+}
+
+}  // namespace
+}  // namespace floodgate::testing
