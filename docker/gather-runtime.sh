@@ -2,8 +2,8 @@
 # Gathers the runtime image's whole file system into ROOT (the Dockerfile copies ROOT onto an
 # empty image): each BINARY:NAME as /usr/local/bin/NAME, the shared libraries they load (as
 # ldd resolves them here, at their Debian paths), the CA bundle where OpenSSL looks by default,
-# and the passwd, group and nsswitch entries a non-root process needs. No shell, no package
-# manager: what is not listed here is not in the image.
+# tzdata's time zones, and the passwd, group and nsswitch entries a non-root process needs. No
+# shell, no package manager: what is not listed here is not in the image.
 #   docker/gather-runtime.sh ROOT BINARY:NAME...
 set -euo pipefail
 root=$1
@@ -38,6 +38,12 @@ ldd "${binaries[@]}" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && 
 cp -L /etc/ssl/certs/ca-certificates.crt "$root"/etc/ssl/certs/
 ln -sfn /etc/ssl/certs/ca-certificates.crt "$root"/usr/lib/ssl/cert.pem
 ln -sfn /etc/ssl/certs "$root"/usr/lib/ssl/certs
+
+# Time zones, for calendar quotas (`timezone: Europe/Berlin`): tzdata's files, without its
+# right/ (leap seconds) and posix/ copies (2 MB).
+mkdir -p "$root"/usr/share/zoneinfo
+tar -C /usr/share/zoneinfo --exclude=./right --exclude=./posix -cf - . |
+  tar -C "$root"/usr/share/zoneinfo -xf -
 
 printf 'root:x:0:0:root:/:/nonexistent\nfloodgate:x:%s:%s:floodgate:/:/nonexistent\n' "$uid" "$uid" \
   >"$root"/etc/passwd

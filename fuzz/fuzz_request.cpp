@@ -115,6 +115,13 @@ routes:
         key: [ip]
         mode: shadow
         count: { status: ["4xx", 503] }
+      - name: site-daily
+        algorithm: quota
+        period: day
+        timezone: Europe/Berlin
+        limit: 100000
+        key: ["header:x-api-key"]
+        on_missing_key: skip
 )";
 
 constexpr std::string_view kPeer = "10.1.2.3";

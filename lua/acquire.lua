@@ -12,7 +12,8 @@
 --           take_up_to (> 0: take as many free units as that, provided cost are), settled
 --           (units of its earlier leases it has spent since it last said so), lease_ttl_us
 --           algorithm: 0 token_bucket, 1 gcra, 2 sliding_window, 3 sliding_log,
---                      4 fixed_window, 5 concurrency
+--                      4 fixed_window, 5 concurrency, 6 quota (window_us: its periods,
+--                      "b0 b1 b2 b3", see period_of)
 -- returns   { now, then per request: all_admitted, then per item: admitted, remaining,
 --           reset_after_us, retry_after_us, and for an item with a holder what it took }
 --           (a limit's capacity, and what an item without a holder took, the caller knows).
@@ -134,8 +135,8 @@ local function sliding_log(now, key, limit, rate, window, cost) -- sorted set: s
   return 0, 0, reset, retry
 end
 
-local function fixed_window(now, key, limit, rate, window, cost)
-  local start = floor_to(now, window)
+-- A fixed window [start, stop): fixed_window's, or a quota's calendar period.
+local function fixed_span(now, key, limit, cost, start, stop)
   local count, exp = 0, 0
   local raw = call('GET', key)
   if raw then
@@ -147,14 +148,36 @@ local function fixed_window(now, key, limit, rate, window, cost)
     count = count + cost
     local reset = 0
     if count > 0 then
-      reset = start + window - now
+      reset = stop - now
       return 1, limit - count, reset, 0, start, count, 0, reset, exp
     end
     return 1, limit - count, reset, 0
   end
   local reset = 0
-  if count > 0 then reset = start + window - now end
-  return 0, 0, reset, max(start + window - now, 1)
+  if count > 0 then reset = stop - now end
+  return 0, 0, reset, max(stop - now, 1)
+end
+
+local function fixed_window(now, key, limit, rate, window, cost)
+  local start = floor_to(now, window)
+  return fixed_span(now, key, limit, cost, start, start + window)
+end
+
+-- quota: the proxy sends the calendar periods around its own clock, "b0 b1 b2 b3" (µs: the
+-- periods [b0, b1), [b1, b2), [b2, b3)), and Redis's clock picks the one holding now (a proxy
+-- clock off by less than a period counts in Redis's period all the same). Algorithm.cpp
+-- computes the same period from its own clock (src/calendar/period.cpp).
+local function period_of(now, bounds)
+  local b0, b1, b2, b3 = match(bounds, '^(%d+) (%d+) (%d+) (%d+)$')
+  b0, b1, b2, b3 = num(b0), num(b1), num(b2), num(b3)
+  if now < b1 then return b0, b1 end
+  if now >= b2 then return b2, b3 end
+  return b1, b2
+end
+
+local function quota(now, key, limit, rate, bounds, cost)
+  local start, stop = period_of(now, bounds)
+  return fixed_span(now, key, limit, cost, start, stop)
 end
 
 local function concurrency(now, key, limit) -- leases expire by themselves
@@ -164,7 +187,8 @@ local function concurrency(now, key, limit) -- leases expire by themselves
   return 0, 0, 0, US
 end
 
-local evaluate = { [0] = token_bucket, gcra, sliding_window, sliding_log, fixed_window, concurrency }
+local evaluate = { [0] = token_bucket, gcra, sliding_window, sliding_log, fixed_window, concurrency,
+                   quota }
 
 local function commit(now, algo, key, lease, cost, window, a, b, c, ttl, exp)
   if algo == 3 then
@@ -187,8 +211,9 @@ end
 -- it takes (a lease takes as many free units as up_to, provided cost are) and the
 -- evaluator's answer.
 local function decide_item(now, keys, k, args, a)
-  local algo, cap, rate, window, cost =
-    num(args[a]), num(args[a + 1]), num(args[a + 2]), num(args[a + 3]), num(args[a + 4])
+  local algo, cap, rate, window, cost = -- a quota's window: its periods, as text
+    num(args[a]), num(args[a + 1]), num(args[a + 2]), num(args[a + 3]) or args[a + 3],
+    num(args[a + 4])
   local enforce, holder = args[a + 5], args[a + 6]
   local key, hk, held, up_to, own, untl = keys[k], false, 0, 0, false, 0
   k, a = k + 1, a + 7

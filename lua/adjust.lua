@@ -8,8 +8,8 @@
 local function adjust(keys, args)
   local now = clock(args[1])
   local key = keys[1]
-  local algo, cap, rate, window, delta =
-    num(args[2]), num(args[3]), num(args[4]), num(args[5]), num(args[6])
+  local algo, cap, rate, window, delta = -- a quota's window: its periods (acquire.lua)
+    num(args[2]), num(args[3]), num(args[4]), num(args[5]) or args[5], num(args[6])
   local holder = args[7] or ''
   local held = 0 -- what leases hold on a token_bucket or gcra key: never refilled
   if holder ~= '' and algo <= 1 then
@@ -41,8 +41,14 @@ local function adjust(keys, args)
     if raw then debt = max(0, x - max(0, now - y) * rate / US) end
     debt = min(2 * cap, max(held, debt + delta))
     write_state(now, key, debt, now, 0, time_to(debt, rate), exp)
-  elseif algo == 2 or algo == 4 then
-    local start = floor_to(now, window)
+  elseif algo == 2 or algo == 4 or algo == 6 then
+    local start, stop
+    if algo == 6 then
+      start, stop = period_of(now, window)
+    else
+      start = floor_to(now, window)
+      stop = start + window
+    end
     local s, c, p = start, 0, 0
     if raw then
       if algo == 2 then
@@ -57,7 +63,7 @@ local function adjust(keys, args)
     if algo == 2 then
       if c > 0 then ttl = s + 2 * window - now elseif p > 0 then ttl = s + window - now end
     elseif c > 0 then
-      ttl = start + window - now
+      ttl = stop - now
     end
     write_state(now, key, s, c, p, ttl, exp)
   end

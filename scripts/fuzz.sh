@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 targets=(fuzz_request fuzz_config fuzz_jwt fuzz_redis_reply fuzz_cluster_reply fuzz_log_line fuzz_h2_frames
-  fuzz_h2_upstream)
+  fuzz_h2_upstream fuzz_tzif)
 
 scripts/install-deps.sh >/dev/null
 # Optimised but with line tables for the reports, and with assertions kept (no -DNDEBUG):
@@ -29,6 +29,11 @@ run_target() {
   rm -rf "$corpus"
   mkdir -p "$corpus"
   cp fuzz/corpus/"$t"/* "$corpus"/
+  if [ "$t" = fuzz_tzif ]; then  # real zones as seeds too: tzdata's files, not copied here
+    for z in Europe/Berlin America/Santiago Australia/Lord_Howe Asia/Kolkata UTC; do
+      if [ -f /usr/share/zoneinfo/$z ]; then cp /usr/share/zoneinfo/$z "$corpus/${z//\//_}"; fi
+    done
+  fi
   local dict=()
   if [ -f fuzz/"$t".dict ]; then dict=(-dict=fuzz/"$t".dict); fi
   local status=0

@@ -13,7 +13,7 @@ packages=(
   libhiredis-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libssl-dev zlib1g-dev libnghttp2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev llvm
-  redis-server curl ca-certificates
+  redis-server curl ca-certificates tzdata
   nghttp2-client nghttp2-server python3-h2 python3-grpcio python3-grpc-tools
   chromium fonts-dejavu-core
   prometheus

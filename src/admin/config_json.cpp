@@ -45,6 +45,11 @@ json::object limit_json(const config::Limit& l, const config::StoreSettings& sto
   o["refill_rate"] = l.params.refill_rate.text;
   o["limit"] = l.params.limit;
   o["window"] = config::format_duration(l.params.window);
+  if (l.period) {
+    o["period"] = calendar::to_string(l.period->unit);
+    o["anchor_day"] = l.period->anchor;
+    o["timezone"] = l.period->zone ? l.period->zone->name() : "UTC";
+  }
   json::array key;
   for (const auto& k : l.key) key.push_back(json::value(k.text));
   o["key"] = std::move(key);

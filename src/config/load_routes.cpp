@@ -76,8 +76,8 @@ void read_params(const Section& s, Algorithm a, LimitParams& p, bool partial) {
     forbid("window");
   } else {
     if (need("limit")) s.integer("limit", p.limit, 1, std::int64_t(1) << 50);
-    if (a == Algorithm::concurrency) {
-      forbid("window");
+    if (a == Algorithm::concurrency || a == Algorithm::quota) {
+      forbid("window");  // a quota's window is its calendar period
     } else if (need("window")) {
       s.duration("window", p.window);
     }
@@ -139,9 +139,11 @@ void check_cost_fits(const Section& s, Limit& l) {
 // `lease: {size, ttl}`. The default size depends on store.instances: cross_check fills it in.
 void read_lease(const Section& s, Limit& l) {
   auto& r = s.reader();
-  if (l.algorithm == Algorithm::sliding_log || l.algorithm == Algorithm::concurrency) {
+  if (l.algorithm == Algorithm::sliding_log || l.algorithm == Algorithm::concurrency ||
+      l.algorithm == Algorithm::quota) {
     // A log keeps each admission's time and a concurrency unit is held, not spent: neither
-    // can be handed out in advance.
+    // can be handed out in advance. A quota's units are few and its period long: a store
+    // far away costs little there, and leases would be kept across a period's end.
     r.error(s["lease"], s.at("lease"),
             std::string("applies to token_bucket, gcra, fixed_window and sliding_window, not ") +
                 to_string(l.algorithm));
@@ -191,7 +193,7 @@ void read_rollout(Section& s, Limit& l) {
 // The algorithms that can charge after the fact (settle, count): those a refund can reach.
 bool settles(Algorithm a) {
   return a == Algorithm::token_bucket || a == Algorithm::gcra || a == Algorithm::sliding_window ||
-         a == Algorithm::fixed_window;
+         a == Algorithm::fixed_window || a == Algorithm::quota;
 }
 
 // One entry of count.status: a status (401), a class (4xx) or a range (400-403), each
@@ -224,10 +226,11 @@ void read_count(Section& s, Limit& l) {
   Section c(r, s["count"], s.at("count"));
   if (!r.map(c.node(), c.path(), {"status"}) || !c.require("status")) return;
   if (!settles(l.algorithm)) {
-    r.error(s["count"], s.at("count"),
-            std::string("count applies to token_bucket, gcra, sliding_window and fixed_window, "
-                        "not ") +
-                to_string(l.algorithm));
+    r.error(
+        s["count"], s.at("count"),
+        std::string("count applies to token_bucket, gcra, sliding_window, fixed_window and quota, "
+                    "not ") +
+            to_string(l.algorithm));
     return;
   }
   StatusSet set;
@@ -253,10 +256,10 @@ void read_count(Section& s, Limit& l) {
 
 std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string& path) {
   Section s(r, n, path);
-  if (!r.map(
-          n, path,
-          {"name", "algorithm", "capacity", "refill_rate", "limit", "window", "key",
-           "on_missing_key", "overrides", "cost", "settle", "count", "mode", "rollout", "lease"}))
+  if (!r.map(n, path,
+             {"name", "algorithm", "capacity", "refill_rate", "limit", "window", "key",
+              "on_missing_key", "overrides", "cost", "settle", "count", "mode", "rollout", "lease",
+              "period", "timezone", "anchor_day"}))
     return std::nullopt;
   Limit l;
   if (s.require("name")) {
@@ -272,10 +275,12 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
                                    {"sliding_window", Algorithm::sliding_window},
                                    {"sliding_log", Algorithm::sliding_log},
                                    {"fixed_window", Algorithm::fixed_window},
-                                   {"concurrency", Algorithm::concurrency}});
+                                   {"concurrency", Algorithm::concurrency},
+                                   {"quota", Algorithm::quota}});
   if (!algo) return std::nullopt;
   l.algorithm = *algo;
   read_params(s, l.algorithm, l.params, false);
+  l.period = read_period(s, l.algorithm);
   if (s.require("key")) {
     auto parts = r.sequence(s["key"], s.at("key"));
     for (const auto& p : parts)
@@ -321,7 +326,8 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
     if (!settles(l.algorithm)) {
       r.error(s["settle"], s.at("settle"),
               std::string(
-                  "settle applies to token_bucket, gcra, sliding_window and fixed_window, not ") +
+                  "settle applies to token_bucket, gcra, sliding_window, fixed_window and quota, "
+                  "not ") +
                   to_string(l.algorithm));
     } else if (settle && settle->rfind("response_header:", 0) == 0 && settle->size() > 16) {
       l.settle_header = settle->substr(16);

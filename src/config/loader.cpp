@@ -237,6 +237,8 @@ const char* to_string(Algorithm a) {
       return "fixed_window";
     case Algorithm::concurrency:
       return "concurrency";
+    case Algorithm::quota:
+      return "quota";
   }
   return "?";
 }

@@ -32,6 +32,10 @@ void read_lists(const Section& s, Lists& out);
 // (load_refusal.cpp). Null when it has an error.
 std::shared_ptr<const RefusalPage> read_refusal(const Section& s);
 
+// A quota's `period`, `timezone` and `anchor_day` (load_period.cpp), the zone read from
+// tzdata; for any other algorithm an error for each of them that is set. Null then, or on error.
+std::shared_ptr<const calendar::Period> read_period(const Section& s, Algorithm a);
+
 // Expands and checks log.replay_fields / log.replay_hashed once the routes are known.
 void resolve_replay_fields(YamlReader& r, const YAML::Node& root, Config& c);
 

@@ -18,6 +18,9 @@ std::string describe(const Limit& l, const StoreSettings& store) {
     case Algorithm::concurrency:
       o << l.params.limit << " in flight";
       break;
+    case Algorithm::quota:
+      o << l.params.limit << " per " << (l.period ? l.period->describe() : std::string("period"));
+      break;
     default:
       o << l.params.limit << " per " << format_duration(l.params.window);
   }

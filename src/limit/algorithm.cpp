@@ -179,12 +179,19 @@ Evaluation sliding_log(const Params& p, const State& s, Micros now, std::int64_t
   return e;
 }
 
-// ---- fixed window -----------------------------------------------------------------------
+// ---- fixed window, and quota (a fixed window whose bounds are a calendar period's) -------
+
+// The state of the window holding `now` (a count from an earlier window is forgotten).
+WindowState current_window(const calendar::Span& span, const State& s) {
+  const Micros start = span.start;
+  const auto* w = std::get_if<WindowState>(&s);
+  return (w && w->start == start) ? *w : WindowState{start, 0, 0};
+}
 
 Evaluation fixed_window(const Params& p, const State& s, Micros now, std::int64_t cost) {
-  Micros start = floor_to(now, p.window);
-  const auto* w = std::get_if<WindowState>(&s);
-  WindowState cur = (w && w->start == start) ? *w : WindowState{start, 0, 0};
+  const auto span = p.span_at(now);
+  const Micros end = span.end;
+  WindowState cur = current_window(span, s);
   Evaluation e;
   e.decision.limit = p.capacity;
   if (cur.current + cost <= p.capacity) {
@@ -192,9 +199,9 @@ Evaluation fixed_window(const Params& p, const State& s, Micros now, std::int64_
     e.decision.admitted = true;
     e.decision.remaining = p.capacity - cur.current;
   } else {
-    e.decision.retry_after = std::max<Micros>(start + p.window - now, 1);
+    e.decision.retry_after = std::max<Micros>(end - now, 1);
   }
-  e.decision.reset_after = cur.current > 0 ? start + p.window - now : 0;
+  e.decision.reset_after = cur.current > 0 ? end - now : 0;
   e.next = cur;
   return e;
 }
@@ -226,7 +233,14 @@ Params Params::from(const config::Limit& l, const config::LimitParams& p) {
   out.capacity = bucket ? p.capacity : p.limit;
   out.per_second = p.refill_rate.per_second;
   out.window = std::chrono::duration_cast<std::chrono::microseconds>(p.window).count();
+  out.period = l.period;
   return out;
+}
+
+calendar::Span Params::span_at(Micros now) const {
+  if (period) return period->at(now);
+  const Micros start = floor_to(now, window);
+  return {start, start + window};
 }
 
 Evaluation evaluate(const Params& p, const State& s, Micros now, std::int64_t cost,
@@ -241,6 +255,7 @@ Evaluation evaluate(const Params& p, const State& s, Micros now, std::int64_t co
     case Algorithm::sliding_log:
       return sliding_log(p, s, now, cost);
     case Algorithm::fixed_window:
+    case Algorithm::quota:
       return fixed_window(p, s, now, cost);
     case Algorithm::concurrency:
       return concurrency(p, s, now);
@@ -277,13 +292,11 @@ State adjust(const Params& p, const State& s, Micros now, std::int64_t delta, st
                        now};
     }
     case Algorithm::sliding_window:
-    case Algorithm::fixed_window: {
+    case Algorithm::fixed_window:
+    case Algorithm::quota: {
       WindowState w = p.algorithm == Algorithm::sliding_window
                           ? roll(s, floor_to(now, p.window), p.window)
-                          : (std::get_if<WindowState>(&s) &&
-                                     std::get<WindowState>(s).start == floor_to(now, p.window)
-                                 ? std::get<WindowState>(s)
-                                 : WindowState{floor_to(now, p.window), 0, 0});
+                          : current_window(p.span_at(now), s);
       w.current = std::clamp<std::int64_t>(w.current + delta, 0, 2 * p.capacity);
       return w;
     }
@@ -333,9 +346,10 @@ Micros time_to_neutral(const Params& p, const State& s, Micros now) {
              : w.previous > 0 ? w.start + p.window - now
                               : 0;
     }
-    case Algorithm::fixed_window: {
+    case Algorithm::fixed_window:
+    case Algorithm::quota: {
       const auto* w = std::get_if<WindowState>(&s);
-      return w && w->current > 0 ? std::max<Micros>(0, w->start + p.window - now) : 0;
+      return w && w->current > 0 ? std::max<Micros>(0, p.span_at(w->start).end - now) : 0;
     }
     case Algorithm::sliding_log: {
       const auto* l = std::get_if<LogState>(&s);

@@ -203,6 +203,11 @@ void rate_headers(const config::Limit& limit, const Params& params, const Decisi
       break;
     case config::Algorithm::concurrency:
       break;
+    case config::Algorithm::quota: {  // this period's length (a DST day is 23 or 25 hours)
+      const auto span = params.span_at(now);
+      text << ";w=" << std::max<std::int64_t>(1, ceil_seconds(span.end - span.start));
+      break;
+    }
     default:
       text << ";w=" << std::max<std::int64_t>(1, ceil_seconds(params.window));
   }

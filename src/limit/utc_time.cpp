@@ -3,21 +3,9 @@
 #include <cstdio>
 #include <ctime>
 
+#include "floodgate/calendar/civil.hpp"
+
 namespace floodgate::limit {
-
-namespace {
-
-// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
-}  // namespace
 
 bool fixed_digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
   if (pos + n > s.size()) return false;
@@ -31,8 +19,8 @@ bool fixed_digits(std::string_view s, std::size_t pos, std::size_t n, int& out) 
 }
 
 Micros micros_of(int year, int month, int day, int hour, int minute, int second) {
-  return (days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 +
-          hour * 3600 + minute * 60 + second) *
+  return (calendar::days_from_civil(year, month, day) * calendar::kSecondsPerDay + hour * 3600 +
+          minute * 60 + second) *
          kMicrosPerSecond;
 }
 

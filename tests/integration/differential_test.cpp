@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "floodgate/limit/utc_time.hpp"
 #include "floodgate/store/memory_store.hpp"
 #include "floodgate/store/redis_store.hpp"
 #include "redis_server.hpp"
@@ -146,6 +147,59 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"sliding_log", params(Algorithm::sliding_log, 12, 0, 10 * kMicrosPerSecond)},
         Case{"fixed_window", params(Algorithm::fixed_window, 15, 0, 5 * kMicrosPerSecond)}),
     [](const auto& info) { return std::string(info.param.name); });
+
+std::shared_ptr<const calendar::Period> period(calendar::PeriodUnit unit, int anchor,
+                                               const char* zone) {
+  auto z = calendar::TimeZone::load(zone, calendar::TimeZone::default_dir());
+  EXPECT_TRUE(std::holds_alternative<calendar::TimeZone>(z)) << zone;
+  calendar::Period p{unit, anchor, nullptr};
+  if (auto* tz = std::get_if<calendar::TimeZone>(&z))
+    p.zone = std::make_shared<const calendar::TimeZone>(std::move(*tz));
+  return std::make_shared<const calendar::Period>(std::move(p));
+}
+
+limit::Params quota(std::int64_t limit, std::shared_ptr<const calendar::Period> period) {
+  auto p = params(Algorithm::quota, limit, 0, 0);
+  p.period = std::move(period);
+  return p;
+}
+
+// Quotas: the script is sent the periods around the proxy's clock and finds Redis's in them
+// (the same clock here), so both stores must agree across Berlin's spring-forward day and
+// March's end, with settlements mixed in.
+TEST(DifferentialQuota, CalendarPeriodsGiveTheSameDecisions) {
+  RedisServer redis;
+  limit::FakeClock clock(limit::micros_of(2026, 3, 26, 12, 0, 0) + 123'456);
+  store::MemoryState memory(clock, 100'000);
+  Driver driver(redis, clock);
+  ASSERT_TRUE(driver.wait_connected());
+  std::mt19937_64 rng(11);
+  const limit::Params quotas[] = {
+      quota(8, period(calendar::PeriodUnit::day, 1, "Europe/Berlin")),
+      quota(40, period(calendar::PeriodUnit::month, 1, "Europe/Berlin")),
+      quota(30, period(calendar::PeriodUnit::week, 7, "America/Santiago"))};
+  int admitted = 0, refused = 0;
+  for (int i = 0; i < 400; ++i) {
+    clock.advance(static_cast<Micros>(rng() % (2 * 3600)) * kMicrosPerSecond);  // 12 days
+    const auto& p = quotas[i % 3];
+    std::string key = "diff:quota:" + std::to_string(i % 3) + ":" + std::to_string(rng() % 2);
+    std::vector<store::Item> items{{key, p, static_cast<std::int64_t>(rng() % 4), true, ""}};
+    auto m = memory.acquire(items);
+    auto r = driver.acquire(items);
+    ASSERT_TRUE(std::holds_alternative<store::Outcome>(r)) << "step " << i;
+    expect_same(m, std::get<store::Outcome>(r), "quota step " + std::to_string(i));
+    (m.admitted ? admitted : refused)++;
+    if (m.admitted && rng() % 3 == 0) {  // a settlement: the true cost differed
+      const auto delta = static_cast<std::int64_t>(rng() % 5) - 2;
+      memory.adjust(items[0], delta);
+      driver.store().adjust(items[0], delta);
+      driver.run_for(std::chrono::milliseconds(20));
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(admitted, 50);
+  EXPECT_GT(refused, 50);
+}
 
 TEST(DifferentialSettle, AdjustGivesTheSameStateInBothStores) {
   RedisServer redis;

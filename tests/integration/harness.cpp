@@ -188,7 +188,8 @@ bool LogCapture::wait_for(std::size_t n, std::chrono::milliseconds timeout) cons
 }
 
 Proxy::Proxy(const std::string& yaml, const limit::Clock* clock,
-             std::shared_ptr<spdlog::logger> access_log, std::shared_ptr<spdlog::logger> log)
+             std::shared_ptr<spdlog::logger> access_log, std::shared_ptr<spdlog::logger> log,
+             bool clock_drives_redis)
     : access_log_(std::move(access_log)) {
   if (!clock) clock = &system_clock_;
   source_ = std::make_unique<config::ConfigSource>(load_or_fail(yaml));
@@ -201,9 +202,10 @@ Proxy::Proxy(const std::string& yaml, const limit::Clock* clock,
   }
   server_ = std::make_unique<http::Server>(
       *source_, log,
-      http::ServerDeps{
-          *clock, app::configured_store_factory(*source_->get(), *memory_, leases_, *clock, log),
-          app::memory_store_factory(*memory_), metrics_, access_log_.get()});
+      http::ServerDeps{*clock,
+                       app::configured_store_factory(*source_->get(), *memory_, leases_, *clock,
+                                                     log, clock_drives_redis ? clock : nullptr),
+                       app::memory_store_factory(*memory_), metrics_, access_log_.get()});
   server_->start();
   metrics_.store_health = [this] { return server_->store_health(); };
   metrics_.upstream_servers = [this] { return server_->upstream_servers(); };

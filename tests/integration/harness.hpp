@@ -90,9 +90,11 @@ class LogCapture {
 // goes to `access_log`, or is dropped; the server's own log to `log`, or errors to stderr.
 class Proxy {
  public:
+  // `clock_drives_redis`: a Redis store decides by `clock` too (the time is sent to its
+  // scripts, as in the differential tests) instead of by Redis's TIME.
   explicit Proxy(const std::string& yaml, const limit::Clock* clock = nullptr,
                  std::shared_ptr<spdlog::logger> access_log = nullptr,
-                 std::shared_ptr<spdlog::logger> log = nullptr);
+                 std::shared_ptr<spdlog::logger> log = nullptr, bool clock_drives_redis = false);
   ~Proxy();
   // What SIGTERM does (Server::drain); returns once every worker has stopped.
   void drain(std::chrono::milliseconds grace);

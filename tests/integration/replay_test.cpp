@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "floodgate/limit/utc_time.hpp"
 #include "replay_support.hpp"
 
 namespace floodgate::testing {
@@ -290,6 +291,35 @@ TEST(ReplayKnownAnswer, CountingLimitsChargeOnlyTheLoggedStatusesTheyCount) {
   ASSERT_EQ(decisions.size(), lines.size());
   for (std::size_t i = 0; i < lines.size(); ++i)
     EXPECT_EQ(decisions[i].verdict(), lines[i].verdict) << i;
+}
+
+// A daily quota in Tokyo: the replay's clock, set to each logged request's time, crosses
+// local midnight (15:00 UTC) as the proxy's did, and the quota starts again there.
+TEST(ReplayKnownAnswer, ADailyQuotaStartsAgainAtLocalMidnight) {
+  rs::ScratchDir dir;
+  const auto config = dir.write(
+      "c.yaml", std::string(kServer) + "routes:\n" +
+                    route("api", "/",
+                          "{ name: daily, algorithm: quota, period: day, timezone: Asia/Tokyo, "
+                          "limit: 2, key: [ip] }"));
+  const std::pair<int, const char*> lines[] = {// minute of 2026-12-03 14:00 UTC, verdict
+                                               {0, "admitted"}, {10, "admitted"}, {20, "refused"},
+                                               {59, "refused"}, {61, "admitted"}, {62, "admitted"},
+                                               {63, "refused"}};
+  std::string log;
+  for (const auto& [minute, verdict] : lines) {
+    auto line = rs::access_line(0, "/x", rs::ip_field("192.0.2.9"));  // rs::ts: 2026-11-30 05:00
+    const auto ts = line.find("2026-11-30T05:00:00.000000Z");
+    line.replace(ts, 27, limit::format_utc(limit::micros_of(2026, 12, 3, 14, minute, 0)));
+    log += line + "\n";
+  }
+  auto r = rs::replay(
+      {"--config", config, "--json", "--decisions", dir / "d.tsv", dir.write("a.log", log)}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto decisions = rs::read_decisions(dir / "d.tsv");
+  ASSERT_EQ(decisions.size(), std::size(lines));
+  for (std::size_t i = 0; i < std::size(lines); ++i)
+    EXPECT_EQ(decisions[i].verdict(), lines[i].second) << i;
 }
 
 // `rollout: P%`: the report says what enforcing the limit for 1% ... 100% of its keys would

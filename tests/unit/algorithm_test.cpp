@@ -68,6 +68,15 @@ Params sliding_log(std::int64_t limit, Micros window) {
 Params fixed_window(std::int64_t limit, Micros window) {
   return windowed(Algorithm::fixed_window, limit, window);
 }
+// A daily quota in UTC: a fixed window of a calendar day.
+Params quota_day(std::int64_t limit) {
+  Params p;
+  p.algorithm = Algorithm::quota;
+  p.capacity = limit;
+  p.period = std::make_shared<const floodgate::calendar::Period>(
+      floodgate::calendar::Period{floodgate::calendar::PeriodUnit::day, 1, nullptr});
+  return p;
+}
 Params concurrency(std::int64_t limit) {
   Params p;
   p.algorithm = Algorithm::concurrency;
@@ -470,7 +479,8 @@ std::vector<Named> every_algorithm() {
           {"sliding_window", sliding_window(10, 5 * kSec)},
           {"sliding_log", sliding_log(10, 5 * kSec)},
           {"fixed_window", fixed_window(10, 5 * kSec)},
-          {"concurrency", concurrency(10)}};
+          {"concurrency", concurrency(10)},
+          {"quota", quota_day(10)}};
 }
 
 void PrintTo(const Named& n, std::ostream* os) {

@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "floodgate/calendar/period.hpp"
 #include "floodgate/config/address.hpp"
 #include "floodgate/config/cidr_set.hpp"
 #include "floodgate/config/units.hpp"
@@ -216,7 +217,16 @@ struct JwtSettings {
   Duration leeway = 30s;
 };
 
-enum class Algorithm { token_bucket, gcra, sliding_window, sliding_log, fixed_window, concurrency };
+// quota: a fixed window whose bounds are a calendar period (Limit::period).
+enum class Algorithm {
+  token_bucket,
+  gcra,
+  sliding_window,
+  sliding_log,
+  fixed_window,
+  concurrency,
+  quota
+};
 
 // The parameters a limit (or one of its tiers) sets. Which are meaningful depends on the
 // algorithm: buckets use capacity + refill_rate, windows limit + window, concurrency limit.
@@ -295,6 +305,9 @@ struct Limit {
   // Charged only when the response's status is one of these (checked before forwarding like
   // any limit; what a request took is given back after a response that does not match).
   std::optional<StatusSet> count;
+  // quota: the calendar period (`period`, `timezone`, `anchor_day`); shared with every
+  // decision's limit::Params, which may outlive this snapshot.
+  std::shared_ptr<const calendar::Period> period;
   LimitMode mode = LimitMode::enforce;
   // `rollout: 10%`: enforced for the keys whose rollout bucket (limit::rollout_bucket, 0-9999
   // from the key's hash) is below this, shadowed for the rest. 10000: every key.

@@ -7,6 +7,7 @@
 // neutral (a key never seen, or idle long enough to have forgotten).
 
 #include <cstdint>
+#include <memory>
 #include <variant>
 #include <vector>
 
@@ -19,12 +20,15 @@ constexpr Micros kMicrosPerSecond = 1'000'000;
 
 struct Params {
   config::Algorithm algorithm = config::Algorithm::token_bucket;
-  std::int64_t capacity = 0;  // buckets: burst; windows and concurrency: limit
-  double per_second = 0;      // buckets: refill rate
-  Micros window = 0;          // windows
+  std::int64_t capacity = 0;                       // buckets: burst; windows and concurrency: limit
+  double per_second = 0;                           // buckets: refill rate
+  Micros window = 0;                               // windows
+  std::shared_ptr<const calendar::Period> period;  // quota: its calendar (config::Limit's)
 
   static Params from(const config::Limit& l, const config::LimitParams& p);
   std::int64_t quota() const { return capacity; }  // what X-RateLimit-Limit shows
+  // fixed_window and quota: the window holding `now` (a quota's is its calendar period).
+  calendar::Span span_at(Micros now) const;
 };
 
 struct BucketState {
@@ -38,7 +42,7 @@ struct GcraState {
   double debt = 0;
   Micros updated = 0;
 };
-struct WindowState {  // fixed_window uses start and current only
+struct WindowState {  // fixed_window and quota use start and current only
   Micros start = 0;
   std::int64_t current = 0;
   std::int64_t previous = 0;

@@ -118,7 +118,7 @@ std::vector<std::string> acquire_args(const std::vector<const std::vector<Item>*
       a.push_back(std::to_string(static_cast<int>(i.params.algorithm)));
       a.push_back(std::to_string(i.params.capacity));
       a.push_back(number(i.params.per_second));
-      a.push_back(std::to_string(i.params.window));
+      a.push_back(window_arg(i.params, now));
       a.push_back(std::to_string(i.cost));
       a.emplace_back(i.enforce ? "1" : "0");
       a.push_back(i.leased.holder);
@@ -150,7 +150,7 @@ std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const
   a.push_back(std::to_string(static_cast<int>(item.params.algorithm)));
   a.push_back(std::to_string(item.params.capacity));
   a.push_back(number(item.params.per_second));
-  a.push_back(std::to_string(item.params.window));
+  a.push_back(window_arg(item.params, now));
   a.push_back(std::to_string(delta));
   if (leased) {
     a.push_back(item.leased.holder);
@@ -158,6 +158,20 @@ std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const
     a.emplace_back(item.leased.returning ? "1" : "0");
   }
   return a;
+}
+
+std::string window_arg(const limit::Params& p, const std::string& now) {
+  if (!p.period) return std::to_string(p.window);
+  limit::Micros t = 0;
+  if (now.empty() || std::from_chars(now.data(), now.data() + now.size(), t).ec != std::errc())
+    t = limit::SystemClock().now();
+  const auto span = p.period->at(t);
+  std::string out = std::to_string(p.period->at(span.start - 1).start);
+  for (auto bound : {span.start, span.end, p.period->at(span.end).end}) {
+    out += ' ';
+    out += std::to_string(bound);
+  }
+  return out;
 }
 
 std::string now_arg(const limit::Clock* test_clock) {

@@ -72,6 +72,9 @@ std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const
 
 // The scripts' time argument: "" (they read Redis's TIME) unless a test clock is given.
 std::string now_arg(const limit::Clock* test_clock);
+// The window argument of an item: its window in µs, or for a quota the calendar periods
+// around `now` (now_arg's text; "" the system clock) as lua/acquire.lua's period_of reads them.
+std::string window_arg(const limit::Params& p, const std::string& now);
 
 // The member lua/acquire.lua adds to a sliding_log item's sorted set, "<lease>:<now>:<cost>"
 // with both numbers as plain integers; a cross-slot refund removes exactly this member.
