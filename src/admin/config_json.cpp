@@ -208,6 +208,8 @@ std::string redacted_config_json(const config::Config& c) {
     for (const auto& l : r.limits) limits.push_back(limit_json(l, c.store));
     json::array methods;
     for (const auto& m : r.match.methods) methods.push_back(json::value(m));
+    json::array templates;
+    for (const auto& t : r.path_templates) templates.push_back(json::value(t.text));
     routes.push_back(json::object{{"name", r.name},
                                   {"match", json::object{{"path_prefix", r.match.path_prefix},
                                                          {"path", r.match.path},
@@ -218,6 +220,7 @@ std::string redacted_config_json(const config::Config& c) {
                                   {"allow_encoded_slashes", r.allow_encoded_slashes},
                                   {"lists", lists_json(r.lists)},
                                   {"refusal", refusal_json(r.refusal.get())},
+                                  {"path_template", std::move(templates)},
                                   {"limits", std::move(limits)}});
   }
   root["lists"] = lists_json(c.lists);

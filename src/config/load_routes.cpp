@@ -18,7 +18,9 @@ std::optional<KeyPart> parse_key_part(std::string_view text) {
   static const std::pair<std::string_view, KeyPart::Kind> named[] = {
       {"header", KeyPart::Kind::header},
       {"query", KeyPart::Kind::query},
-      {"jwt", KeyPart::Kind::jwt}};
+      {"jwt", KeyPart::Kind::jwt},
+      {"cookie", KeyPart::Kind::cookie},
+      {"tls", KeyPart::Kind::tls}};
   for (auto [word, kind] : plain)
     if (text == word) return KeyPart{kind, "", std::string(text)};
   auto colon = text.find(':');
@@ -28,6 +30,7 @@ std::optional<KeyPart> parse_key_part(std::string_view text) {
     if (prefix != word) continue;
     KeyPart k{kind, std::string(text.substr(colon + 1)), std::string(text)};
     if (k.name.empty()) return std::nullopt;
+    if (kind == KeyPart::Kind::tls && k.name != "ja4" && k.name != "ja3") return std::nullopt;
     if (kind == KeyPart::Kind::header)
       for (auto& ch : k.name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     return k;
@@ -37,7 +40,8 @@ std::optional<KeyPart> parse_key_part(std::string_view text) {
 
 std::string unknown_key_part(std::string_view text) {
   return "unknown key part \"" + std::string(text) +
-         "\" (expected ip, route, method, host, path, header:NAME, query:NAME or jwt:CLAIM)" +
+         "\" (expected ip, route, method, host, path, header:NAME, query:NAME, jwt:CLAIM, "
+         "cookie:NAME, tls:ja4 or tls:ja3)" +
          YamlReader::hint(text, {"ip", "route", "method", "host", "path"});
 }
 
@@ -357,7 +361,7 @@ std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string
   Section s(r, n, path);
   if (!r.map(n, path,
              {"name", "match", "upstream", "on_store_error", "allow_encoded_slashes", "lists",
-              "limits", "refusal"}))
+              "limits", "refusal", "path_template"}))
     return std::nullopt;
   Route rt;
   if (s.require("name")) {
@@ -373,6 +377,7 @@ std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string
   s.boolean("allow_encoded_slashes", rt.allow_encoded_slashes);
   if (s.has("lists")) read_lists(Section(r, s["lists"], s.at("lists")), rt.lists);
   if (s.has("refusal")) rt.refusal = read_refusal(Section(r, s["refusal"], s.at("refusal")));
+  if (s.has("path_template")) read_path_templates(s, rt.path_templates);
   if (s.require("match")) {
     Section m(r, s["match"], s.at("match"));
     if (r.map(m.node(), m.path(), {"path_prefix", "path", "methods", "host"})) {

@@ -100,6 +100,14 @@ void cross_check(YamlReader& r, const YAML::Node& root, Config& c) {
       if (needs_jwt && !c.jwt)
         r.error(node["limits"][j], path + ".limits[" + std::to_string(j) + "]",
                 "uses a jwt: claim but there is no \"jwt\" section to verify tokens");
+      const bool any_tls = std::any_of(c.server.listen.begin(), c.server.listen.end(),
+                                       [](const Listener& x) { return x.tls.has_value(); });
+      for (const auto& k : l.key)
+        if (k.kind == KeyPart::Kind::tls && !any_tls) {
+          r.warn(node["limits"][j]["key"], path + ".limits[" + std::to_string(j) + "].key",
+                 k.text + " is missing on every request: no listener terminates TLS");
+          break;
+        }
     }
   }
   if (!c.admin.tokens.empty() && !c.admin.listen)
@@ -137,6 +145,9 @@ void read_root(YamlReader& r, const YAML::Node& root, Config& c) {
         if (!rt.refusal) rt.refusal = page;
   cross_check(r, root, c);
   resolve_replay_fields(r, root, c);
+  // limit_inputs: the limits' and the lists' inputs; the log's may add more.
+  for (const auto& fields : {limit_inputs(c), c.log.replay_fields})
+    for (const auto& f : fields) c.tls_fingerprints |= f.kind == ReplayField::Kind::tls;
   bool limits = std::any_of(c.routes.begin(), c.routes.end(),
                             [](const Route& rt) { return !rt.limits.empty(); });
   // (Not when the value failed, an unset variable say: that has its own error.)

@@ -19,6 +19,10 @@ std::string ReplayField::text() const {
       return "query:" + name;
     case Kind::jwt:
       return "jwt:" + name;
+    case Kind::cookie:
+      return "cookie:" + name;
+    case Kind::tls:
+      return "tls:" + name;
   }
   return "?";
 }
@@ -37,6 +41,10 @@ std::optional<ReplayField> replay_field_of(const KeyPart& k) {
       return ReplayField{ReplayField::Kind::query, k.name, false};
     case KeyPart::Kind::jwt:
       return ReplayField{ReplayField::Kind::jwt, k.name, false};
+    case KeyPart::Kind::cookie:
+      return ReplayField{ReplayField::Kind::cookie, k.name, false};
+    case KeyPart::Kind::tls:
+      return ReplayField{ReplayField::Kind::tls, k.name, false};
     default:  // route, method, path: in every access log line already
       return std::nullopt;
   }

@@ -164,6 +164,11 @@ std::string summarize(const Config& c) {
     o << " -> " << r.upstream << ", on_store_error " << to_string(r.on_store_error)
       << (r.allow_encoded_slashes ? ", allow_encoded_slashes" : "") << "\n";
     if (!r.lists.empty()) o << "      lists: " << describe(r.lists) << "\n";
+    if (!r.path_templates.empty()) {
+      o << "      path keyed by template:";
+      for (const auto& t : r.path_templates) o << " " << t.text;
+      o << "\n";
+    }
     if (r.refusal)
       o << "      refusal: " << r.refusal->status << " " << r.refusal->content_type << ", "
         << r.refusal->body_bytes << " bytes of text\n";

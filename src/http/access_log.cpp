@@ -78,6 +78,14 @@ void append_replay_fields(std::string& out, Exchange& x, const RequestLine& line
       case config::ReplayField::Kind::jwt:
         value = claims_of(x).claim(f.name);
         break;
+      case config::ReplayField::Kind::cookie:
+        if (auto v = headers.cookie(f.name)) value = std::string(*v);
+        break;
+      case config::ReplayField::Kind::tls:
+        if (x.tls_fingerprints)
+          value = f.name == "ja3" ? x.tls_fingerprints->ja3 : x.tls_fingerprints->ja4;
+        if (value && value->empty()) value.reset();
+        break;
     }
     if (!value) continue;
     auto name = f.text();

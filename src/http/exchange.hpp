@@ -16,6 +16,7 @@
 
 #include "floodgate/config/config.hpp"
 #include "floodgate/limit/policy.hpp"
+#include "floodgate/tls/fingerprint.hpp"
 #include "forwarding.hpp"
 #include "request_sources.hpp"
 
@@ -65,6 +66,8 @@ struct Exchange {
   std::string_view peer_ip;     // the socket peer, as text
   config::IpAddress peer;
   bool tls = false;
+  // The connection's ClientHello fingerprints (TLS listeners, when a limit keys on them).
+  const tls::Fingerprints* tls_fingerprints = nullptr;
   std::string_view protocol = "http1";  // the front protocol: http1, h2
   unsigned version = 11;                // the client's HTTP version: 10, 11
   bool can_continue = true;   // may the connection carry another request after an answer of ours

@@ -201,8 +201,9 @@ class Session final : public SessionRegistry::Entry {
   asio::awaitable<bool> handshake() {
     SSL* ssl = tls_->new_connection();
     if (!ssl) co_return false;
-    client_.start_tls(ssl);
-    watch_.guard(client_.socket(), w_.snapshot()->server.timeouts.header_read);
+    const auto config = w_.snapshot();
+    client_.start_tls(ssl, config->tls_fingerprints);
+    watch_.guard(client_.socket(), config->server.timeouts.header_read);
     auto [ec] = co_await client_.tls().async_handshake(asio::ssl::stream_base::server,
                                                        as_tuple(use_awaitable));
     if (ec) {
@@ -252,6 +253,7 @@ class Session final : public SessionRegistry::Entry {
     x.peer_ip = peer_ip_;
     x.peer = peer_;
     x.tls = client_.is_tls();
+    x.tls_fingerprints = client_.fingerprints();
     identify(x, w_.request_ids);
     if (!framing_is_safe(req, parser.chunked()))
       co_return co_await send_error(bhttp::status::bad_request, 11, false, &x);

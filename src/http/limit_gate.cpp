@@ -184,8 +184,11 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   const auto now = x.arrived;
   FieldHeaders headers(*x.fields);
   // Routes compare the host case-insensitively and keys lower-case it: the name part is enough.
-  keys::RequestFacts facts{route.name,     x.method,     host_name(x.host), x.target.path,
-                           x.target.query, client_of(x), &headers,          &claims_of(x)};
+  keys::RequestFacts facts{route.name,    x.method,       host_name(x.host),
+                           x.target.path, x.target.query, client_of(x),
+                           &headers,      &claims_of(x),  x.tls_fingerprints};
+  if (!route.path_templates.empty())
+    facts.path_template = keys::matching_template(route, x.target.path);
   if (!config.lists.empty() || !route.lists.empty())
     switch (keys::listed(config.lists, route.lists, facts)) {
       case keys::Listed::denied:

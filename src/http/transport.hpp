@@ -14,6 +14,8 @@
 #include <optional>
 #include <vector>
 
+#include "floodgate/tls/fingerprint.hpp"
+
 namespace floodgate::http {
 
 class Transport {
@@ -27,7 +29,16 @@ class Transport {
   Transport& operator=(const Transport&) = delete;
 
   // From now on bytes go through TLS over the socket; takes ownership of `ssl` (SSL_new'd).
-  void start_tls(SSL* ssl) { tls_.emplace(socket_, ssl); }
+  // `fingerprint`: the server side of a listener whose limits key on the ClientHello; its
+  // fingerprints are taken during the handshake (tls::collect_fingerprints).
+  void start_tls(SSL* ssl, bool fingerprint = false) {
+    tls_.emplace(socket_, ssl);
+    if (fingerprint) tls::collect_fingerprints(ssl, &fingerprints_);
+  }
+  // The client's fingerprints once the handshake has read its ClientHello; null otherwise.
+  const tls::Fingerprints* fingerprints() const {
+    return fingerprints_.ja4.empty() ? nullptr : &fingerprints_;
+  }
   bool is_tls() const { return tls_.has_value(); }
   SSL* tls_handle() { return tls_ ? tls_->native_handle() : nullptr; }
   boost::asio::ssl::stream<tcp::socket&>& tls() { return *tls_; }
@@ -77,6 +88,7 @@ class Transport {
 
   tcp::socket socket_;
   std::optional<boost::asio::ssl::stream<tcp::socket&>> tls_;
+  tls::Fingerprints fingerprints_;
   std::vector<char> gather_;  // TLS only: the current write, gathered (see async_write_some)
 };
 

@@ -39,6 +39,11 @@ class GivenValues final : public HeaderSource, public ClaimSource {
     if (it == values.end()) return std::nullopt;
     return it->second;
   }
+  std::optional<std::string_view> cookie(std::string_view name) const override {
+    auto it = values.find("cookie:" + std::string(name));
+    if (it == values.end()) return std::nullopt;
+    return std::string_view(it->second);
+  }
   const std::string* find(const std::string& part) const {
     auto it = values.find(part);
     return it == values.end() ? nullptr : &it->second;
@@ -95,6 +100,7 @@ CallerKey caller_key(std::string_view prefix, const config::Route& route,
   }
   // The rest of a request: what the key parts read.
   RequestFacts facts;
+  tls::Fingerprints tls;
   facts.route = route.name;
   facts.headers = &given;
   facts.claims = &given;
@@ -121,9 +127,14 @@ CallerKey caller_key(std::string_view prefix, const config::Route& route,
       case Kind::query:
         if (value) query += (query.empty() ? "" : "&") + part.name + "=" + *value;
         break;
+      case Kind::tls:
+        if (value) (part.name == "ja3" ? tls.ja3 : tls.ja4) = *value;
+        facts.tls = &tls;
+        break;
       case Kind::route:
       case Kind::header:
       case Kind::jwt:
+      case Kind::cookie:
         break;
     }
     if (!value && part.kind != Kind::route && !shared)

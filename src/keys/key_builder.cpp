@@ -127,7 +127,7 @@ std::optional<std::string> part_value(const config::KeyPart& part, const Request
       return h;
     }
     case Kind::path:
-      return std::string(r.path);
+      return std::string(r.path_template.empty() ? r.path : r.path_template);
     case Kind::header: {
       auto v = r.headers ? r.headers->header(part.name) : std::nullopt;
       if (!v || v->empty()) return std::nullopt;
@@ -140,8 +140,52 @@ std::optional<std::string> part_value(const config::KeyPart& part, const Request
     }
     case Kind::jwt:
       return r.claims ? r.claims->claim(part.name) : std::nullopt;
+    case Kind::cookie: {
+      auto v = r.headers ? r.headers->cookie(part.name) : std::nullopt;
+      if (!v || v->empty()) return std::nullopt;
+      return std::string(*v);
+    }
+    case Kind::tls: {
+      if (!r.tls) return std::nullopt;
+      const auto& v = part.name == "ja3" ? r.tls->ja3 : r.tls->ja4;
+      if (v.empty()) return std::nullopt;
+      return v;
+    }
   }
   return std::nullopt;
+}
+
+std::optional<std::string_view> HeaderSource::cookie(std::string_view name) const {
+  auto h = header("cookie");
+  return h ? cookie_value(*h, name) : std::nullopt;
+}
+
+std::optional<std::string_view> cookie_value(std::string_view header, std::string_view name) {
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+  };
+  while (!header.empty()) {
+    const auto semi = header.find(';');
+    const auto pair = trim(header.substr(0, semi));
+    const auto eq = pair.find('=');
+    if (eq != std::string_view::npos && trim(pair.substr(0, eq)) == name) {
+      auto value = trim(pair.substr(eq + 1));
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+        value = value.substr(1, value.size() - 2);  // RFC 6265: DQUOTE *cookie-octet DQUOTE
+      return value;
+    }
+    if (semi == std::string_view::npos) break;
+    header.remove_prefix(semi + 1);
+  }
+  return std::nullopt;
+}
+
+std::string_view matching_template(const config::Route& route, std::string_view path) {
+  for (const auto& t : route.path_templates)
+    if (t.matches(path)) return t.text;
+  return {};
 }
 
 void append_caller_text(std::string& out, const config::Limit& limit, const RequestFacts& r) {

@@ -30,6 +30,15 @@ class RecordInputs final : public keys::HeaderSource, public keys::ClaimSource {
     auto v = find("jwt:", name, false);
     return v ? std::optional<std::string>(std::string(*v)) : std::nullopt;
   }
+  std::optional<std::string_view> cookie(std::string_view name) const override {
+    return find("cookie:", name, false);
+  }
+  // The connection's fingerprints as the log recorded them (tls:ja4, tls:ja3); null if none.
+  const tls::Fingerprints* fingerprints() {
+    if (auto v = find("tls:", "ja4", false)) tls_.ja4 = *v;
+    if (auto v = find("tls:", "ja3", false)) tls_.ja3 = *v;
+    return tls_.ja4.empty() && tls_.ja3.empty() ? nullptr : &tls_;
+  }
 
  private:
   std::optional<std::string_view> find(std::string_view prefix, std::string_view name,
@@ -48,6 +57,7 @@ class RecordInputs final : public keys::HeaderSource, public keys::ClaimSource {
     return std::nullopt;
   }
   const LogRecord& r_;
+  tls::Fingerprints tls_;
 };
 
 // The logged client: an address, or "#<hex>" when the operator had it hashed. A hashed one
@@ -222,8 +232,10 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     query = query_;
   }
   RecordInputs inputs(r);
-  keys::RequestFacts facts{route->name, r.method,     r.host,  path,
-                           query,       client_of(r), &inputs, &inputs};
+  keys::RequestFacts facts{route->name, r.method, r.host,
+                           path,        query,    client_of(r),
+                           &inputs,     &inputs,  inputs.fingerprints()};
+  if (!route->path_templates.empty()) facts.path_template = keys::matching_template(*route, path);
   // As the proxy's gate: the lists first (a denied caller is answered 403, an allowed one
   // passes without the limits), then the limits.
   if (!config_->lists.empty() || !route->lists.empty())

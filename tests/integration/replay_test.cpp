@@ -322,6 +322,42 @@ TEST(ReplayKnownAnswer, ADailyQuotaStartsAgainAtLocalMidnight) {
     EXPECT_EQ(decisions[i].verdict(), lines[i].second) << i;
 }
 
+// Cookies and TLS fingerprints are read from the logged fields, path templates found again
+// from the logged path: the replay keys these callers as the proxy did.
+TEST(ReplayKnownAnswer, CookieFingerprintAndPathTemplateKeys) {
+  rs::ScratchDir dir;
+  const auto config = dir.write(
+      "c.yaml", std::string(kServer) + "routes:\n" +
+                    "  - name: api\n    match: { path_prefix: / }\n    upstream: origin\n"
+                    "    path_template: /users/{id}/orders\n    limits:\n"
+                    "      - { name: one, algorithm: fixed_window, limit: 1, window: 1h, key: "
+                    "[path, \"cookie:sid\", \"tls:ja4\"] }\n");
+  struct Logged {
+    const char* path;
+    const char* sid;
+    const char* ja4;
+    const char* verdict;
+  };
+  const Logged lines[] = {{"/users/1/orders", "a", "t13d1516h2_x_y", "admitted"},
+                          {"/users/2/orders", "a", "t13d1516h2_x_y", "refused"},
+                          {"/users/2/orders", "b", "t13d1516h2_x_y", "admitted"},
+                          {"/users/2/orders", "a", "t12d1209h1_x_y", "admitted"},
+                          {"/users/3/profile", "a", "t13d1516h2_x_y", "admitted"}};
+  std::string log;
+  for (std::size_t i = 0; i < std::size(lines); ++i)
+    log += rs::access_line(at(10, static_cast<int>(i)), lines[i].path,
+                           rs::ip_field("192.0.2.1") + ",\"cookie:sid\":\"" + lines[i].sid +
+                               "\",\"tls:ja4\":\"" + lines[i].ja4 + "\"") +
+           "\n";
+  auto r = rs::replay(
+      {"--config", config, "--json", "--decisions", dir / "d.tsv", dir.write("a.log", log)}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto decisions = rs::read_decisions(dir / "d.tsv");
+  ASSERT_EQ(decisions.size(), std::size(lines));
+  for (std::size_t i = 0; i < std::size(lines); ++i)
+    EXPECT_EQ(decisions[i].verdict(), lines[i].verdict) << i;
+}
+
 // `rollout: P%`: the report says what enforcing the limit for 1% ... 100% of its keys would
 // refuse, and at 100% that is every would-be refusal, enforced or shadowed.
 TEST(ReplayKnownAnswer, ARolloutReportsWhatEachShareWouldRefuse) {

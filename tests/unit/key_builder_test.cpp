@@ -298,6 +298,60 @@ TEST(PartValue, EachKind) {
   EXPECT_EQ(part_value(part(Kind::jwt, "other"), f), std::nullopt);
 }
 
+TEST(PartValue, CookiesByNameFromTheCookieHeader) {
+  using floodgate::keys::cookie_value;
+  EXPECT_EQ(cookie_value("a=1; session=xyz; b=2", "session"), "xyz");
+  EXPECT_EQ(cookie_value("session=xyz", "session"), "xyz");
+  EXPECT_EQ(cookie_value("a=1;session=xyz ;b=2", "session"), "xyz");
+  EXPECT_EQ(cookie_value("session=\"quoted\"", "session"), "quoted");
+  EXPECT_EQ(cookie_value("session=first; session=second", "session"), "first");
+  EXPECT_EQ(cookie_value("Session=xyz", "session"), std::nullopt) << "names are case-sensitive";
+  EXPECT_EQ(cookie_value("my_session=xyz; sessionx=1", "session"), std::nullopt);
+  EXPECT_EQ(cookie_value("session", "session"), std::nullopt);
+  EXPECT_EQ(cookie_value("", "session"), std::nullopt);
+  EXPECT_EQ(cookie_value("session=", "session"), "");
+  Headers h{{"Cookie", "theme=dark; sid=abc"}};
+  auto f = facts(&h);
+  EXPECT_EQ(part_value(part(Kind::cookie, "sid"), f), "abc");
+  EXPECT_EQ(part_value(part(Kind::cookie, "theme"), f), "dark");
+  EXPECT_EQ(part_value(part(Kind::cookie, "other"), f), std::nullopt);
+  Headers empty{{"Cookie", "sid="}};
+  auto g = facts(&empty);
+  EXPECT_EQ(part_value(part(Kind::cookie, "sid"), g), std::nullopt) << "empty: missing";
+}
+
+TEST(PartValue, TlsFingerprintsOnlyWhereTheConnectionHasThem) {
+  auto f = facts();
+  EXPECT_EQ(part_value(part(Kind::tls, "ja4"), f), std::nullopt);
+  floodgate::tls::Fingerprints tls{"t13d1516h2_8daaf6152771_e5627efa2ab1",
+                                   "0123456789abcdef0123456789abcdef"};
+  f.tls = &tls;
+  EXPECT_EQ(part_value(part(Kind::tls, "ja4"), f), tls.ja4);
+  EXPECT_EQ(part_value(part(Kind::tls, "ja3"), f), tls.ja3);
+}
+
+TEST(PathTemplate, MatchesWholeSegmentsOnly) {
+  config::PathTemplate t{"/users/{id}/orders", {"users", "", "orders"}};
+  EXPECT_TRUE(t.matches("/users/1/orders"));
+  EXPECT_TRUE(t.matches("/users/abc-def/orders"));
+  EXPECT_FALSE(t.matches("/users//orders")) << "a parameter is never empty";
+  EXPECT_FALSE(t.matches("/users/1/orders/"));
+  EXPECT_FALSE(t.matches("/users/1/orders/2"));
+  EXPECT_FALSE(t.matches("/users/1/2/orders"));
+  EXPECT_FALSE(t.matches("/users/1"));
+  EXPECT_FALSE(t.matches("/Users/1/orders"));
+  EXPECT_FALSE(t.matches("users/1/orders"));
+  auto r = route("api");
+  r.path_templates = {t, config::PathTemplate{"/users/{id}", {"users", ""}}};
+  EXPECT_EQ(floodgate::keys::matching_template(r, "/users/7"), "/users/{id}");
+  EXPECT_EQ(floodgate::keys::matching_template(r, "/users/7/orders"), "/users/{id}/orders");
+  EXPECT_EQ(floodgate::keys::matching_template(r, "/other"), "");
+  auto f = facts();
+  f.path = "/users/7/orders";
+  f.path_template = "/users/{id}/orders";
+  EXPECT_EQ(part_value(part(Kind::path), f), "/users/{id}/orders");
+}
+
 TEST(QueryParam, EdgeCases) {
   struct Case {
     const char* query;

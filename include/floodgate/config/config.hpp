@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -116,8 +117,8 @@ enum class LogFormat { text, json };
 // A request input the access log records for `floodgate replay` (opt-in): what a candidate
 // config's keys may need beyond the method and path every line carries.
 struct ReplayField {
-  enum class Kind { ip, host, header, query, jwt } kind = Kind::ip;
-  std::string name;          // header (lower case) / query parameter / claim
+  enum class Kind { ip, host, header, query, jwt, cookie, tls } kind = Kind::ip;
+  std::string name;          // header (lower case) / query parameter / claim / cookie / ja4|ja3
   bool hashed = false;       // recorded as a keyed hash: comparable, not readable
   std::string text() const;  // "ip", "header:x-api-key", ...: the log's field name
 };
@@ -238,9 +239,11 @@ struct LimitParams {
 };
 
 struct KeyPart {
-  enum class Kind { ip, route, method, host, path, header, query, jwt };
+  // New kinds go last: a part's kind is hashed into its store key (keys/key_builder.cpp).
+  // cookie: a request cookie by name; tls: the ClientHello's fingerprint (name ja4 or ja3).
+  enum class Kind { ip, route, method, host, path, header, query, jwt, cookie, tls };
   Kind kind = Kind::ip;
-  std::string name;  // header / query parameter / claim name
+  std::string name;  // header / query parameter / claim / cookie name; tls: ja4 or ja3
   std::string text;  // as written, for messages and summaries
 };
 
@@ -365,6 +368,13 @@ struct RefusalPage {
   std::size_t body_bytes = 0;  // the text pieces' size, for /config
 };
 
+// A route path with parameters: each `{name}` stands for one whole, non-empty segment.
+struct PathTemplate {
+  std::string text;                           // as written: what the `path` key part yields
+  std::vector<std::string> segments;          // after the leading '/'; "" for a parameter
+  bool matches(std::string_view path) const;  // a normalized request path (no query)
+};
+
 struct Route {
   std::string name;
   RouteMatch match;
@@ -375,6 +385,9 @@ struct Route {
   // that decodes them would serve another path than the one routed and limited.
   bool allow_encoded_slashes = false;
   Lists lists;  // this route's own, checked with the global ones
+  // `path_template: /users/{id}/orders`: a request path matching one of these is keyed (the
+  // `path` key part) by the template, so all ids share one key; other paths by themselves.
+  std::vector<PathTemplate> path_templates;
   std::vector<Limit> limits;
   // Its own refusal answer, or the config's `refusal:` for routes without; null: built in.
   std::shared_ptr<const RefusalPage> refusal;
@@ -390,6 +403,9 @@ struct Config {
   std::optional<JwtSettings> jwt;
   Lists lists;  // global: every route's requests
   std::vector<Route> routes;
+  // Some limit, list or log.replay_fields reads tls:ja4 or tls:ja3: TLS listeners take the
+  // ClientHello's fingerprints (set at load).
+  bool tls_fingerprints = false;
 
   const Upstream& upstream_of(const Route& r) const { return upstreams[r.upstream_index]; }
 };

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "floodgate/config/config.hpp"
+#include "floodgate/tls/fingerprint.hpp"
 
 namespace floodgate::keys {
 
@@ -18,7 +19,14 @@ class HeaderSource {
  public:
   virtual ~HeaderSource() = default;
   virtual std::optional<std::string_view> header(std::string_view name) const = 0;
+  // A request cookie by name (case-sensitive): from the Cookie header by default (HTTP/2's
+  // cookie crumbs arrive joined into one, RFC 9113 8.2.3).
+  virtual std::optional<std::string_view> cookie(std::string_view name) const;
 };
+
+// The value of cookie `name` in a Cookie header ("a=1; sid=xyz"): the first pair with that
+// name, its value without surrounding quotes; nullopt when there is none.
+std::optional<std::string_view> cookie_value(std::string_view header, std::string_view name);
 
 // Verified JWT claims, looked up (and verified) only when a limit needs one.
 class ClaimSource {
@@ -36,7 +44,13 @@ struct RequestFacts {
   config::IpAddress client;
   const HeaderSource* headers = nullptr;
   const ClaimSource* claims = nullptr;
+  const tls::Fingerprints* tls = nullptr;  // TLS connections whose limits key on them
+  // The route's path_template this path matched (keyed instead of the path), or empty.
+  std::string_view path_template;
 };
+
+// The template of `route` that `path` matches, or empty (the path is keyed as it is).
+std::string_view matching_template(const config::Route& route, std::string_view path);
 
 // HMAC-SHA256 under the store's key_secret, truncated to 128 bits, as 32 hex digits. Holds an
 // initialised OpenSSL MAC context and a bounded memo of recent digests: one per worker (not
