@@ -191,7 +191,8 @@ std::string redacted_config_json(const config::Config& c) {
     for (auto a : c.jwt->algorithms)
       algorithms.emplace_back(a == config::JwtAlgorithm::hs256   ? "HS256"
                               : a == config::JwtAlgorithm::rs256 ? "RS256"
-                                                                 : "ES256");
+                              : a == config::JwtAlgorithm::es256 ? "ES256"
+                                                                 : "EdDSA");
     json::array keys;
     for (const auto& k : c.jwt->public_keys) keys.emplace_back(k);  // file paths, not keys
     root["jwt"] = json::object{{"header", c.jwt->header},
@@ -201,6 +202,11 @@ std::string redacted_config_json(const config::Config& c) {
                                {"issuer", c.jwt->issuer},
                                {"audience", c.jwt->audience},
                                {"leeway", config::format_duration(c.jwt->leeway)}};
+    if (c.jwt->jwks)
+      root["jwt"].as_object()["jwks"] =
+          json::object{{"url", c.jwt->jwks->url},
+                       {"refresh", config::format_duration(c.jwt->jwks->refresh)},
+                       {"ca_file", c.jwt->jwks->ca_file}};
   }
   json::array routes;
   for (const auto& r : c.routes) {

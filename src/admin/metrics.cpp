@@ -342,6 +342,15 @@ std::string Metrics::render() const {
   help(out, "floodgate_tls_handshake_failures_total", "counter",
        "Downstream TLS handshakes that failed (protocol, version, timeout or closed).");
   line(out, "floodgate_tls_handshake_failures_total", "", tls_handshake_failures.load());
+  help(out, "floodgate_jwks_fetches_total", "counter",
+       "Fetches of jwt.jwks by result (a failed one keeps the last good key set).");
+  line(out, "floodgate_jwks_fetches_total", "result=\"ok\"", jwks_fetches_ok.load());
+  line(out, "floodgate_jwks_fetches_total", "result=\"error\"", jwks_fetches_failed.load());
+  help(out, "floodgate_jwks_keys", "gauge", "Signature keys in the JWKS in use.");
+  line(out, "floodgate_jwks_keys", "", jwks_keys.load());
+  help(out, "floodgate_jwks_updated_timestamp_seconds", "gauge",
+       "When the JWKS in use was fetched (Unix time; 0: none yet).");
+  line(out, "floodgate_jwks_updated_timestamp_seconds", "", jwks_updated_seconds.load());
   help(out, "floodgate_unexpected_exceptions_total", "counter",
        "Exceptions caught at a worker's boundary (a bug: the log has each one).");
   line(out, "floodgate_unexpected_exceptions_total", "", unexpected_exceptions.load());

@@ -16,6 +16,7 @@
 #include "floodgate/store/memory_store.hpp"
 #include "floodgate/version.hpp"
 #include "healthcheck_command.hpp"
+#include "jwks_refresher.hpp"
 #include "logging.hpp"
 #include "override_sync.hpp"
 #include "replay_command.hpp"
@@ -106,10 +107,14 @@ int run(const std::string& path) {
     synced->start();
     keeper = std::move(synced);
   }
+  // jwt.jwks: the issuer's keys, fetched before serving and kept fresh in the background.
+  app::JwksRefresher jwks(source, metrics, log);
+  jwks.start();
   // Store connection settings are read at start; changing them needs a restart.
-  http::Server server(source, log,
-                      {clock, app::configured_store_factory(*r.config, memory, leases, clock, log),
-                       app::memory_store_factory(memory), metrics, access_log.get(), &overrides});
+  http::Server server(
+      source, log,
+      {clock, app::configured_store_factory(*r.config, memory, leases, clock, log),
+       app::memory_store_factory(memory), metrics, access_log.get(), &overrides, &jwks.cell()});
   metrics.store_health = [&server] { return server.store_health(); };
   metrics.upstream_servers = [&server] { return server.upstream_servers(); };
   std::unique_ptr<admin::AdminServer> admin_server;

@@ -438,9 +438,9 @@ void read_store(const Section& s, StoreSettings& out) {
 
 void read_jwt(const Section& s, JwtSettings& out) {
   auto& r = s.reader();
-  if (!r.map(
-          s.node(), s.path(),
-          {"header", "algorithms", "hs256_secret", "public_keys", "issuer", "audience", "leeway"}))
+  if (!r.map(s.node(), s.path(),
+             {"header", "algorithms", "hs256_secret", "public_keys", "jwks", "issuer", "audience",
+              "leeway"}))
     return;
   s.string("header", out.header);
   s.string("hs256_secret", out.hs256_secret);
@@ -466,6 +466,7 @@ void read_jwt(const Section& s, JwtSettings& out) {
       }
     }
   }
+  if (s.has("jwks")) out.jwks = read_jwks(Section(r, s["jwks"], s.at("jwks")));
   if (s.require("algorithms")) {
     for (const auto& e : r.sequence(s["algorithms"], s.at("algorithms"))) {
       if (e.IsScalar() && (e.Scalar() == "none" || e.Scalar() == "NONE")) {
@@ -475,7 +476,8 @@ void read_jwt(const Section& s, JwtSettings& out) {
       auto a = r.choice<JwtAlgorithm>(e, s.at("algorithms"),
                                       {{"HS256", JwtAlgorithm::hs256},
                                        {"RS256", JwtAlgorithm::rs256},
-                                       {"ES256", JwtAlgorithm::es256}});
+                                       {"ES256", JwtAlgorithm::es256},
+                                       {"EdDSA", JwtAlgorithm::eddsa}});
       if (a && std::find(out.algorithms.begin(), out.algorithms.end(), *a) == out.algorithms.end())
         out.algorithms.push_back(*a);
     }
@@ -485,8 +487,9 @@ void read_jwt(const Section& s, JwtSettings& out) {
   };
   if (uses(JwtAlgorithm::hs256) && out.hs256_secret.empty())
     r.error(s.node(), s.path(), "HS256 needs \"hs256_secret\"");
-  if ((uses(JwtAlgorithm::rs256) || uses(JwtAlgorithm::es256)) && out.public_keys.empty())
-    r.error(s.node(), s.path(), "RS256 and ES256 need \"public_keys\"");
+  if ((uses(JwtAlgorithm::rs256) || uses(JwtAlgorithm::es256) || uses(JwtAlgorithm::eddsa)) &&
+      out.public_keys.empty() && !s.has("jwks"))
+    r.error(s.node(), s.path(), "RS256, ES256 and EdDSA need \"public_keys\" or \"jwks\"");
   // Every key read, but none of the kind an allowed algorithm needs: all such tokens would fail.
   auto has_key = [&](const char* type) {
     return std::any_of(out.keys.begin(), out.keys.end(),

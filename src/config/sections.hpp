@@ -36,6 +36,9 @@ std::shared_ptr<const RefusalPage> read_refusal(const Section& s);
 // tzdata; for any other algorithm an error for each of them that is set. Null then, or on error.
 std::shared_ptr<const calendar::Period> read_period(const Section& s, Algorithm a);
 
+// `jwt.jwks` (load_jwks.cpp): its url split, refresh, and a client context for ca_file.
+std::optional<JwksSettings> read_jwks(const Section& s);
+
 // A route's `path_template`: one template or a list (path_template.cpp).
 void read_path_templates(const Section& s, std::vector<PathTemplate>& out);
 

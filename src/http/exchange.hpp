@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "floodgate/config/config.hpp"
+#include "floodgate/keys/jwks.hpp"
 #include "floodgate/limit/policy.hpp"
 #include "floodgate/tls/fingerprint.hpp"
 #include "forwarding.hpp"
@@ -68,6 +69,7 @@ struct Exchange {
   bool tls = false;
   // The connection's ClientHello fingerprints (TLS listeners, when a limit keys on them).
   const tls::Fingerprints* tls_fingerprints = nullptr;
+  keys::JwksCell* jwks = nullptr;       // the issuer's keys (jwt.jwks), when the app fetches them
   std::string_view protocol = "http1";  // the front protocol: http1, h2
   unsigned version = 11;                // the client's HTTP version: 10, 11
   bool can_continue = true;   // may the connection carry another request after an answer of ours

@@ -89,6 +89,7 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
   x.peer = peer_;
   x.tls = client_.is_tls();
   x.tls_fingerprints = client_.fingerprints();
+  x.jwks = w_.jwks;
   x.protocol = "h2";
   identify(x, w_.request_ids);
   const auto& config = *x.config;

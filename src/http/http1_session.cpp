@@ -254,6 +254,7 @@ class Session final : public SessionRegistry::Entry {
     x.peer = peer_;
     x.tls = client_.is_tls();
     x.tls_fingerprints = client_.fingerprints();
+    x.jwks = w_.jwks;
     identify(x, w_.request_ids);
     if (!framing_is_safe(req, parser.chunked()))
       co_return co_await send_error(bhttp::status::bad_request, 11, false, &x);

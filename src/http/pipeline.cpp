@@ -43,7 +43,8 @@ const config::IpAddress& client_of(Exchange& x) {
 }
 
 const keys::ClaimSource& claims_of(Exchange& x) {
-  if (!x.claims) x.claims.emplace(*x.fields, *x.config, x.arrived / limit::kMicrosPerSecond);
+  if (!x.claims)
+    x.claims.emplace(*x.fields, *x.config, x.arrived / limit::kMicrosPerSecond, x.jwks);
   return *x.claims;
 }
 

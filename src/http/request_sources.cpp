@@ -13,7 +13,10 @@ std::optional<std::string> LazyClaims::claim(std::string_view name) const {
   if (!result_) {
     auto it = f_.find(c_.jwt->header);
     std::string_view value = it == f_.end() ? std::string_view() : std::string_view(it->value());
-    result_ = keys::verify_jwt(value, *c_.jwt, now_seconds_);
+    // A token may be checked against the JWKS only while the config still names one.
+    const auto set = jwks_ && c_.jwt->jwks ? jwks_->get() : nullptr;
+    result_ = keys::verify_jwt(value, *c_.jwt, now_seconds_, set.get());
+    if (result_->error == keys::JwtError::unknown_key) jwks_->ask_refresh();
   }
   if (!result_->ok()) return std::nullopt;
   return keys::claim_text(result_->claims, name);

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "floodgate/config/config.hpp"
+#include "floodgate/keys/jwks.hpp"
 #include "floodgate/keys/jwt.hpp"
 #include "floodgate/keys/key_builder.hpp"
 
@@ -27,8 +28,9 @@ class FieldHeaders final : public keys::HeaderSource {
 // claim never pays for signature checks.
 class LazyClaims final : public keys::ClaimSource {
  public:
-  LazyClaims(const boost::beast::http::fields& f, const config::Config& c, std::int64_t now_seconds)
-      : f_(f), c_(c), now_seconds_(now_seconds) {}
+  LazyClaims(const boost::beast::http::fields& f, const config::Config& c, std::int64_t now_seconds,
+             keys::JwksCell* jwks = nullptr)
+      : f_(f), c_(c), now_seconds_(now_seconds), jwks_(jwks) {}
   std::optional<std::string> claim(std::string_view name) const override;
   // Why the token failed, once a claim was asked for (none: not asked, or it verified).
   keys::JwtError error() const { return result_ ? result_->error : keys::JwtError::none; }
@@ -37,6 +39,7 @@ class LazyClaims final : public keys::ClaimSource {
   const boost::beast::http::fields& f_;
   const config::Config& c_;
   std::int64_t now_seconds_;
+  keys::JwksCell* jwks_;
   mutable std::optional<keys::JwtResult> result_;
 };
 

@@ -59,6 +59,7 @@ class Worker {
              UpstreamBalancer(health)},
         connections_(connections) {
     ctx_.access_log = deps.access_log ? deps.access_log : &log;
+    ctx_.jwks = deps.jwks;
   }
 
   ~Worker() { join(); }

@@ -15,6 +15,7 @@
 
 #include "floodgate/admin/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
+#include "floodgate/keys/jwks.hpp"
 #include "floodgate/limit/clock.hpp"
 #include "limit_gate.hpp"
 #include "request_id.hpp"
@@ -57,7 +58,8 @@ struct WorkerContext {
   UpstreamBalancer balancer;  // which server of an upstream a request goes to
   RequestIds request_ids;     // X-Request-Id and trace ids
   spdlog::logger* access_log = nullptr;
-  H2UpstreamPool h2_pool{pool};  // connections to `protocol: h2` upstreams
+  keys::JwksCell* jwks = nullptr;  // the issuer's keys, when jwt.jwks is fetched (ServerDeps)
+  H2UpstreamPool h2_pool{pool};    // connections to `protocol: h2` upstreams
   // The snapshot a new request is served under (SnapshotCache: no lock per request).
   config::SnapshotCache snapshots{config};
   config::ConfigPtr snapshot() { return snapshots.get(); }

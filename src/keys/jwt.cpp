@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "floodgate/ascii.hpp"
+#include "floodgate/keys/jwks.hpp"
 
 namespace floodgate::keys {
 namespace {
@@ -37,28 +38,6 @@ int b64url_value(char c) {
   if (c == '-') return 62;
   if (c == '_') return 63;
   return -1;
-}
-
-// RFC 4648 section 5 without padding. Rejects '=', characters outside the alphabet, an
-// impossible length and non-zero unused bits (so each byte string has exactly one encoding).
-std::optional<Bytes> b64url_decode(std::string_view in) {
-  if (in.size() % 4 == 1) return std::nullopt;
-  Bytes out;
-  out.reserve(in.size() * 3 / 4);
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v = b64url_value(c);
-    if (v < 0) return std::nullopt;
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<unsigned char>((acc >> bits) & 0xFF));
-    }
-  }
-  if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) return std::nullopt;
-  return out;
 }
 
 std::string_view as_text(const Bytes& b) {
@@ -76,6 +55,7 @@ std::optional<JwtAlgorithm> algorithm_named(std::string_view name) {
   if (name == "HS256") return JwtAlgorithm::hs256;
   if (name == "RS256") return JwtAlgorithm::rs256;
   if (name == "ES256") return JwtAlgorithm::es256;
+  if (name == "EdDSA") return JwtAlgorithm::eddsa;
   return std::nullopt;
 }
 
@@ -123,9 +103,8 @@ bool is_p256(EVP_PKEY* key) {
   return nid == NID_X9_62_prime256v1;
 }
 
-bool verify_rs256(std::string_view input, const Bytes& sig, const config::JwtSettings& settings) {
-  for (const auto& k : settings.keys) {
-    EVP_PKEY* key = k.get();
+bool verify_rs256(std::string_view input, const Bytes& sig, const std::vector<EVP_PKEY*>& keys) {
+  for (EVP_PKEY* key : keys) {
     // Only plain RSA keys (not RSA-PSS, never EC), and a signature exactly the modulus' size.
     if (!key || EVP_PKEY_is_a(key, "RSA") != 1) continue;
     if (EVP_PKEY_get_bits(key) < 2048) continue;
@@ -153,15 +132,54 @@ std::optional<Bytes> es256_der(const Bytes& sig) {
   return der;
 }
 
-bool verify_es256(std::string_view input, const Bytes& sig, const config::JwtSettings& settings) {
+bool verify_es256(std::string_view input, const Bytes& sig, const std::vector<EVP_PKEY*>& keys) {
   auto der = es256_der(sig);
   if (!der) return false;
-  for (const auto& k : settings.keys) {
-    EVP_PKEY* key = k.get();
+  for (EVP_PKEY* key : keys) {
     if (!key || !is_p256(key)) continue;
     if (digest_verify(key, input, der->data(), der->size())) return true;
   }
   return false;
+}
+
+// EdDSA (RFC 8037): Ed25519 or Ed448 keys, the signature over the input itself (no digest).
+bool verify_eddsa(std::string_view input, const Bytes& sig, const std::vector<EVP_PKEY*>& keys) {
+  for (EVP_PKEY* key : keys) {
+    const bool ed25519 = EVP_PKEY_is_a(key, "ED25519") == 1;
+    if (!ed25519 && EVP_PKEY_is_a(key, "ED448") != 1) continue;
+    if (sig.size() != (ed25519 ? 64u : 114u)) continue;
+    std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+    if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key) != 1) continue;
+    if (EVP_DigestVerify(ctx.get(), sig.data(), sig.size(),
+                         reinterpret_cast<const unsigned char*>(input.data()), input.size()) == 1)
+      return true;
+  }
+  return false;
+}
+
+// The keys a token may be checked with: the configured PEM keys, and from a JWKS the keys
+// with the token's kid (every key when it names none). `kid_unknown`: it named one the set
+// does not have.
+std::vector<EVP_PKEY*> candidates(const config::JwtSettings& settings, const KeySet* jwks,
+                                  const boost::json::object& header, bool& kid_unknown) {
+  std::vector<EVP_PKEY*> out;
+  for (const auto& k : settings.keys)
+    if (k) out.push_back(k.get());
+  kid_unknown = false;
+  if (!jwks) return out;
+  auto kid = header.find("kid");
+  if (kid == header.end() || !kid->value().is_string()) {
+    for (const auto& k : jwks->keys) out.push_back(k.key.get());
+    return out;
+  }
+  bool found = false;
+  for (const auto& k : jwks->keys)
+    if (k.kid == kid->value().get_string()) {
+      out.push_back(k.key.get());
+      found = true;
+    }
+  kid_unknown = !found;
+  return out;
 }
 
 // A NumericDate: a JSON number (integer or not). Absent -> nullopt with ok = true.
@@ -185,7 +203,7 @@ JwtResult fail(JwtError e) {
 }
 
 JwtResult verify(std::string_view header_value, const config::JwtSettings& settings,
-                 std::int64_t now_seconds) {
+                 std::int64_t now_seconds, const KeySet* jwks) {
   std::string_view token = trim_blanks(header_value);
   if (token.empty()) return fail(JwtError::missing);
   if (auto sp = token.find_first_of(" \t"); sp != std::string_view::npos) {
@@ -206,9 +224,9 @@ JwtResult verify(std::string_view header_value, const config::JwtSettings& setti
   std::string_view sig_b64 = token.substr(dot2 + 1);
   if (header_b64.empty() || payload_b64.empty()) return fail(JwtError::malformed);
 
-  auto header_bytes = b64url_decode(header_b64);
-  auto payload_bytes = b64url_decode(payload_b64);
-  auto sig = b64url_decode(sig_b64);
+  auto header_bytes = base64url_decode(header_b64);
+  auto payload_bytes = base64url_decode(payload_b64);
+  auto sig = base64url_decode(sig_b64);
   if (!header_bytes || !payload_bytes || !sig) return fail(JwtError::malformed);
 
   auto header = parse_object(*header_bytes);
@@ -227,19 +245,17 @@ JwtResult verify(std::string_view header_value, const config::JwtSettings& setti
 
   std::string_view signing_input = token.substr(0, dot2);
   bool good = false;
-  switch (*alg) {
-    case JwtAlgorithm::hs256:
-      good = verify_hs256(signing_input, *sig, settings.hs256_secret);
-      break;
-    case JwtAlgorithm::rs256:
-      good = verify_rs256(signing_input, *sig, settings);
-      break;
-    case JwtAlgorithm::es256:
-      good = verify_es256(signing_input, *sig, settings);
-      break;
+  bool kid_unknown = false;
+  if (*alg == JwtAlgorithm::hs256) {
+    good = verify_hs256(signing_input, *sig, settings.hs256_secret);
+  } else {
+    const auto keys = candidates(settings, jwks, *header, kid_unknown);
+    if (*alg == JwtAlgorithm::rs256) good = verify_rs256(signing_input, *sig, keys);
+    if (*alg == JwtAlgorithm::es256) good = verify_es256(signing_input, *sig, keys);
+    if (*alg == JwtAlgorithm::eddsa) good = verify_eddsa(signing_input, *sig, keys);
   }
   ERR_clear_error();  // failed verifications leave entries on this thread's queue
-  if (!good) return fail(JwtError::bad_signature);
+  if (!good) return fail(kid_unknown ? JwtError::unknown_key : JwtError::bad_signature);
 
   auto claims = parse_object(*payload_bytes);
   if (!claims) return fail(JwtError::malformed);
@@ -276,6 +292,28 @@ JwtResult verify(std::string_view header_value, const config::JwtSettings& setti
 
 }  // namespace
 
+// RFC 4648 section 5 without padding. Rejects '=', characters outside the alphabet, an
+// impossible length and non-zero unused bits (so each byte string has exactly one encoding).
+std::optional<std::vector<unsigned char>> base64url_decode(std::string_view in) {
+  if (in.size() % 4 == 1) return std::nullopt;
+  std::vector<unsigned char> out;
+  out.reserve(in.size() * 3 / 4);
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v = b64url_value(c);
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<unsigned char>((acc >> bits) & 0xFF));
+    }
+  }
+  if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) return std::nullopt;
+  return out;
+}
+
 const char* to_string(JwtError e) {
   switch (e) {
     case JwtError::none:
@@ -288,6 +326,8 @@ const char* to_string(JwtError e) {
       return "algorithm_not_allowed";
     case JwtError::bad_signature:
       return "bad_signature";
+    case JwtError::unknown_key:
+      return "unknown_key";
     case JwtError::expired:
       return "expired";
     case JwtError::not_yet_valid:
@@ -301,9 +341,9 @@ const char* to_string(JwtError e) {
 }
 
 JwtResult verify_jwt(std::string_view header_value, const config::JwtSettings& settings,
-                     std::int64_t now_seconds) {
+                     std::int64_t now_seconds, const KeySet* jwks) {
   try {
-    return verify(header_value, settings, now_seconds);
+    return verify(header_value, settings, now_seconds, jwks);
   } catch (...) {
     ERR_clear_error();
     return fail(JwtError::malformed);

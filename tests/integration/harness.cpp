@@ -200,12 +200,15 @@ Proxy::Proxy(const std::string& yaml, const limit::Clock* clock,
         std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::stderr_sink_mt>());
     log->set_level(spdlog::level::err);
   }
+  jwks_ = std::make_unique<app::JwksRefresher>(*source_, metrics_, log);
+  jwks_->start();
   server_ = std::make_unique<http::Server>(
       *source_, log,
       http::ServerDeps{*clock,
                        app::configured_store_factory(*source_->get(), *memory_, leases_, *clock,
                                                      log, clock_drives_redis ? clock : nullptr),
-                       app::memory_store_factory(*memory_), metrics_, access_log_.get()});
+                       app::memory_store_factory(*memory_), metrics_, access_log_.get(), nullptr,
+                       &jwks_->cell()});
   server_->start();
   metrics_.store_health = [this] { return server_->store_health(); };
   metrics_.upstream_servers = [this] { return server_->upstream_servers(); };

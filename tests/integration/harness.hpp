@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "app/jwks_refresher.hpp"
 #include "floodgate/admin/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/config/loader.hpp"
@@ -110,7 +111,8 @@ class Proxy {
   std::unique_ptr<config::ConfigSource> source_;
   std::shared_ptr<spdlog::logger> access_log_;
   std::unique_ptr<store::MemoryState> memory_;
-  store::LeaseBook leases_;  // declared before server_: it outlives the workers
+  store::LeaseBook leases_;                   // declared before server_: it outlives the workers
+  std::unique_ptr<app::JwksRefresher> jwks_;  // jwt.jwks, as main runs it
   std::unique_ptr<http::Server> server_;
   std::uint16_t port_ = 0;
 };

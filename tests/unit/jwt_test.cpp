@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "../support/base64url.hpp"
+#include "../support/jwt_signing.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/keys/jwt.hpp"
 
@@ -33,102 +33,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-using Key = std::shared_ptr<evp_pkey_st>;
 constexpr std::int64_t kNow = 1'700'000'000;
-const std::string kSecret = "hs256-test-secret-0123456789abcdef";
-
-Key rsa_key(unsigned bits = 2048) {
-  return Key(EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", static_cast<size_t>(bits)), &EVP_PKEY_free);
-}
-Key ec_key(const char* curve = "P-256") {
-  return Key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", curve), &EVP_PKEY_free);
-}
-
-std::string public_pem(const Key& k) {
-  std::unique_ptr<BIO, int (*)(BIO*)> bio(BIO_new(BIO_s_mem()), &BIO_free);
-  EXPECT_EQ(PEM_write_bio_PUBKEY(bio.get(), k.get()), 1);
-  char* data = nullptr;
-  long n = BIO_get_mem_data(bio.get(), &data);
-  return std::string(data, static_cast<std::size_t>(n));
-}
-
-// The public half only, as the config loader would hold it.
-Key public_only(const Key& k) {
-  std::string pem = public_pem(k);
-  std::unique_ptr<BIO, int (*)(BIO*)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
-                                          &BIO_free);
-  return Key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
-}
-
-const std::string_view alphabet = floodgate::testing::kBase64UrlAlphabet;
-char b64url_char(std::size_t i) {
-  return alphabet[i];
-}
-std::size_t b64url_index(char c) {
-  return std::string_view(alphabet).find(c);
-}
-
-std::string b64url(std::string_view bytes) {
-  return floodgate::testing::base64url(bytes);
-}
-
-std::string digest_sign(const Key& key, std::string_view input) {
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  EXPECT_EQ(EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()), 1);
-  std::size_t len = 0;
-  auto in = reinterpret_cast<const unsigned char*>(input.data());
-  EXPECT_EQ(EVP_DigestSign(ctx.get(), nullptr, &len, in, input.size()), 1);
-  std::string sig(len, '\0');
-  EXPECT_EQ(EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len, in,
-                           input.size()),
-            1);
-  sig.resize(len);
-  return sig;
-}
-
-// DER ECDSA signature -> JOSE r || s (32 bytes each).
-std::string der_to_jose(const std::string& der) {
-  auto p = reinterpret_cast<const unsigned char*>(der.data());
-  std::unique_ptr<ECDSA_SIG, void (*)(ECDSA_SIG*)> sig(
-      d2i_ECDSA_SIG(nullptr, &p, static_cast<long>(der.size())), &ECDSA_SIG_free);
-  EXPECT_NE(sig, nullptr);
-  const BIGNUM* r = nullptr;
-  const BIGNUM* s = nullptr;
-  ECDSA_SIG_get0(sig.get(), &r, &s);
-  std::string out(64, '\0');
-  auto o = reinterpret_cast<unsigned char*>(out.data());
-  EXPECT_EQ(BN_bn2binpad(r, o, 32), 32);
-  EXPECT_EQ(BN_bn2binpad(s, o + 32, 32), 32);
-  return out;
-}
-
-std::string hmac(std::string_view secret, std::string_view input) {
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-       reinterpret_cast<const unsigned char*>(input.data()), input.size(), mac, &len);
-  return std::string(reinterpret_cast<char*>(mac), len);
-}
-
-// A compact token with the given raw header and payload JSON; `key` is the private key (or
-// nullptr with `secret` for HS256).
-std::string sign(std::string_view alg, const std::string& header_json,
-                 const std::string& payload_json, const Key& key = nullptr,
-                 std::string_view secret = kSecret) {
-  std::string input = b64url(header_json) + "." + b64url(payload_json);
-  std::string sig;
-  if (alg == "HS256")
-    sig = hmac(secret, input);
-  else if (alg == "RS256")
-    sig = digest_sign(key, input);
-  else if (alg == "ES256")
-    sig = der_to_jose(digest_sign(key, input));
-  return input + "." + b64url(sig);
-}
-
-std::string header_for(std::string_view alg) {
-  return std::string(R"({"alg":")") + std::string(alg) + R"(","typ":"JWT"})";
-}
+using namespace floodgate::testing;  // keys, signing (jwt_signing.hpp)
 
 const std::string kClaims =
     R"({"sub":"u1","tenant":"acme","tier":"gold","iss":"https://issuer.example","aud":"api",)"

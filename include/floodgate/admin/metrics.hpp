@@ -117,6 +117,11 @@ class Metrics {
   std::atomic<std::int64_t> active_connections{0};
   std::atomic<std::int64_t> active_tunnels{0};  // WebSocket connections being relayed
   std::atomic<std::uint64_t> tls_handshake_failures{0};
+  // jwt.jwks (app/jwks_refresher.cpp): fetches by result, the keys in use and when they came.
+  std::atomic<std::uint64_t> jwks_fetches_ok{0};
+  std::atomic<std::uint64_t> jwks_fetches_failed{0};
+  std::atomic<std::int64_t> jwks_keys{0};
+  std::atomic<std::int64_t> jwks_updated_seconds{0};  // Unix time of the set in use; 0: none
   std::atomic<std::uint64_t> reloads_ok{0};
   std::atomic<std::uint64_t> reloads_failed{0};
   // Filled by app/: the embedded store's evictions, counted by the store itself (read when

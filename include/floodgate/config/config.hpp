@@ -203,7 +203,18 @@ struct StoreSettings {
   std::uint64_t max_keys = 1'000'000;  // memory store: cap on live keys (evictions are counted)
 };
 
-enum class JwtAlgorithm { hs256, rs256, es256 };
+enum class JwtAlgorithm { hs256, rs256, es256, eddsa };
+
+// `jwt.jwks`: the issuer's published keys, fetched over HTTPS in the background (the
+// app's JwksRefresher) and chosen by a token's `kid`.
+struct JwksSettings {
+  std::string url;  // https://host[:port]/path
+  std::string host, port, target;
+  Duration refresh = std::chrono::minutes(10);
+  std::string ca_file;  // empty: the system's CAs
+  // The client context that verifies the issuer (built at load, as for https upstreams).
+  std::shared_ptr<ssl_ctx_st> client;
+};
 
 struct JwtSettings {
   std::string header = "Authorization";
@@ -213,6 +224,7 @@ struct JwtSettings {
   // The public keys read from `public_keys` at load time (same order; RSA or EC P-256), so
   // that a snapshot is self-contained and never reads a file while serving.
   std::vector<std::shared_ptr<evp_pkey_st>> keys;
+  std::optional<JwksSettings> jwks;
   std::string issuer;    // empty: not checked
   std::string audience;  // empty: not checked
   Duration leeway = 30s;

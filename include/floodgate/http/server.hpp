@@ -21,6 +21,10 @@ class logger;
 namespace boost::asio {
 class io_context;
 }
+namespace floodgate::keys {
+class JwksCell;
+}
+
 namespace floodgate::store {
 class LimitStore;
 }
@@ -42,6 +46,7 @@ struct ServerDeps {
   admin::Metrics& metrics;
   spdlog::logger* access_log = nullptr;  // one JSON line per request when log.access_log is on
   const limit::OverrideBoard* overrides = nullptr;  // per-caller overrides (admin API), or none
+  keys::JwksCell* jwks = nullptr;  // jwt.jwks's keys, fetched by the app (JwksRefresher)
 };
 
 // The admin API's /keys, answered by the workers: one caller of one route's limit, by its

@@ -1,0 +1,50 @@
+#pragma once
+// JSON Web Key Sets (RFC 7517) for `jwt.jwks`: the issuer's public keys, chosen by a token's
+// `kid`. Parsing is pure (keys/jwks.cpp); fetching is the app's (app/jwks_refresher.cpp),
+// which publishes each good set into a JwksCell that every worker reads without a lock.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+struct evp_pkey_st;
+
+namespace floodgate::keys {
+
+struct Jwk {
+  std::string kid;  // may be empty: the key is then tried for tokens without a kid only
+  std::shared_ptr<evp_pkey_st> key;  // RSA (2048 bits or more), EC P-256, Ed25519 or Ed448
+};
+
+struct KeySet {
+  std::vector<Jwk> keys;
+  std::size_t skipped = 0;  // entries not usable for signatures here (enc, other types)
+};
+
+// `{"keys": [...]}`: the signature keys it can use (kty RSA with n and e; EC P-256 with x and
+// y; OKP Ed25519/Ed448 with x; no "use" other than "sig"). An error when it is not such a
+// document, or has no usable key: a set that would refuse every token is not published.
+std::variant<KeySet, std::string> parse_jwks(std::string_view json);
+
+// The current set, swapped whole by the refresher; read per verification.
+class JwksCell {
+ public:
+  std::shared_ptr<const KeySet> get() const { return keys_.load(std::memory_order_acquire); }
+  void set(std::shared_ptr<const KeySet> keys) {
+    keys_.store(std::move(keys), std::memory_order_release);
+  }
+  // A token named a kid the set does not have: the issuer may have rotated its keys. The
+  // refresher fetches again soon (at most once per its minimum interval).
+  void ask_refresh() { asked_.store(true, std::memory_order_relaxed); }
+  bool take_refresh_request() { return asked_.exchange(false, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::shared_ptr<const KeySet>> keys_;
+  std::atomic<bool> asked_{false};
+};
+
+}  // namespace floodgate::keys

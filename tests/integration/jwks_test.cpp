@@ -1,0 +1,146 @@
+// jwt.jwks through the proxy: an identity provider (jwks_server.py, HTTPS with a test CA)
+// publishes its keys; floodgate fetches them at start, verifies tokens by kid, fetches again
+// when a token names a kid it has not seen (a key rotation), and keeps the last good set
+// while the provider is down.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "../support/jwt_signing.hpp"
+#include "floodgate_process.hpp"
+#include "harness.hpp"
+#include "proxy_yaml.hpp"
+#include "test_pki.hpp"
+
+namespace floodgate::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+class IdentityProvider {
+ public:
+  explicit IdentityProvider(TestPki& pki)
+      : dir_(fs::temp_directory_path() /
+             ("floodgate-jwks-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))),
+        files_((fs::create_directories(dir_), pki.issue("localhost", {"localhost"}))),
+        process_({"/usr/bin/python3", FLOODGATE_SOURCE_DIR "/tests/integration/jwks_server.py",
+                  dir_.string(), files_.cert, files_.key}) {
+    auto line = process_.read_line(20s);
+    port_ = line.empty() ? 0 : static_cast<std::uint16_t>(std::stoi(line));
+    if (port_ == 0) ADD_FAILURE() << "the JWKS server did not start";
+  }
+  ~IdentityProvider() { fs::remove_all(dir_); }
+  void publish(const std::vector<std::string>& jwks) {
+    std::string json = R"({"keys":[)";
+    for (std::size_t i = 0; i < jwks.size(); ++i) json += (i ? "," : "") + jwks[i];
+    std::ofstream(dir_ / "jwks.json.tmp") << json << "]}";
+    fs::rename(dir_ / "jwks.json.tmp", dir_ / "jwks.json");
+  }
+  void down(bool is_down) {
+    if (is_down)
+      std::ofstream(dir_ / "down") << "down";
+    else
+      fs::remove(dir_ / "down");
+  }
+  std::size_t hits() const {
+    std::ifstream in(dir_ / "hits");
+    std::size_t n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  }
+  std::string url() const {
+    return "https://localhost:" + std::to_string(port_) + "/.well-known/jwks.json";
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path dir_;
+  TestPki::Files files_;
+  ChildProcess process_;
+  std::uint16_t port_ = 0;
+};
+
+std::string token(const Key& key, const std::string& kid, const std::string& tenant) {
+  const auto alg = EVP_PKEY_is_a(key.get(), "RSA")  ? "RS256"
+                   : EVP_PKEY_is_a(key.get(), "EC") ? "ES256"
+                                                    : "EdDSA";
+  return sign(alg, header_with_kid(alg, kid), R"({"tenant":")" + tenant + R"(","exp":4102444800})",
+              key);
+}
+
+int status(std::uint16_t port, const std::string& bearer) {
+  auto r = get(port, "/x", "Authorization: Bearer " + bearer + "\r\n");
+  return r ? r->result_int() : -1;
+}
+
+std::uint64_t metric(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  return at == std::string::npos ? 0 : std::stoull(text.substr(at + series.size() + 2));
+}
+
+TEST(Jwks, KeysAreFetchedChosenByKidRotatedAndKeptWhileTheProviderIsDown) {
+  TestPki pki;
+  IdentityProvider idp(pki);
+  const Key first = rsa_key(), second = ed25519_key(), stranger = ec_key();
+  idp.publish({jwk_of(first, "2026-11")});
+  Origin origin;
+  LogCapture log;
+  const std::string yaml =
+      ProxyYaml{.upstream_url = http_url(origin),
+                .server_extra = "jwt:\n  algorithms: [RS256, ES256, EdDSA]\n  jwks: { url: \"" +
+                                idp.url() + "\", refresh: 1h, ca_file: \"" + pki.ca_file() +
+                                "\" }\n",
+                .route_extra =
+                    "    limits:\n      - { name: per-tenant, algorithm: fixed_window, "
+                    "limit: 100, window: 1h, key: [\"jwt:tenant\"] }\n"}
+          .text();
+  Proxy proxy(yaml, nullptr, nullptr, log.logger());
+  const auto port = proxy.port();
+  // Fetched before serving: the first request already verifies.
+  EXPECT_EQ(status(port, token(first, "2026-11", "acme")), 200);
+  EXPECT_EQ(status(port, token(stranger, "2026-11", "acme")), 401);  // not the issuer's key
+  EXPECT_EQ(idp.hits(), 1u);
+
+  // The provider rotates to an Ed25519 key: a token with the new kid makes floodgate fetch
+  // again (that request is refused: it is not held up waiting for the provider).
+  idp.publish({jwk_of(first, "2026-11"), jwk_of(second, "2026-12")});
+  EXPECT_EQ(status(port, token(second, "2026-12", "acme")), 401);
+  bool rotated = false;
+  for (int i = 0; i < 40 && !rotated; ++i) {
+    std::this_thread::sleep_for(100ms);
+    rotated = status(port, token(second, "2026-12", "acme")) == 200;
+  }
+  EXPECT_TRUE(rotated) << "the new kid was never fetched";
+  EXPECT_EQ(idp.hits(), 2u);
+  // Unknown kids do not make floodgate hammer the provider: at most one such fetch per 10 s.
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(status(port, token(stranger, "bogus", "acme")), 401);
+  std::this_thread::sleep_for(600ms);
+  EXPECT_EQ(idp.hits(), 2u);
+
+  // The provider goes down, and a reload points at another path of it (fetched at once):
+  // the fetch fails, and the last good set stays in use.
+  idp.down(true);
+  proxy.source().publish(load_or_fail(substitute(yaml, "jwks.json", "jwks.json?v=2")));
+  bool failed = false;
+  for (int i = 0; i < 40 && !failed; ++i) {
+    std::this_thread::sleep_for(100ms);
+    failed =
+        metric(proxy.metrics().render(), R"(floodgate_jwks_fetches_total{result="error"})") == 1;
+  }
+  EXPECT_TRUE(failed);
+  EXPECT_EQ(status(port, token(first, "2026-11", "acme")), 200);
+  EXPECT_EQ(status(port, token(second, "2026-12", "globex")), 200);
+  const auto text = proxy.metrics().render();
+  EXPECT_EQ(metric(text, R"(floodgate_jwks_fetches_total{result="ok"})"), 2u);
+  EXPECT_EQ(metric(text, "floodgate_jwks_keys"), 2u);
+  bool warned = false;
+  for (const auto& line : log.lines())
+    warned |= line.find("503; keeping the 2 key(s) fetched") != std::string::npos;
+  EXPECT_TRUE(warned) << "no warning that the last good set is kept";
+}
+
+}  // namespace
+}  // namespace floodgate::testing
