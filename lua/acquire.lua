@@ -33,6 +33,9 @@ local function log_member(lease, t, cost) return format('%s:%d:%d', lease, t, co
 -- the state commit() writes: three numbers, when it is neutral (µs from now; 0: DEL the key)
 -- and the key's expiry now (write_state). No state (nil): nothing to write, or (sliding_log,
 -- concurrency) commit() writes it. `held`: units leases hold (token_bucket, gcra; else 0).
+-- token_bucket and gcra: `window` is the delay allowance (on_exceed: delay; 0: refuse): units
+-- a request may take beyond what is there, admitted with the delay until they have refilled,
+-- answered in retry_after's place (the store maps it to the decision's delay).
 local function token_bucket(now, key, cap, rate, window, cost, held)
   local room = cap - held -- what is held cannot refill: the burst stays within capacity
   local tokens, updated, exp = room, now, 0
@@ -44,12 +47,14 @@ local function token_bucket(now, key, cap, rate, window, cost, held)
     tokens = min(room, tokens + elapsed * rate / US)
     updated = max(now, updated)
   end
-  if tokens + 1e-9 >= cost then
+  if tokens + window + 1e-9 >= cost then
     local left = tokens - cost
     local reset = time_to(cap - left, rate)
-    return 1, max(0, floor(left + 1e-9)), reset, 0, left, updated, 0, reset, exp
+    local delay = 0
+    if left < 0 then delay = time_to(-left, rate) end
+    return 1, max(0, floor(left + 1e-9)), reset, delay, left, updated, 0, reset, exp
   end
-  return 0, 0, time_to(cap - tokens, rate), max(1, time_to(cost - tokens, rate))
+  return 0, 0, time_to(cap - tokens, rate), max(1, time_to(cost - window - tokens, rate))
 end
 
 local function gcra(now, key, cap, rate, window, cost, held) -- kept as debt (algorithm.hpp)
@@ -62,11 +67,13 @@ local function gcra(now, key, cap, rate, window, cost, held) -- kept as debt (al
   end
   debt = max(debt, held) -- what is held does not decay
   local nxt = debt + cost
-  if nxt <= cap + 1e-9 then
+  if nxt <= cap + window + 1e-9 then
     local reset = time_to(nxt, rate)
-    return 1, max(0, floor(cap - nxt + 1e-9)), reset, 0, nxt, now, 0, reset, exp
+    local delay = 0
+    if nxt > cap + 1e-9 then delay = time_to(nxt - cap, rate) end
+    return 1, max(0, floor(cap - nxt + 1e-9)), reset, delay, nxt, now, 0, reset, exp
   end
-  return 0, 0, time_to(debt, rate), max(1, time_to(nxt - cap, rate))
+  return 0, 0, time_to(debt, rate), max(1, time_to(nxt - cap - window, rate))
 end
 
 -- "start count previous" of the window holding now; and the key's expiry.
@@ -273,7 +280,7 @@ local function decide_one(now, keys, k, args, a, lease, out, o)
         ok, remaining, reset, retry, sa, sb, sc, ttl, exp = decide_item(now, keys, k, args, a)
   if ok == 1 then
     charge(now, algo, key, lease, cost, window, sa, sb, sc, ttl, exp, hk, holder, own, untl)
-    if remaining == 0 and algo ~= 5 then
+    if remaining == 0 and algo ~= 5 and not (algo <= 1 and window > 0) then
       retry = again_after(now, algo, key, cap, rate, window, asked, hk, holder, own)
     end
   end
@@ -316,7 +323,7 @@ local function decide(now, keys, k, args, a, n, lease, out, o, w)
     local x = W * (i - 1)
     local p = w[x + 17]
     local algo = w[x + 1]
-    if out[p + 1] == 1 and out[p + 2] == 0 and algo ~= 5 then
+    if out[p + 1] == 1 and out[p + 2] == 0 and algo ~= 5 and not (algo <= 1 and w[x + 4] > 0) then
       out[p + 4] = again_after(now, algo, w[x + 2], w[x + 14], w[x + 15], w[x + 4], w[x + 16],
                                w[x + 10], w[x + 11], w[x + 12])
     end

@@ -34,12 +34,12 @@ local function adjust(keys, args)
       tokens = min(cap - held, x + max(0, now - y) * rate / US)
       updated = max(now, y)
     end
-    tokens = min(cap - held, max(-cap, tokens - delta))
+    tokens = min(cap - held, max(-cap - window, tokens - delta)) -- window: delay allowance
     write_state(now, key, tokens, updated, 0, time_to(cap - tokens, rate), exp)
   elseif algo == 1 then
     local debt = 0
     if raw then debt = max(0, x - max(0, now - y) * rate / US) end
-    debt = min(2 * cap, max(held, debt + delta))
+    debt = min(2 * cap + window, max(held, debt + delta))
     write_state(now, key, debt, now, 0, time_to(debt, rate), exp)
   elseif algo == 2 or algo == 4 or algo == 6 then
     local start, stop

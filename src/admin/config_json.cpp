@@ -57,6 +57,8 @@ json::object limit_json(const config::Limit& l, const config::StoreSettings& sto
                         : l.on_missing_key == config::OnMissingKey::skip ? "skip"
                                                                          : "shared";
   o["mode"] = l.mode == config::LimitMode::shadow ? "shadow" : "enforce";
+  o["on_exceed"] = l.on_exceed == config::OnExceed::delay ? "delay" : "reject";
+  if (l.on_exceed == config::OnExceed::delay) o["max_delay"] = config::format_duration(l.max_delay);
   json::object cost;
   cost["from"] = l.cost.from_header.empty() ? "" : "header:" + l.cost.from_header;
   cost["default"] = l.cost.fixed;

@@ -342,6 +342,13 @@ std::string Metrics::render() const {
   help(out, "floodgate_tls_handshake_failures_total", "counter",
        "Downstream TLS handshakes that failed (protocol, version, timeout or closed).");
   line(out, "floodgate_tls_handshake_failures_total", "", tls_handshake_failures.load());
+  help(out, "floodgate_delayed_requests_total", "counter",
+       "Requests an on_exceed: delay limit held until their units had refilled.");
+  line(out, "floodgate_delayed_requests_total", "", delayed_total.load());
+  help(out, "floodgate_delayed_requests", "gauge",
+       "Requests held by on_exceed: delay limits now, or being decided with a place to be "
+       "held (at most server.max_delayed).");
+  line(out, "floodgate_delayed_requests", "", delayed_now.load());
   help(out, "floodgate_jwks_fetches_total", "counter",
        "Fetches of jwt.jwks by result (a failed one keeps the last good key set).");
   line(out, "floodgate_jwks_fetches_total", "result=\"ok\"", jwks_fetches_ok.load());

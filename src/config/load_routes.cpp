@@ -194,6 +194,42 @@ void read_rollout(Section& s, Limit& l) {
   l.rollout_basis_points = std::max(1, static_cast<int>(percent * 100 + 0.5));
 }
 
+// `on_exceed: delay` with `max_delay`: only where a request's turn is known (a bucket refills
+// at a steady rate) and nothing changes its charge afterwards.
+void read_on_exceed(Section& s, Limit& l) {
+  auto& r = s.reader();
+  s.choice<OnExceed>("on_exceed", l.on_exceed,
+                     {{"reject", OnExceed::reject}, {"delay", OnExceed::delay}});
+  if (l.on_exceed != OnExceed::delay) {
+    if (s.has("max_delay"))
+      r.error(s["max_delay"], s.at("max_delay"), "applies with on_exceed: delay");
+    return;
+  }
+  const auto at = s["on_exceed"];
+  const auto path = s.at("on_exceed");
+  if (!is_bucket(l.algorithm))
+    return r.error(at, path,
+                   std::string("delay applies to token_bucket and gcra (a request's turn is "
+                               "known from their steady refill), not ") +
+                       to_string(l.algorithm));
+  if (l.mode == LimitMode::shadow)
+    return r.error(at, path, "a shadow limit never refuses: nothing to delay");
+  if (!l.settle_header.empty() || l.count || s.has("lease"))
+    return r.error(at, path,
+                   "delay cannot be combined with settle, count or lease (a delayed request's "
+                   "units are taken when it is admitted)");
+  if (!s.require("max_delay")) return;
+  s.duration("max_delay", l.max_delay);
+  const double seconds = std::chrono::duration<double>(l.max_delay).count();
+  if (l.max_delay.count() > 0 && seconds * l.params.refill_rate.per_second < 1)
+    r.error(s["max_delay"], s.at("max_delay"),
+            format_duration(l.max_delay) + " is less than one request's refill at " +
+                l.params.refill_rate.text + ": nothing could ever be delayed");
+  if (l.max_delay > Duration(60'000))
+    r.error(s["max_delay"], s.at("max_delay"),
+            "at most 60s: a request held longer holds its connection and the client's patience");
+}
+
 // The algorithms that can charge after the fact (settle, count): those a refund can reach.
 bool settles(Algorithm a) {
   return a == Algorithm::token_bucket || a == Algorithm::gcra || a == Algorithm::sliding_window ||
@@ -260,10 +296,10 @@ void read_count(Section& s, Limit& l) {
 
 std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string& path) {
   Section s(r, n, path);
-  if (!r.map(n, path,
-             {"name", "algorithm", "capacity", "refill_rate", "limit", "window", "key",
-              "on_missing_key", "overrides", "cost", "settle", "count", "mode", "rollout", "lease",
-              "period", "timezone", "anchor_day"}))
+  if (!r.map(n, path, {"name",   "algorithm", "capacity",       "refill_rate", "limit",
+                       "window", "key",       "on_missing_key", "overrides",   "cost",
+                       "settle", "count",     "mode",           "rollout",     "lease",
+                       "period", "timezone",  "anchor_day",     "on_exceed",   "max_delay"}))
     return std::nullopt;
   Limit l;
   if (s.require("name")) {
@@ -354,6 +390,7 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
       read_count(s, l);
   }
   if (s.has("lease")) read_lease(s, l);
+  read_on_exceed(s, l);
   return l;
 }
 

@@ -122,7 +122,7 @@ void read_server(const Section& s, ServerSettings& out) {
   auto& r = s.reader();
   if (!r.map(s.node(), s.path(),
              {"listen", "threads", "pop", "client_ip", "timeouts", "max_header_bytes",
-              "max_body_bytes", "max_connections", "http2"}))
+              "max_body_bytes", "max_connections", "max_delayed", "http2"}))
     return;
   if (s.require("listen")) {
     const auto& n = s["listen"];
@@ -162,6 +162,7 @@ void read_server(const Section& s, ServerSettings& out) {
     r.error(s["max_header_bytes"], s.at("max_header_bytes"), "must be between 1KiB and 16MiB");
   s.size("max_body_bytes", out.max_body_bytes);
   s.integer("max_connections", out.max_connections, 0, 10'000'000);
+  s.integer("max_delayed", out.max_delayed, 0, 10'000'000);
   if (s.has("http2")) {
     Section h(r, s["http2"], s.at("http2"));
     if (r.map(h.node(), h.path(), {"max_concurrent_streams", "max_resets_per_second"})) {

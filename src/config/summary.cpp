@@ -40,6 +40,8 @@ std::string describe(const Limit& l, const StoreSettings& store) {
       o << (i ? ", " : "") << l.count->written[i];
   }
   if (l.overrides) o << ", " << l.overrides->values.size() << " tiers by " << l.overrides->by.text;
+  if (l.on_exceed == OnExceed::delay)
+    o << ", over it held up to " << format_duration(l.max_delay) << " (on_exceed: delay)";
   if (l.mode == LimitMode::shadow) o << " (shadow)";
   if (l.rollout_basis_points < 10000)
     o << " (rollout: enforced for " << format_rollout(l.rollout_basis_points)

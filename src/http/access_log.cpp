@@ -146,6 +146,12 @@ std::string access_line(Exchange& x, std::chrono::steady_clock::duration took,
     line += "\",\"key\":\"";
     append_json_escaped(line, x.admission.key);
     line += '"';
+    if (x.admission.delayed > 0) {  // held by an on_exceed: delay limit
+      char ms[32];
+      std::snprintf(ms, sizeof ms, ",\"delayed_ms\":%.3f",
+                    static_cast<double>(x.admission.delayed) / 1000.0);
+      line += ms;
+    }
     if (!x.admission.shadow_limit.empty()) {  // the shadow limit that would have refused
       line += ",\"shadow_limit\":\"";
       append_json_escaped(line, x.admission.shadow_limit);

@@ -34,6 +34,7 @@ struct Admission {
   std::string limit;
   std::string key;
   std::string_view shadow_limit;  // the first shadow limit that would have refused, if any
+  limit::Micros delayed = 0;      // held by an on_exceed: delay limit before forwarding
   // The store could not decide and the route's on_store_error took over: what was charged
   // (under `local`) was charged to the in-process store, and is returned and settled there.
   bool degraded = false;

@@ -1,11 +1,21 @@
 #include "limit_gate.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <atomic>
 
 #include "floodgate/config/loader.hpp"
 #include "floodgate/http/path_normalize.hpp"
 #include "floodgate/keys/list_match.hpp"
 #include "pipeline.hpp"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // see h2_stream.cpp
+#endif
 
 namespace floodgate::http {
 
@@ -255,6 +265,24 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
     co_return refused(route, *plan.limits[hit->item], plan.items[hit->item].params, hit->decision,
                       now);
   }
+  // A place among the requests held (server.max_delayed), taken before the store is asked
+  // (a check, then an increment after the answer, would let every request in flight past the
+  // bound) and kept only while this one waits; none free: delay limits refuse.
+  struct HeldPlace {
+    std::atomic<std::int64_t>* held = nullptr;
+    ~HeldPlace() {
+      if (held) held->fetch_sub(1, std::memory_order_relaxed);
+    }
+  } place;
+  if (std::any_of(plan.items.begin(), plan.items.end(),
+                  [](const store::Item& i) { return i.params.delay_allowance > 0; })) {
+    if (metrics_.delayed_now.fetch_add(1, std::memory_order_relaxed) < config.server.max_delayed) {
+      place.held = &metrics_.delayed_now;
+    } else {
+      metrics_.delayed_now.fetch_sub(1, std::memory_order_relaxed);
+      for (auto& item : plan.items) item.params.delay_allowance = 0;
+    }
+  }
   const auto started = std::chrono::steady_clock::now();
   auto result = co_await store_->acquire(plan.items, boost::asio::use_awaitable);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
@@ -320,7 +348,17 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
         a.settles.push_back({plan.items[i], l.settle_header, plan.items[i].cost,
                              l.settle_from_trailer, l.count ? &*l.count : nullptr});
       });
+  // Taken into a delay allowance: held until the units have refilled, then forwarded.
+  for (const auto& d : outcome->decisions) a.delayed = std::max(a.delayed, d.delay);
+  if (a.delayed > 0) co_await hold(a.delayed);  // `place` is given back after it
   co_return std::nullopt;
+}
+
+boost::asio::awaitable<void> LimitGate::hold(limit::Micros delay) {
+  metrics_.delayed_total.fetch_add(1, std::memory_order_relaxed);
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor,
+                                  std::chrono::microseconds(delay));
+  co_await timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
 }
 
 void LimitGate::settle(Exchange& x, const boost::beast::http::fields& response) {

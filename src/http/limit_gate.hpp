@@ -103,6 +103,8 @@ class LimitGate {
   admin::RouteMetrics& route_cells(const Exchange& x);
   // Counts the request's callers in their limits' top offenders: refused by the limits whose
   // decision in `outcome` refused, or (a deny cache answer, no outcome) by item `refused_item`.
+  // Holds a request an on_exceed: delay limit admitted into its allowance for `delay`.
+  boost::asio::awaitable<void> hold(limit::Micros delay);
   void count_callers(const Exchange& x, const limit::Plan& plan, const keys::RequestFacts& facts,
                      const store::Outcome* outcome, int refused_item = -1);
   // The overrides by store key under one snapshot and one version of the board: rebuilt when

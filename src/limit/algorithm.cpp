@@ -37,14 +37,16 @@ Evaluation token_bucket(const Params& p, const State& s, Micros now, std::int64_
   auto b = refill(p, s, now, held);
   Evaluation e;
   e.decision.limit = p.capacity;
-  if (b.tokens + 1e-9 >= static_cast<double>(cost)) {
+  const auto allowance = static_cast<double>(p.delay_allowance);
+  if (b.tokens + allowance + 1e-9 >= static_cast<double>(cost)) {
     b.tokens -= static_cast<double>(cost);
     e.decision.admitted = true;
     e.decision.remaining =
         std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(b.tokens + 1e-9)));
+    if (b.tokens < 0) e.decision.delay = bucket_time_to(p, -b.tokens);  // into the allowance
   } else {
     e.decision.retry_after =
-        std::max<Micros>(1, bucket_time_to(p, static_cast<double>(cost) - b.tokens));
+        std::max<Micros>(1, bucket_time_to(p, static_cast<double>(cost) - allowance - b.tokens));
   }
   e.decision.reset_after = bucket_time_to(p, static_cast<double>(p.capacity) - b.tokens);
   e.next = b;
@@ -70,15 +72,17 @@ Evaluation gcra(const Params& p, const State& s, Micros now, std::int64_t cost, 
   const double next = debt + static_cast<double>(cost);
   Evaluation e;
   e.decision.limit = p.capacity;
-  if (next <= static_cast<double>(p.capacity) + 1e-9) {
+  const auto capacity = static_cast<double>(p.capacity);
+  const auto allowance = static_cast<double>(p.delay_allowance);
+  if (next <= capacity + allowance + 1e-9) {
     e.decision.admitted = true;
-    e.decision.remaining = std::max<std::int64_t>(
-        0, static_cast<std::int64_t>(std::floor(static_cast<double>(p.capacity) - next + 1e-9)));
+    e.decision.remaining =
+        std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(capacity - next + 1e-9)));
     e.decision.reset_after = bucket_time_to(p, next);
+    if (next > capacity + 1e-9) e.decision.delay = bucket_time_to(p, next - capacity);
     e.next = GcraState{next, now};
   } else {
-    e.decision.retry_after =
-        std::max<Micros>(1, bucket_time_to(p, next - static_cast<double>(p.capacity)));
+    e.decision.retry_after = std::max<Micros>(1, bucket_time_to(p, next - capacity - allowance));
     e.decision.reset_after = bucket_time_to(p, debt);
     e.next = GcraState{debt, now};
   }
@@ -234,6 +238,9 @@ Params Params::from(const config::Limit& l, const config::LimitParams& p) {
   out.per_second = p.refill_rate.per_second;
   out.window = std::chrono::duration_cast<std::chrono::microseconds>(p.window).count();
   out.period = l.period;
+  if (l.on_exceed == config::OnExceed::delay)  // max_delay's worth of refill, whole units
+    out.delay_allowance = static_cast<std::int64_t>(std::floor(
+        std::chrono::duration<double>(l.max_delay).count() * p.refill_rate.per_second + 1e-9));
   return out;
 }
 
@@ -281,15 +288,17 @@ State adjust(const Params& p, const State& s, Micros now, std::int64_t delta, st
     case Algorithm::token_bucket: {
       auto b = refill(p, s, now, held);
       b.tokens = std::min(static_cast<double>(p.capacity - held),
-                          std::max(debt_floor, b.tokens - static_cast<double>(delta)));
+                          std::max(debt_floor - static_cast<double>(p.delay_allowance),
+                                   b.tokens - static_cast<double>(delta)));
       return b;
     }
     case Algorithm::gcra: {
       // Debt: at most one extra burst beyond a fully used one, and never below what is held.
       double debt = gcra_debt(p, s, now) + static_cast<double>(delta);
-      return GcraState{std::min(2.0 * static_cast<double>(p.capacity),
-                                std::max(static_cast<double>(held), debt)),
-                       now};
+      return GcraState{
+          std::min(2.0 * static_cast<double>(p.capacity) + static_cast<double>(p.delay_allowance),
+                   std::max(static_cast<double>(held), debt)),
+          now};
     }
     case Algorithm::sliding_window:
     case Algorithm::fixed_window:

@@ -90,7 +90,14 @@ void expect_same(const store::Outcome& mem, const store::Outcome& red, const std
     EXPECT_EQ(a.reset_after, b.reset_after) << where << " item " << i;
     EXPECT_EQ(a.retry_after, b.retry_after) << where << " item " << i;
     EXPECT_EQ(a.granted, b.granted) << where << " item " << i;
+    EXPECT_EQ(a.delay, b.delay) << where << " item " << i;
   }
+}
+
+// on_exceed: delay: `allowance` units beyond the burst, admitted with a delay.
+limit::Params delayed(limit::Params p, std::int64_t allowance) {
+  p.delay_allowance = allowance;
+  return p;
 }
 
 struct Case {
@@ -110,7 +117,7 @@ TEST_P(Differential, RandomTrafficGetsTheSameDecisions) {
   std::mt19937_64 rng(7 + static_cast<unsigned>(p.algorithm));
   const Micros step =
       p.window > 0 ? p.window / 7 : static_cast<Micros>(kMicrosPerSecond / p.per_second * 0.8);
-  int admitted = 0, refused = 0;
+  int admitted = 0, refused = 0, delayed = 0;
   for (int i = 0; i < 300; ++i) {
     // Mostly small steps (bursts and refusals), sometimes long gaps (refill, expiry).
     Micros dt = rng() % 10 == 0 ? step * static_cast<Micros>(rng() % 20)
@@ -130,11 +137,15 @@ TEST_P(Differential, RandomTrafficGetsTheSameDecisions) {
     expect_same(m, std::get<store::Outcome>(r),
                 std::string(GetParam().name) + " step " + std::to_string(i));
     (m.admitted ? admitted : refused)++;
+    if (m.admitted && m.decisions.front().delay > 0) ++delayed;
     if (::testing::Test::HasFailure()) return;
   }
-  // The table exercised both answers.
+  // The table exercised both answers (and a delay allowance, where there is one).
   EXPECT_GT(admitted, 20);
   EXPECT_GT(refused, 20);
+  if (p.delay_allowance > 0) {
+    EXPECT_GT(delayed, 20);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -145,7 +156,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"gcra", params(Algorithm::gcra, 10, 5, 0)},
         Case{"sliding_window", params(Algorithm::sliding_window, 20, 0, 10 * kMicrosPerSecond)},
         Case{"sliding_log", params(Algorithm::sliding_log, 12, 0, 10 * kMicrosPerSecond)},
-        Case{"fixed_window", params(Algorithm::fixed_window, 15, 0, 5 * kMicrosPerSecond)}),
+        Case{"fixed_window", params(Algorithm::fixed_window, 15, 0, 5 * kMicrosPerSecond)},
+        Case{"token_bucket_delay", delayed(params(Algorithm::token_bucket, 10, 5, 0), 5)},
+        Case{"gcra_delay", delayed(params(Algorithm::gcra, 10, 5, 0), 2)}),
     [](const auto& info) { return std::string(info.param.name); });
 
 std::shared_ptr<const calendar::Period> period(calendar::PeriodUnit unit, int anchor,

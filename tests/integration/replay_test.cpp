@@ -358,6 +358,27 @@ TEST(ReplayKnownAnswer, CookieFingerprintAndPathTemplateKeys) {
     EXPECT_EQ(decisions[i].verdict(), lines[i].verdict) << i;
 }
 
+// on_exceed: delay: a replay admits what the proxy would have held (at most max_delay's
+// worth of refill beyond the burst) and refuses the rest.
+TEST(ReplayKnownAnswer, ADelayLimitAdmitsUpToItsAllowance) {
+  rs::ScratchDir dir;
+  const auto config = dir.write(
+      "c.yaml", std::string(kServer) + "routes:\n" +
+                    route("api", "/",
+                          "{ name: paced, algorithm: token_bucket, capacity: 1, refill_rate: 1/s, "
+                          "key: [ip], on_exceed: delay, max_delay: 2s }"));
+  const char* verdicts[] = {"admitted", "admitted", "admitted", "refused", "refused"};
+  std::string log;
+  for (int i = 0; i < 5; ++i)  // five requests in the same 10 ms
+    log += rs::access_line(at(10, 0, i * 2000), "/x", rs::ip_field("192.0.2.5")) + "\n";
+  auto r = rs::replay(
+      {"--config", config, "--json", "--decisions", dir / "d.tsv", dir.write("a.log", log)}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto decisions = rs::read_decisions(dir / "d.tsv");
+  ASSERT_EQ(decisions.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(decisions[i].verdict(), verdicts[i]) << i;
+}
+
 // `rollout: P%`: the report says what enforcing the limit for 1% ... 100% of its keys would
 // refuse, and at 100% that is every would-be refusal, enforced or shadowed.
 TEST(ReplayKnownAnswer, ARolloutReportsWhatEachShareWouldRefuse) {

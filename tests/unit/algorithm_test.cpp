@@ -927,4 +927,40 @@ TEST(TokenBucket, RetryAfterExactWithAnHourlyRate) {
   EXPECT_TRUE(c.peek(T0 + d.retry_after).admitted);
 }
 
+// on_exceed: delay. A burst of 2 refilling 1/s with 3 units of allowance (max_delay 3s):
+// the third and later requests are admitted with the wait until their unit has refilled, in
+// order, and the sixth is refused until the queue has moved.
+class DelayAllowance : public ::testing::TestWithParam<Algorithm> {};
+
+TEST_P(DelayAllowance, RequestsBeyondTheBurstWaitTheirTurn) {
+  auto p = bucket(GetParam(), 2, 1);
+  p.delay_allowance = 3;
+  State s;
+  std::vector<Micros> delays;
+  for (int i = 0; i < 5; ++i) {
+    auto e = evaluate(p, s, T0, 1);
+    ASSERT_TRUE(e.decision.admitted) << i;
+    EXPECT_EQ(e.decision.retry_after, 0) << i;
+    delays.push_back(e.decision.delay);
+    s = e.next;
+  }
+  EXPECT_EQ(delays, (std::vector<Micros>{0, 0, kSec, 2 * kSec, 3 * kSec}));
+  auto refused = evaluate(p, s, T0, 1);
+  EXPECT_FALSE(refused.decision.admitted);
+  EXPECT_EQ(refused.decision.retry_after, kSec) << "when the first delayed unit is repaid";
+  // A second on, the queue is one unit shorter.
+  auto later = evaluate(p, s, T0 + kSec, 1);
+  ASSERT_TRUE(later.decision.admitted);
+  EXPECT_EQ(later.decision.delay, 3 * kSec);
+  // Without an allowance the same state refuses, as before.
+  p.delay_allowance = 0;
+  EXPECT_FALSE(evaluate(p, s, T0 + kSec, 1).decision.admitted);
+}
+
+INSTANTIATE_TEST_SUITE_P(Buckets, DelayAllowance,
+                         ::testing::Values(Algorithm::token_bucket, Algorithm::gcra),
+                         [](const auto& info) {
+                           return std::string(floodgate::config::to_string(info.param));
+                         });
+
 }  // namespace

@@ -117,6 +117,10 @@ class Metrics {
   std::atomic<std::int64_t> active_connections{0};
   std::atomic<std::int64_t> active_tunnels{0};  // WebSocket connections being relayed
   std::atomic<std::uint64_t> tls_handshake_failures{0};
+  // on_exceed: delay: requests held, and the places among the held taken now (by requests
+  // held, or being decided with a place to be held; server.max_delayed bounds it).
+  std::atomic<std::uint64_t> delayed_total{0};
+  std::atomic<std::int64_t> delayed_now{0};
   // jwt.jwks (app/jwks_refresher.cpp): fetches by result, the keys in use and when they came.
   std::atomic<std::uint64_t> jwks_fetches_ok{0};
   std::atomic<std::uint64_t> jwks_fetches_failed{0};

@@ -86,6 +86,9 @@ struct ServerSettings {
   // (HAProxy's maxconn, not nginx's per-worker worker_connections); past it new ones wait in
   // the listen queue. 0: no limit.
   std::int64_t max_connections = 10'000;
+  // Requests held by `on_exceed: delay` limits at once on this instance; past it such limits
+  // refuse as if they had no delay (a queue must not exhaust memory).
+  std::int64_t max_delayed = 1024;
   Http2Settings http2;
 };
 
@@ -260,6 +263,10 @@ struct KeyPart {
 };
 
 enum class OnMissingKey { reject, skip, shared };
+// What a token_bucket or gcra limit does with a request over it: refuse (429), or hold it
+// until its units have refilled, for at most max_delay (nginx's limit_req burst without
+// nodelay).
+enum class OnExceed { reject, delay };
 enum class LimitMode { enforce, shadow };
 
 struct Cost {
@@ -324,6 +331,8 @@ struct Limit {
   // decision's limit::Params, which may outlive this snapshot.
   std::shared_ptr<const calendar::Period> period;
   LimitMode mode = LimitMode::enforce;
+  OnExceed on_exceed = OnExceed::reject;
+  Duration max_delay{0};  // on_exceed: delay
   // `rollout: 10%`: enforced for the keys whose rollout bucket (limit::rollout_bucket, 0-9999
   // from the key's hash) is below this, shadowed for the rest. 10000: every key.
   int rollout_basis_points = 10000;

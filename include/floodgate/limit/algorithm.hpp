@@ -24,6 +24,9 @@ struct Params {
   double per_second = 0;                           // buckets: refill rate
   Micros window = 0;                               // windows
   std::shared_ptr<const calendar::Period> period;  // quota: its calendar (config::Limit's)
+  // token_bucket and gcra with `on_exceed: delay`: units a request may take beyond what is
+  // there (max_delay x rate), admitted with a delay until they have refilled; 0: refuse.
+  std::int64_t delay_allowance = 0;
 
   static Params from(const config::Limit& l, const config::LimitParams& p);
   std::int64_t quota() const { return capacity; }  // what X-RateLimit-Limit shows
@@ -70,6 +73,7 @@ struct Decision {
                                // also set when admitted with nothing remaining: until the
                                // same request would pass again (0: at once)
   std::int64_t granted = 0;    // from a store, admitted: the units taken (the cost, or a lease)
+  Micros delay = 0;  // admitted into a delay allowance: how long until its units are there
 };
 
 struct Evaluation {
