@@ -81,6 +81,11 @@ done
 $engine image inspect floodgate:latest --format '{{json .Config.Healthcheck}}' | grep -q healthcheck ||
   { echo "smoke: FAILED (the image has no HEALTHCHECK)"; exit 1; }
 
+echo "== the image's time zones (tzdata, for calendar quotas) =="
+answer=$("${compose[@]}" exec -T floodgate-a floodgate --check-config /etc/floodgate/examples/llm-quotas.yaml 2>&1 |
+  grep 'Europe/Berlin') || { echo "smoke: FAILED (llm-quotas.yaml in the image: $answer)"; exit 1; }
+echo "  $answer"
+
 echo "== $requests requests to /api/demo, alternating between the two instances (limit $limit per minute, shared) =="
 ok_a=0 ok_b=0 limited=0 other=0
 for i in $(seq "$requests"); do

@@ -27,6 +27,17 @@ std::string route(const std::string& name, const std::string& prefix, const std:
          " }\n    upstream: origin\n    limits:\n      - " + limit + "\n";
 }
 
+// The replay's verdict on each line of `log` under `config` (its --decisions file).
+std::vector<std::string> verdicts_of(const rs::ScratchDir& dir, const std::string& config,
+                                     const std::string& log) {
+  auto r = rs::replay(
+      {"--config", config, "--json", "--decisions", dir / "d.tsv", dir.write("a.log", log)}, dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> out;
+  for (const auto& d : rs::read_decisions(dir / "d.tsv")) out.push_back(d.verdict());
+  return out;
+}
+
 // ------------------------------------------------------------------------- known answers
 
 // Every limit allows 10 per minute (or a burst of 5 refilling 1/s) per client address.
@@ -284,13 +295,9 @@ TEST(ReplayKnownAnswer, CountingLimitsChargeOnlyTheLoggedStatusesTheyCount) {
     log += rs::access_line(at(10, static_cast<int>(i)), "/" + std::to_string(i),
                            rs::ip_field(lines[i].ip), "POST", lines[i].decision, lines[i].status) +
            "\n";
-  auto r = rs::replay(
-      {"--config", config, "--json", "--decisions", dir / "d.tsv", dir.write("a.log", log)}, dir);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto decisions = rs::read_decisions(dir / "d.tsv");
-  ASSERT_EQ(decisions.size(), lines.size());
-  for (std::size_t i = 0; i < lines.size(); ++i)
-    EXPECT_EQ(decisions[i].verdict(), lines[i].verdict) << i;
+  const auto verdicts_seen = verdicts_of(dir, config, log);
+  ASSERT_EQ(verdicts_seen.size(), lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(verdicts_seen[i], lines[i].verdict) << i;
 }
 
 // A daily quota in Tokyo: the replay's clock, set to each logged request's time, crosses
@@ -313,13 +320,10 @@ TEST(ReplayKnownAnswer, ADailyQuotaStartsAgainAtLocalMidnight) {
     line.replace(ts, 27, limit::format_utc(limit::micros_of(2026, 12, 3, 14, minute, 0)));
     log += line + "\n";
   }
-  auto r = rs::replay(
-      {"--config", config, "--json", "--decisions", dir / "d.tsv", dir.write("a.log", log)}, dir);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto decisions = rs::read_decisions(dir / "d.tsv");
-  ASSERT_EQ(decisions.size(), std::size(lines));
+  const auto verdicts_seen = verdicts_of(dir, config, log);
+  ASSERT_EQ(verdicts_seen.size(), std::size(lines));
   for (std::size_t i = 0; i < std::size(lines); ++i)
-    EXPECT_EQ(decisions[i].verdict(), lines[i].second) << i;
+    EXPECT_EQ(verdicts_seen[i], lines[i].second) << i;
 }
 
 // Cookies and TLS fingerprints are read from the logged fields, path templates found again
@@ -349,13 +353,10 @@ TEST(ReplayKnownAnswer, CookieFingerprintAndPathTemplateKeys) {
                            rs::ip_field("192.0.2.1") + ",\"cookie:sid\":\"" + lines[i].sid +
                                "\",\"tls:ja4\":\"" + lines[i].ja4 + "\"") +
            "\n";
-  auto r = rs::replay(
-      {"--config", config, "--json", "--decisions", dir / "d.tsv", dir.write("a.log", log)}, dir);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto decisions = rs::read_decisions(dir / "d.tsv");
-  ASSERT_EQ(decisions.size(), std::size(lines));
+  const auto verdicts_seen = verdicts_of(dir, config, log);
+  ASSERT_EQ(verdicts_seen.size(), std::size(lines));
   for (std::size_t i = 0; i < std::size(lines); ++i)
-    EXPECT_EQ(decisions[i].verdict(), lines[i].verdict) << i;
+    EXPECT_EQ(verdicts_seen[i], lines[i].verdict) << i;
 }
 
 // on_exceed: delay: a replay admits what the proxy would have held (at most max_delay's
@@ -371,12 +372,10 @@ TEST(ReplayKnownAnswer, ADelayLimitAdmitsUpToItsAllowance) {
   std::string log;
   for (int i = 0; i < 5; ++i)  // five requests in the same 10 ms
     log += rs::access_line(at(10, 0, i * 2000), "/x", rs::ip_field("192.0.2.5")) + "\n";
-  auto r = rs::replay(
-      {"--config", config, "--json", "--decisions", dir / "d.tsv", dir.write("a.log", log)}, dir);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto decisions = rs::read_decisions(dir / "d.tsv");
-  ASSERT_EQ(decisions.size(), 5u);
-  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(decisions[i].verdict(), verdicts[i]) << i;
+  const auto verdicts_seen = verdicts_of(dir, config, log);
+  ASSERT_EQ(verdicts_seen.size(), std::size(verdicts));
+  for (std::size_t i = 0; i < std::size(verdicts); ++i)
+    EXPECT_EQ(verdicts_seen[i], verdicts[i]) << i;
 }
 
 // `rollout: P%`: the report says what enforcing the limit for 1% ... 100% of its keys would
