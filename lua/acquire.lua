@@ -175,9 +175,13 @@ end
 -- clock off by less than a period counts in Redis's period all the same). Algorithm.cpp
 -- computes the same period from its own clock (src/calendar/period.cpp).
 local function period_of(now, bounds)
-  local b0, b1, b2, b3 = match(bounds, '^(%d+) (%d+) (%d+) (%d+)$')
+  local b0, b1, b2, b3 = match(bounds, '^(-?%d+) (-?%d+) (-?%d+) (-?%d+)$')
   b0, b1, b2, b3 = num(b0), num(b1), num(b2), num(b3)
+  -- Outside all three (clocks a whole period apart): the period of the same length next to
+  -- them, so that the count still builds up and expires after it.
+  if now < b0 then return b0 - (b1 - b0), b0 end
   if now < b1 then return b0, b1 end
+  if now >= b3 then return b3, b3 + (b3 - b2) end
   if now >= b2 then return b2, b3 end
   return b1, b2
 end

@@ -59,7 +59,8 @@ asio::awaitable<void> get(const config::JwksSettings& s, Fetched& out) {
     co_return;
   }
   bhttp::request<bhttp::empty_body> req{bhttp::verb::get, s.target, 11};
-  req.set(bhttp::field::host, s.port == "443" ? s.host : s.host + ":" + s.port);
+  const auto host = s.host.find(':') == std::string::npos ? s.host : "[" + s.host + "]";
+  req.set(bhttp::field::host, s.port == "443" ? host : host + ":" + s.port);
   req.set(bhttp::field::user_agent, "floodgate");
   req.set(bhttp::field::accept, "application/json");
   req.set(bhttp::field::connection, "close");
@@ -113,8 +114,20 @@ JwksRefresher::~JwksRefresher() {
 }
 
 void JwksRefresher::start() {
-  tick();
+  safe_tick();
   thread_ = std::thread([this] { run(); });
+}
+
+// Nothing may leave the thread (std::terminate would take the proxy down): out of
+// descriptors or memory, the fetch counts as failed and is tried again later.
+void JwksRefresher::safe_tick() {
+  try {
+    tick();
+  } catch (const std::exception& e) {
+    metrics_.jwks_fetches_failed.fetch_add(1, std::memory_order_relaxed);
+    log_->warn("jwks: fetch failed: {}; keeping the current keys", e.what());
+    due_ = std::chrono::steady_clock::now() + kRetry;
+  }
 }
 
 void JwksRefresher::run() {
@@ -123,7 +136,7 @@ void JwksRefresher::run() {
     // A quarter of a second: how soon a token's unknown kid or a reload is noticed.
     if (wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stop_; })) break;
     lock.unlock();
-    tick();
+    safe_tick();
     lock.lock();
   }
 }
@@ -134,7 +147,10 @@ void JwksRefresher::tick() {
   const auto& s = *config->jwt->jwks;
   const auto now = std::chrono::steady_clock::now();
   if (s.url != url_) {  // the first fetch, or a reload named another issuer
+    // Another issuer's keys are not this one's: none are trusted until its own arrive.
+    if (!url_.empty()) cell_.set(nullptr);
     url_ = s.url;
+    kids_.clear();
     due_ = now;
   }
   // A kid the set lacks: fetch now, unless the last fetch for that reason was less than

@@ -3,8 +3,10 @@
 // published to a keys::JwksCell that every worker reads per verification. Refreshed every
 // `refresh`; at once when a token names an unknown kid (the issuer rotated), at most once per
 // kUnknownKidInterval for that reason; a failed fetch keeps the last good set (a metric and a
-// warning say so) and is retried after kRetry. A reload that changes the url fetches the new one at
-// once.
+// warning say so) and is retried after kRetry. A reload that changes the url drops the
+// old issuer's keys and fetches the new one at once. (A host name that the resolver cannot
+// answer holds the fetch as long as getaddrinfo takes, past kTimeout: Asio resolves on a
+// thread of its own.)
 
 #include <spdlog/logger.h>
 
@@ -40,6 +42,7 @@ class JwksRefresher {
 
  private:
   void tick();
+  void safe_tick();
   bool fetch(const config::JwksSettings& s);
   void run();
 

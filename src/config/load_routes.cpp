@@ -221,10 +221,15 @@ void read_on_exceed(Section& s, Limit& l) {
   if (!s.require("max_delay")) return;
   s.duration("max_delay", l.max_delay);
   const double seconds = std::chrono::duration<double>(l.max_delay).count();
-  if (l.max_delay.count() > 0 && seconds * l.params.refill_rate.per_second < 1)
-    r.error(s["max_delay"], s.at("max_delay"),
-            format_duration(l.max_delay) + " is less than one request's refill at " +
-                l.params.refill_rate.text + ": nothing could ever be delayed");
+  auto too_short = [&](const LimitParams& p, const std::string& whose) {
+    if (l.max_delay.count() > 0 && seconds * p.refill_rate.per_second < 1)
+      r.error(s["max_delay"], s.at("max_delay"),
+              format_duration(l.max_delay) + " is less than one request's refill at " +
+                  p.refill_rate.text + whose + ": nothing could ever be delayed");
+  };
+  too_short(l.params, "");
+  if (l.overrides)
+    for (const auto& [tier, p] : l.overrides->values) too_short(p, " (tier \"" + tier + "\")");
   if (l.max_delay > Duration(60'000))
     r.error(s["max_delay"], s.at("max_delay"),
             "at most 60s: a request held longer holds its connection and the client's patience");

@@ -274,13 +274,15 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
       if (held) held->fetch_sub(1, std::memory_order_relaxed);
     }
   } place;
+  bool no_places = false;  // its answer is not this key's usual one: not for the deny cache
   if (std::any_of(plan.items.begin(), plan.items.end(),
-                  [](const store::Item& i) { return i.params.delay_allowance > 0; })) {
+                  [](const store::Item& i) { return i.params.max_delay > 0; })) {
     if (metrics_.delayed_now.fetch_add(1, std::memory_order_relaxed) < config.server.max_delayed) {
       place.held = &metrics_.delayed_now;
     } else {
       metrics_.delayed_now.fetch_sub(1, std::memory_order_relaxed);
-      for (auto& item : plan.items) item.params.delay_allowance = 0;
+      for (auto& item : plan.items) item.params.max_delay = 0;
+      no_places = true;
     }
   }
   const auto started = std::chrono::steady_clock::now();
@@ -325,11 +327,11 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
     stats.count(admin::Outcome::limited);
     limit_cell(static_cast<std::size_t>(v.shown)).refused.fetch_add(1, std::memory_order_relaxed);
     a.decision = "limited";
-    deny_.remember(plan.items[v.shown], v.decision, now);
+    if (!no_places) deny_.remember(plan.items[v.shown], v.decision, now);
     co_return refused(route, *plan.limits[v.shown], plan.items[v.shown].params, v.decision,
                       decided_at);
   }
-  deny_.admitted(plan.items, outcome->decisions, now);
+  if (!no_places) deny_.admitted(plan.items, outcome->decisions, now);
   // One outcome per request: a degraded admission is its policy's, one a shadow limit would
   // have refused is shadow_limited.
   if (a.degraded) {
@@ -349,7 +351,8 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
                              l.settle_from_trailer, l.count ? &*l.count : nullptr});
       });
   // Taken into a delay allowance: held until the units have refilled, then forwarded.
-  for (const auto& d : outcome->decisions) a.delayed = std::max(a.delayed, d.delay);
+  for (std::size_t i = 0; i < plan.items.size(); ++i)
+    if (plan.items[i].enforce) a.delayed = std::max(a.delayed, outcome->decisions[i].delay);
   if (a.delayed > 0) co_await hold(a.delayed);  // `place` is given back after it
   co_return std::nullopt;
 }

@@ -141,6 +141,8 @@ CallerKey caller_key(std::string_view prefix, const config::Route& route,
       return {"", "the caller does not name " + part.text};
   }
   facts.query = query;
+  // As the proxy keys it: a path matching one of the route's templates by the template.
+  facts.path_template = matching_template(route, facts.path);
   auto built = build_key(prefix, route, limit, facts, hasher);
   if (built.missing && limit.on_missing_key != config::OnMissingKey::shared)
     return {"", "the caller does not name every part of the key"};

@@ -37,7 +37,7 @@ Evaluation token_bucket(const Params& p, const State& s, Micros now, std::int64_
   auto b = refill(p, s, now, held);
   Evaluation e;
   e.decision.limit = p.capacity;
-  const auto allowance = static_cast<double>(p.delay_allowance);
+  const auto allowance = static_cast<double>(p.delay_allowance());
   if (b.tokens + allowance + 1e-9 >= static_cast<double>(cost)) {
     b.tokens -= static_cast<double>(cost);
     e.decision.admitted = true;
@@ -73,7 +73,7 @@ Evaluation gcra(const Params& p, const State& s, Micros now, std::int64_t cost, 
   Evaluation e;
   e.decision.limit = p.capacity;
   const auto capacity = static_cast<double>(p.capacity);
-  const auto allowance = static_cast<double>(p.delay_allowance);
+  const auto allowance = static_cast<double>(p.delay_allowance());
   if (next <= capacity + allowance + 1e-9) {
     e.decision.admitted = true;
     e.decision.remaining =
@@ -238,9 +238,8 @@ Params Params::from(const config::Limit& l, const config::LimitParams& p) {
   out.per_second = p.refill_rate.per_second;
   out.window = std::chrono::duration_cast<std::chrono::microseconds>(p.window).count();
   out.period = l.period;
-  if (l.on_exceed == config::OnExceed::delay)  // max_delay's worth of refill, whole units
-    out.delay_allowance = static_cast<std::int64_t>(std::floor(
-        std::chrono::duration<double>(l.max_delay).count() * p.refill_rate.per_second + 1e-9));
+  if (l.on_exceed == config::OnExceed::delay)
+    out.max_delay = std::chrono::duration_cast<std::chrono::microseconds>(l.max_delay).count();
   return out;
 }
 
@@ -288,7 +287,7 @@ State adjust(const Params& p, const State& s, Micros now, std::int64_t delta, st
     case Algorithm::token_bucket: {
       auto b = refill(p, s, now, held);
       b.tokens = std::min(static_cast<double>(p.capacity - held),
-                          std::max(debt_floor - static_cast<double>(p.delay_allowance),
+                          std::max(debt_floor - static_cast<double>(p.delay_allowance()),
                                    b.tokens - static_cast<double>(delta)));
       return b;
     }
@@ -296,7 +295,7 @@ State adjust(const Params& p, const State& s, Micros now, std::int64_t delta, st
       // Debt: at most one extra burst beyond a fully used one, and never below what is held.
       double debt = gcra_debt(p, s, now) + static_cast<double>(delta);
       return GcraState{
-          std::min(2.0 * static_cast<double>(p.capacity) + static_cast<double>(p.delay_allowance),
+          std::min(2.0 * static_cast<double>(p.capacity) + static_cast<double>(p.delay_allowance()),
                    std::max(static_cast<double>(held), debt)),
           now};
     }

@@ -75,6 +75,7 @@ void plan_into(Plan& out, const config::Config& config, const config::Route& rou
     item.params = Params::from(l, tier_of(l, request));
     item.cost = l.algorithm == config::Algorithm::concurrency ? 1 : *cost;
     item.enforce = enforced(l, item.key);
+    if (!item.enforce) item.params.max_delay = 0;  // a shadowed key (rollout) is never held
     item.refundable = l.count.has_value();
     item.lease.clear();
     item.leased = {};

@@ -94,9 +94,11 @@ void expect_same(const store::Outcome& mem, const store::Outcome& red, const std
   }
 }
 
-// on_exceed: delay: `allowance` units beyond the burst, admitted with a delay.
+// on_exceed: delay: `allowance` units beyond the burst (max_delay's worth), admitted with a
+// delay.
 limit::Params delayed(limit::Params p, std::int64_t allowance) {
-  p.delay_allowance = allowance;
+  p.max_delay =
+      static_cast<Micros>(static_cast<double>(allowance) / p.per_second * kMicrosPerSecond);
   return p;
 }
 
@@ -143,7 +145,7 @@ TEST_P(Differential, RandomTrafficGetsTheSameDecisions) {
   // The table exercised both answers (and a delay allowance, where there is one).
   EXPECT_GT(admitted, 20);
   EXPECT_GT(refused, 20);
-  if (p.delay_allowance > 0) {
+  if (p.max_delay > 0) {
     EXPECT_GT(delayed, 20);
   }
 }

@@ -1,7 +1,7 @@
 // jwt.jwks through the proxy: an identity provider (jwks_server.py, HTTPS with a test CA)
 // publishes its keys; floodgate fetches them at start, verifies tokens by kid, fetches again
-// when a token names a kid it has not seen (a key rotation), and keeps the last good set
-// while the provider is down.
+// when a token names a kid it has not seen (a key rotation), keeps the last good set while
+// the provider is down, and drops it for a reload that names another issuer.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -113,6 +113,7 @@ TEST(Jwks, KeysAreFetchedChosenByKidRotatedAndKeptWhileTheProviderIsDown) {
     std::this_thread::sleep_for(100ms);
     rotated = status(port, token(second, "2026-12", "acme")) == 200;
   }
+  const auto rotated_at = std::chrono::steady_clock::now();  // the kid-driven fetch was before
   EXPECT_TRUE(rotated) << "the new kid was never fetched";
   EXPECT_EQ(idp.hits(), 2u);
   // Unknown kids do not make floodgate hammer the provider: at most one such fetch per 10 s.
@@ -120,10 +121,11 @@ TEST(Jwks, KeysAreFetchedChosenByKidRotatedAndKeptWhileTheProviderIsDown) {
   std::this_thread::sleep_for(600ms);
   EXPECT_EQ(idp.hits(), 2u);
 
-  // The provider goes down, and a reload points at another path of it (fetched at once):
-  // the fetch fails, and the last good set stays in use.
+  // The provider goes down. Once the 10 s since the last kid-driven fetch have passed, a new
+  // kid makes floodgate fetch again: the fetch fails, and the last good set stays in use.
   idp.down(true);
-  proxy.source().publish(load_or_fail(substitute(yaml, "jwks.json", "jwks.json?v=2")));
+  std::this_thread::sleep_until(rotated_at + 10500ms);
+  EXPECT_EQ(status(port, token(stranger, "2027-01", "acme")), 401);
   bool failed = false;
   for (int i = 0; i < 40 && !failed; ++i) {
     std::this_thread::sleep_for(100ms);
@@ -133,13 +135,23 @@ TEST(Jwks, KeysAreFetchedChosenByKidRotatedAndKeptWhileTheProviderIsDown) {
   EXPECT_TRUE(failed);
   EXPECT_EQ(status(port, token(first, "2026-11", "acme")), 200);
   EXPECT_EQ(status(port, token(second, "2026-12", "globex")), 200);
-  const auto text = proxy.metrics().render();
+  auto text = proxy.metrics().render();
   EXPECT_EQ(metric(text, R"(floodgate_jwks_fetches_total{result="ok"})"), 2u);
   EXPECT_EQ(metric(text, "floodgate_jwks_keys"), 2u);
   bool warned = false;
   for (const auto& line : log.lines())
     warned |= line.find("503; keeping the 2 key(s) fetched") != std::string::npos;
   EXPECT_TRUE(warned) << "no warning that the last good set is kept";
+
+  // A reload naming another issuer (here another path, still down) drops the old keys at
+  // once: another issuer's keys are never trusted for it.
+  proxy.source().publish(load_or_fail(substitute(yaml, "jwks.json", "jwks.json?v=2")));
+  bool dropped = false;
+  for (int i = 0; i < 40 && !dropped; ++i) {
+    std::this_thread::sleep_for(100ms);
+    dropped = status(port, token(first, "2026-11", "acme")) == 401;
+  }
+  EXPECT_TRUE(dropped);
 }
 
 }  // namespace

@@ -934,7 +934,8 @@ class DelayAllowance : public ::testing::TestWithParam<Algorithm> {};
 
 TEST_P(DelayAllowance, RequestsBeyondTheBurstWaitTheirTurn) {
   auto p = bucket(GetParam(), 2, 1);
-  p.delay_allowance = 3;
+  p.max_delay = 3 * kSec;  // at 1/s: 3 units
+  ASSERT_EQ(p.delay_allowance(), 3);
   State s;
   std::vector<Micros> delays;
   for (int i = 0; i < 5; ++i) {
@@ -953,7 +954,7 @@ TEST_P(DelayAllowance, RequestsBeyondTheBurstWaitTheirTurn) {
   ASSERT_TRUE(later.decision.admitted);
   EXPECT_EQ(later.decision.delay, 3 * kSec);
   // Without an allowance the same state refuses, as before.
-  p.delay_allowance = 0;
+  p.max_delay = 0;
   EXPECT_FALSE(evaluate(p, s, T0 + kSec, 1).decision.admitted);
 }
 

@@ -324,6 +324,49 @@ routes:
   EXPECT_EQ(plan(*loaded.config, route, facts, hasher).items[0].cost, 10);
 }
 
+// on_exceed: delay is a wait (max_delay), not a number of units: a rate divided among
+// instances (on_store_error: local) keeps the same longest wait, and a key a rollout leaves in
+// shadow is never held.
+TEST(Plan, ADelayIsAWaitThatFollowsTheRateAndSkipsShadowedKeys) {
+  const char* yaml = R"(
+server:
+  listen: [127.0.0.1:0]
+upstreams:
+  origin: { url: http://127.0.0.1:9000 }
+store: { key_secret: s3cret-s3cret-s3cret-s3cret }
+routes:
+  - name: api
+    match: { path_prefix: / }
+    upstream: origin
+    limits:
+      - { name: paced, algorithm: gcra, capacity: 10, refill_rate: 10/s, key: [ip],
+          on_exceed: delay, max_delay: 2s, rollout: 50% }
+)";
+  auto loaded =
+      config::load_config_text(yaml, "plan.yaml", [](const std::string&) { return std::nullopt; });
+  ASSERT_TRUE(loaded.config) << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
+  const auto& route = loaded.config->routes.at(0);
+  keys::KeyHasher hasher(loaded.config->store.key_secret);
+  int enforced = 0, shadowed = 0;
+  for (int i = 0; i < 64; ++i) {
+    keys::RequestFacts facts;
+    facts.route = route.name;
+    facts.client = ip(("192.0.2." + std::to_string(i)).c_str());
+    const auto item = plan(*loaded.config, route, facts, hasher).items.at(0);
+    if (item.enforce) {
+      ++enforced;
+      EXPECT_EQ(item.params.max_delay, 2 * kSec);
+      EXPECT_EQ(item.params.delay_allowance(), 20);
+      EXPECT_EQ(divided(item.params, 4).delay_allowance(), 5) << "2 s at a quarter of the rate";
+    } else {
+      ++shadowed;
+      EXPECT_EQ(item.params.max_delay, 0);
+    }
+  }
+  EXPECT_GT(enforced, 10);
+  EXPECT_GT(shadowed, 10);
+}
+
 // ====================================================================== verdict
 
 Decision admitted(std::int64_t limit, std::int64_t remaining, Micros reset_after) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -30,12 +31,18 @@ struct KeySet {
 // document, or has no usable key: a set that would refuse every token is not published.
 std::variant<KeySet, std::string> parse_jwks(std::string_view json);
 
-// The current set, swapped whole by the refresher; read per verification.
+// The current set, swapped whole by the refresher; read per verification. Behind a mutex,
+// not std::atomic<std::shared_ptr>: GCC 12's load releases its lock bit relaxed (see
+// config/config_source.hpp), and a verification costs far more than the lock.
 class JwksCell {
  public:
-  std::shared_ptr<const KeySet> get() const { return keys_.load(std::memory_order_acquire); }
+  std::shared_ptr<const KeySet> get() const {
+    std::lock_guard lock(mutex_);
+    return keys_;
+  }
   void set(std::shared_ptr<const KeySet> keys) {
-    keys_.store(std::move(keys), std::memory_order_release);
+    std::lock_guard lock(mutex_);
+    keys_ = std::move(keys);
   }
   // A token named a kid the set does not have: the issuer may have rotated its keys. The
   // refresher fetches again soon (at most once per its minimum interval).
@@ -43,7 +50,8 @@ class JwksCell {
   bool take_refresh_request() { return asked_.exchange(false, std::memory_order_relaxed); }
 
  private:
-  std::atomic<std::shared_ptr<const KeySet>> keys_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<const KeySet> keys_;
   std::atomic<bool> asked_{false};
 };
 

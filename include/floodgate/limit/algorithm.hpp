@@ -6,6 +6,7 @@
 // Time is integer microseconds since the Unix epoch. A state that is std::monostate is
 // neutral (a key never seen, or idle long enough to have forgotten).
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <variant>
@@ -24,9 +25,17 @@ struct Params {
   double per_second = 0;                           // buckets: refill rate
   Micros window = 0;                               // windows
   std::shared_ptr<const calendar::Period> period;  // quota: its calendar (config::Limit's)
-  // token_bucket and gcra with `on_exceed: delay`: units a request may take beyond what is
-  // there (max_delay x rate), admitted with a delay until they have refilled; 0: refuse.
-  std::int64_t delay_allowance = 0;
+  // token_bucket and gcra with `on_exceed: delay`: how long a request may wait for its units
+  // (0: refuse). Kept as a time, not as units, so that a rate changed per caller (overrides)
+  // or per instance (on_store_error: local) keeps the wait within it.
+  Micros max_delay = 0;
+  // The units a request may take beyond what is there: max_delay's worth of refill.
+  std::int64_t delay_allowance() const {
+    return max_delay > 0
+               ? static_cast<std::int64_t>(std::floor(
+                     static_cast<double>(max_delay) * per_second / kMicrosPerSecond + 1e-9))
+               : 0;
+  }
 
   static Params from(const config::Limit& l, const config::LimitParams& p);
   std::int64_t quota() const { return capacity; }  // what X-RateLimit-Limit shows

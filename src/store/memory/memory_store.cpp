@@ -207,7 +207,7 @@ void MemoryState::acquire(std::span<const Item> items, Outcome& out) {
     auto& d = out.decisions[i];
     if (!d.admitted || d.remaining != 0 ||
         items[i].params.algorithm == config::Algorithm::concurrency ||
-        items[i].params.delay_allowance > 0)  // its queue decides, never the deny cache
+        items[i].params.max_delay > 0)  // its queue decides, never the deny cache
       continue;
     // (What the holder took is held from now on.)
     const auto held = holds[i].live + (holds_apply(items[i]) ? d.granted : 0);

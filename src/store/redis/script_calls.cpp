@@ -161,7 +161,7 @@ std::vector<std::string> adjust_args(const Item& item, std::int64_t delta, const
 }
 
 std::string window_arg(const limit::Params& p, const std::string& now) {
-  if (p.delay_allowance > 0) return std::to_string(p.delay_allowance);  // buckets only
+  if (p.max_delay > 0) return std::to_string(p.delay_allowance());  // buckets only
   if (!p.period) return std::to_string(p.window);
   limit::Micros t = 0;
   if (now.empty() || std::from_chars(now.data(), now.data() + now.size(), t).ec != std::errc())
@@ -257,7 +257,7 @@ std::optional<std::vector<AcquireResult>> decode_outcomes(
       d.remaining = at(e + 1);
       d.reset_after = at(e + 2);
       d.retry_after = at(e + 3);
-      if (d.admitted && i.params.delay_allowance > 0) {  // the script's answer: the delay
+      if (d.admitted && i.params.max_delay > 0) {  // the script's answer: the delay
         d.delay = d.retry_after;
         d.retry_after = 0;
       }
