@@ -32,6 +32,17 @@ void read_lists(const Section& s, Lists& out);
 // (load_refusal.cpp). Null when it has an error.
 std::shared_ptr<const RefusalPage> read_refusal(const Section& s);
 
+// A limit's options (load_limit_options.cpp). is_bucket: token_bucket or gcra; ceiling: the
+// most a single request may cost under `p` (capacity, or limit); settles: the algorithms a
+// charge can be corrected on afterwards (settle, count).
+bool is_bucket(Algorithm a);
+std::int64_t ceiling(Algorithm a, const LimitParams& p);
+bool settles(Algorithm a);
+void read_lease(const Section& s, Limit& l);
+void read_rollout(Section& s, Limit& l);
+void read_on_exceed(Section& s, Limit& l);
+void read_count(Section& s, Limit& l);
+
 // A quota's `period`, `timezone` and `anchor_day` (load_period.cpp), the zone read from
 // tzdata; for any other algorithm an error for each of them that is set. Null then, or on error.
 std::shared_ptr<const calendar::Period> read_period(const Section& s, Algorithm a);

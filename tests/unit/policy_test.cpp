@@ -283,6 +283,14 @@ TEST(Plan, TiersByAVerifiedClaim) {
   EXPECT_EQ(a.run().items[0].key, b.run().items[0].key);
 }
 
+// A config from YAML text (no environment), or null with the first error reported.
+config::ConfigPtr loaded(const char* yaml) {
+  auto r =
+      config::load_config_text(yaml, "plan.yaml", [](const std::string&) { return std::nullopt; });
+  if (!r.config) ADD_FAILURE() << (r.errors.empty() ? "" : r.errors[0].to_string());
+  return r.config;
+}
+
 TEST(Plan, FromALoadedConfig) {
   const char* yaml = R"(
 server:
@@ -304,24 +312,23 @@ routes:
         key: [ip]
         cost: { from: header:X-Estimated-Tokens, default: 10 }
 )";
-  auto loaded =
-      config::load_config_text(yaml, "plan.yaml", [](const std::string&) { return std::nullopt; });
-  ASSERT_TRUE(loaded.config) << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
-  const auto& route = loaded.config->routes.at(0);
-  keys::KeyHasher hasher(loaded.config->store.key_secret);
+  const auto config = loaded(yaml);
+  ASSERT_TRUE(config);
+  const auto& route = config->routes.at(0);
+  keys::KeyHasher hasher(config->store.key_secret);
   Headers headers{{"x-estimated-tokens", "5000"}};
   keys::RequestFacts facts;
   facts.route = route.name;
   facts.client = ip("192.0.2.1");
   facts.headers = &headers;
-  auto p = plan(*loaded.config, route, facts, hasher);
+  auto p = plan(*config, route, facts, hasher);
   ASSERT_EQ(p.items.size(), 1u);
   EXPECT_EQ(p.items[0].cost, 1000) << "max defaults to the capacity";
   EXPECT_DOUBLE_EQ(p.items[0].params.per_second, 0.5);
   EXPECT_EQ(p.items[0].key.rfind("edge:llm:tokens:{", 0), 0u) << p.items[0].key;
   Headers none{};
   facts.headers = &none;
-  EXPECT_EQ(plan(*loaded.config, route, facts, hasher).items[0].cost, 10);
+  EXPECT_EQ(plan(*config, route, facts, hasher).items[0].cost, 10);
 }
 
 // on_exceed: delay is a wait (max_delay), not a number of units: a rate divided among
@@ -342,17 +349,16 @@ routes:
       - { name: paced, algorithm: gcra, capacity: 10, refill_rate: 10/s, key: [ip],
           on_exceed: delay, max_delay: 2s, rollout: 50% }
 )";
-  auto loaded =
-      config::load_config_text(yaml, "plan.yaml", [](const std::string&) { return std::nullopt; });
-  ASSERT_TRUE(loaded.config) << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
-  const auto& route = loaded.config->routes.at(0);
-  keys::KeyHasher hasher(loaded.config->store.key_secret);
+  const auto config = loaded(yaml);
+  ASSERT_TRUE(config);
+  const auto& route = config->routes.at(0);
+  keys::KeyHasher hasher(config->store.key_secret);
   int enforced = 0, shadowed = 0;
   for (int i = 0; i < 64; ++i) {
     keys::RequestFacts facts;
     facts.route = route.name;
     facts.client = ip(("192.0.2." + std::to_string(i)).c_str());
-    const auto item = plan(*loaded.config, route, facts, hasher).items.at(0);
+    const auto item = plan(*config, route, facts, hasher).items.at(0);
     if (item.enforce) {
       ++enforced;
       EXPECT_EQ(item.params.max_delay, 2 * kSec);
