@@ -361,6 +361,13 @@ std::string Metrics::render() const {
   help(out, "floodgate_unexpected_exceptions_total", "counter",
        "Exceptions caught at a worker's boundary (a bug: the log has each one).");
   line(out, "floodgate_unexpected_exceptions_total", "", unexpected_exceptions.load());
+  help(out, "floodgate_http2_flood_goaways_total", "counter",
+       "HTTP/2 connections ended with GOAWAY ENHANCE_YOUR_CALM (resets past "
+       "max_resets_per_second, empty DATA frames).");
+  line(out, "floodgate_http2_flood_goaways_total", "", http2_flood_goaways.load());
+  help(out, "floodgate_http2_stalled_streams_total", "counter",
+       "HTTP/2 streams reset because the client took none of the response for timeouts.idle.");
+  line(out, "floodgate_http2_stalled_streams_total", "", http2_stalled_streams.load());
   help(out, "floodgate_admin_changes_total", "counter",
        "Changes made through the admin API, by action.");
   static constexpr const char* kChanges[] = {"key_reset", "override_set", "override_removed"};

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace floodgate::http {
@@ -33,7 +34,11 @@ int H2Callbacks::on_begin_headers(nghttp2_session* session, const nghttp2_frame*
   return guarded([&] {
     auto& c = self(user);
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-    if (c.closing_ || c.goaway_sent_) {
+    if (c.flooded_) return 0;  // ignored: the connection is ending
+    if (c.closing_ || c.goaway_sent_ || c.tasks_ >= c.max_tasks_) {
+      // Past the bound, the streams still at work include ones nghttp2 has already closed
+      // (reset by the client, or by us because of its frames): refused, and counted against
+      // the reset budget like any stream the client made us reset.
       nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
                                 NGHTTP2_REFUSED_STREAM);
       return 0;
@@ -96,6 +101,12 @@ int H2Callbacks::on_frame_recv(nghttp2_session* session, const nghttp2_frame* fr
         return 0;
       }
     }
+    if (frame->hd.type == NGHTTP2_RST_STREAM) {
+      // Whatever its code (NO_ERROR included): charged here, and not again when nghttp2 closes
+      // the stream for it, which it does right after this callback.
+      c.peer_reset_ = frame->hd.stream_id;
+      c.charge_reset();
+    }
     auto* s = find(c, frame->hd.stream_id);
     if (!s) return 0;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST &&
@@ -129,15 +140,36 @@ int H2Callbacks::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int3
   });
 }
 
+int H2Callbacks::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+  return guarded([&] {
+    if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code == NGHTTP2_ENHANCE_YOUR_CALM)
+      self(user).w_.metrics.http2_flood_goaways.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  });
+}
+
 int H2Callbacks::on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t code,
                                  void* user) {
   return guarded([&] {
     auto& c = self(user);
     auto it = c.streams_.find(id);
+    const bool by_peer = std::exchange(c.peer_reset_, 0) == id;  // charged on receipt
+    const bool uncharged = it != c.streams_.end() && it->second->reset_uncharged;
+    // Reset by us because of the client's frames (by nghttp2, or by floodgate's bound on
+    // streams at work): the client's doing, as its own resets are.
+    if (code != NGHTTP2_NO_ERROR && !by_peer && !uncharged) c.charge_reset();
     if (it == c.streams_.end()) return 0;
-    it->second->closed = true;
-    it->second->close_code = code;
-    it->second->wake.cancel();
+    auto& s = *it->second;
+    s.closed = true;
+    s.close_code = code;
+    s.wake.cancel();
+    // The upstream request it was waiting on is of no use to anyone now: its connection is
+    // closed, which ends the wait at once (an h2 upstream's stream is reset by the coroutine,
+    // which the cancel above wakes).
+    if (s.upstream) {
+      boost::system::error_code ignored;
+      s.upstream->stream.socket().close(ignored);
+    }
     c.streams_.erase(it);  // the stream's coroutine keeps it alive until it ends
     return 0;
   });

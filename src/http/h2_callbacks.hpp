@@ -27,6 +27,7 @@ struct H2Callbacks {
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user);
   static int on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t id,
                            const std::uint8_t* data, std::size_t len, void* user);
+  static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user);
   static int on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t code, void* user);
   static ssize_t read_body(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
                            std::uint32_t* flags, nghttp2_data_source* source, void*);

@@ -42,7 +42,9 @@ H2Connection::H2Connection(WorkerContext& w, Transport& client, Watchdog& watch,
       peer_(peer),
       entry_(entry),
       write_wake_(client.get_executor()),
-      tasks_done_(client.get_executor()) {
+      tasks_done_(client.get_executor()),
+      resets_(w.snapshot()->server.http2.max_resets_per_second),
+      max_tasks_(static_cast<int>(w.snapshot()->server.http2.max_concurrent_streams)) {
   nghttp2_session_callbacks* cb = nullptr;
   nghttp2_session_callbacks_new(&cb);
   nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &H2Callbacks::on_begin_headers);
@@ -50,15 +52,19 @@ H2Connection::H2Connection(WorkerContext& w, Transport& client, Watchdog& watch,
   nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &H2Callbacks::on_frame_recv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &H2Callbacks::on_data_chunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, &H2Callbacks::on_stream_close);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cb, &H2Callbacks::on_frame_send);
   const auto config = w_.snapshot();
   const auto& h2 = config->server.http2;
   nghttp2_option* opt = nullptr;
   nghttp2_option_new(&opt);
   // The body's window reopens only as the body is forwarded (consumed()).
   nghttp2_option_set_no_auto_window_update(opt, 1);
-  // Rapid reset (CVE-2023-44487): more RST_STREAMs than this per second ends the connection.
-  nghttp2_option_set_stream_reset_rate_limit(opt, h2.max_resets_per_second,
-                                             h2.max_resets_per_second);
+  // Rapid reset (CVE-2023-44487) is counted in resets_ (charge_reset()), with the resets the
+  // client makes us send. nghttp2's own count of RST_STREAM frames stays as a backstop (frames
+  // for streams already closed never reach on_stream_close), at twice the budget so that ours,
+  // which says ENHANCE_YOUR_CALM and sends nothing after its GOAWAY, is the one that acts.
+  nghttp2_option_set_stream_reset_rate_limit(opt, 2ull * h2.max_resets_per_second,
+                                             2ull * h2.max_resets_per_second);
   nghttp2_option_set_max_continuations(opt, kMaxContinuations);
   nghttp2_option_set_max_settings(opt, 32);        // entries per SETTINGS frame
   nghttp2_option_set_max_outbound_ack(opt, 1000);  // PING / SETTINGS floods
@@ -282,10 +288,40 @@ void H2Connection::consumed(H2Stream& s, std::size_t n) {
   kick();
 }
 
-void H2Connection::reset(H2Stream& s, std::uint32_t code) {
-  if (s.closed) return;
+void H2Connection::reset(H2Stream& s, std::uint32_t code, ResetCause cause) {
+  if (s.closed || s.reset_submitted) return;
+  s.reset_submitted = true;
+  s.reset_uncharged = cause != ResetCause::client_frames;
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, code);
   kick();
+}
+
+void H2Connection::stalled(H2Stream& s) {
+  if (s.closed || s.reset_submitted) return;
+  w_.metrics.http2_stalled_streams.fetch_add(1, std::memory_order_relaxed);
+  reset(s, NGHTTP2_CANCEL, ResetCause::stall);
+}
+
+void H2Connection::charge_reset() {
+  if (flooded_ || resets_.take(std::chrono::steady_clock::now())) return;
+  // No new stream is taken, and nothing is sent for the ones in the rest of the input (a frame
+  // after this GOAWAY would tell the client nothing); nghttp2 stops reading once it is sent.
+  flooded_ = true;
+  goaway_sent_ = true;
+  nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+  kick();
+}
+
+ResetBudget::ResetBudget(std::uint32_t per_second)
+    : per_second_(per_second), tokens_(per_second), last_(std::chrono::steady_clock::now()) {}
+
+bool ResetBudget::take(std::chrono::steady_clock::time_point now) {
+  const std::chrono::duration<double> elapsed = now - last_;
+  last_ = now;
+  tokens_ = std::min(per_second_, tokens_ + elapsed.count() * per_second_);
+  if (tokens_ < 1) return false;
+  tokens_ -= 1;
+  return true;
 }
 
 }  // namespace floodgate::http

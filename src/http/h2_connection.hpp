@@ -15,6 +15,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/container/small_vector.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -63,9 +64,32 @@ struct H2Stream {
   bool responded = false;  // a response head was submitted
   bool closed = false;     // nghttp2 closed the stream (sent END_STREAM both ways, or reset)
   std::uint32_t close_code = 0;
+  bool reset_submitted = false;  // by us: RST_STREAM is on its way
+  bool reset_uncharged = false;  // reset by us for a stall or an upstream's failure (ResetCause)
   boost::asio::steady_timer wake;          // cancelled whenever something above changes
   UpstreamConnection* upstream = nullptr;  // while one is in use: closed by an abort
   Exchange x;
+};
+
+// Why floodgate resets a stream. Only a reset the client's frames caused is counted against the
+// connection's reset budget: a stall costs the client the idle timeout per stream (bounded by
+// max_concurrent_streams), and an upstream's failure is not the client's doing.
+enum class ResetCause { client_frames, stall, upstream };
+
+// Streams a client made end abnormally, per connection: its own RST_STREAMs and every reset
+// floodgate sends because of the client's frames or its stalling (a WINDOW_UPDATE past 2^31-1,
+// DATA past content-length: MadeYouReset, CVE-2025-8671), in one token bucket of
+// `per_second`, refilled at that rate. Past it the connection ends with GOAWAY.
+class ResetBudget {
+ public:
+  explicit ResetBudget(std::uint32_t per_second);
+  // Takes one reset; false when the budget is spent.
+  bool take(std::chrono::steady_clock::time_point now);
+
+ private:
+  double per_second_;
+  double tokens_;
+  std::chrono::steady_clock::time_point last_;
 };
 
 // Waits until the stream changes (a callback cancels `wake`) or `timeout` passes; false on
@@ -92,7 +116,10 @@ class H2Connection {
   void submit_head(H2Stream& s, H2HeaderBlock& head, bool has_body);
   void resume(H2Stream& s);                   // more of s.out (or its end) is there
   void consumed(H2Stream& s, std::size_t n);  // n body bytes forwarded: the window reopens
-  void reset(H2Stream& s, std::uint32_t code);
+  void reset(H2Stream& s, std::uint32_t code, ResetCause cause = ResetCause::client_frames);
+  // The client took none of the stream's response (or sent none of its body) for the idle
+  // timeout: the stream is reset (CANCEL) and counted.
+  void stalled(H2Stream& s);
   void kick();  // something was submitted: the writer sends it
   WorkerContext& worker() { return w_; }
   std::string_view peer_ip() const { return peer_ip_; }
@@ -108,6 +135,9 @@ class H2Connection {
   boost::asio::awaitable<void> forward(H2Stream& s, ServerUse& use);
   boost::asio::awaitable<void> forward_h2(H2Stream& s, ServerUse& use);  // h2_to_h2.cpp
   void start_stream(std::shared_ptr<H2Stream> s);
+  // A stream closed with an error the client caused: charged to the reset budget, and past
+  // it the connection ends (GOAWAY ENHANCE_YOUR_CALM).
+  void charge_reset();
   void update_state();
   bool heads_pending() const;  // a stream whose header block is still arriving
 
@@ -127,6 +157,13 @@ class H2Connection {
   bool closing_ = false;  // the read side ended: flush what is left, then stop
   bool goaway_sent_ = false;
   int empty_frames_ = 0;  // DATA frames in a row that carried nothing and ended nothing
+  ResetBudget resets_;
+  bool flooded_ = false;  // resets_ ran out: the connection is ending with ENHANCE_YOUR_CALM
+  std::int32_t peer_reset_ = 0;  // the stream of the RST_STREAM being received, if any
+  // Stream coroutines this connection may have running at once: a stream counts until its
+  // upstream work has ended, not only while nghttp2 has it open, so a client that has its
+  // streams reset (by itself or by us) cannot stack up work beyond SETTINGS_MAX_CONCURRENT_STREAMS.
+  int max_tasks_;
   std::string outbuf_;
 };
 

@@ -133,7 +133,7 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
   // nghttp2 reads the body through `s` until the stream closes; a client that takes none of
   // it for the idle timeout gets the stream reset.
   while (!s.closed)
-    if (!co_await changed(s, config.server.timeouts.idle)) reset(s, NGHTTP2_CANCEL);
+    if (!co_await changed(s, config.server.timeouts.idle)) stalled(s);
   if (config.log.access_log) log_exchange(x, *w_.access_log, w_.gate.hasher(config));
 }
 
@@ -143,7 +143,7 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, ServerUse& use) {
   const auto idle = config.server.timeouts.idle;
   auto fail = [&](int status) {
     if (s.responded) {
-      reset(s, NGHTTP2_INTERNAL_ERROR);
+      reset(s, NGHTTP2_INTERNAL_ERROR, ResetCause::upstream);
     } else {
       submit_reply(s, Reply{status});
     }
@@ -208,7 +208,7 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, ServerUse& use) {
       if (!co_await changed(s, idle)) break;  // the client stalled mid-body
     if (s.closed) co_return;                  // reset by the client: the partial request is dropped
     if (s.body.empty() && !s.body_done) {
-      reset(s, NGHTTP2_CANCEL);
+      stalled(s);
       co_return;
     }
     forwarded += s.body.size();
@@ -257,6 +257,9 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, ServerUse& use) {
     auto [rec, rn] =
         co_await bhttp::async_read_header(conn->stream, conn->buffer, *rp, as_tuple(use_awaitable));
     if (auto ec = watch.translate(rec)) {
+      // The stream closed under it (its upstream connection is closed then): says nothing of
+      // the server, so no failure is counted toward its ejection.
+      if (s.closed) co_return;
       if (ec == beast::error::timeout)
         w_.upstream_timed_out(use);
       else
@@ -285,14 +288,17 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, ServerUse& use) {
   // The body that came in with the head goes into the same write as the HEADERS frame (a
   // small response is then one TLS record and one send, not two).
   if (!parse_buffered(*rp, conn->buffer, s)) {
-    reset(s, NGHTTP2_INTERNAL_ERROR);  // the client gets no status
+    reset(s, NGHTTP2_INTERNAL_ERROR, ResetCause::upstream);  // the client gets no status
     co_return;
   }
   x.status = res.result_int();
   w_.gate.count_status(x);  // not at the body's end: a long download holds nothing
   submit_head(s, response_head, has_body);
   while (!rp->is_done()) {
-    while (s.out.size() - s.out_sent >= H2Stream::kMaxOut && !s.closed) co_await changed(s, idle);
+    // A client that takes none of it for the idle timeout holds the stream, its buffer and an
+    // upstream connection no longer: the stream is reset.
+    while (s.out.size() - s.out_sent >= H2Stream::kMaxOut && !s.closed)
+      if (!co_await changed(s, idle)) stalled(s);
     if (s.closed) co_return;  // the client went away: the upstream connection is dropped
     watch.guard(conn->stream.socket(), u.response_timeout);
     auto [ec, n] = co_await conn->stream.async_read_some(conn->buffer.prepare(kChunk),
@@ -306,7 +312,7 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, ServerUse& use) {
       s.out_done = rp->is_done();
     }
     if (!ok) {
-      reset(s, NGHTTP2_INTERNAL_ERROR);
+      reset(s, NGHTTP2_INTERNAL_ERROR, ResetCause::upstream);
       co_return;
     }
     resume(s);

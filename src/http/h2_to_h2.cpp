@@ -49,7 +49,7 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, ServerUse& use) {
   const auto idle = config.server.timeouts.idle;
   auto fail = [&](int status) {
     if (s.responded)
-      reset(s, NGHTTP2_INTERNAL_ERROR);
+      reset(s, NGHTTP2_INTERNAL_ERROR, ResetCause::upstream);
     else
       submit_reply(s, Reply{status});
   };
@@ -166,11 +166,12 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, ServerUse& use) {
       const bool woke = co_await changed(s, upstream_owes ? u->response_timeout : idle);
       if (!woke) {
         if (upstream_owes) w_.upstream_timed_out(use);
-        if (upstream_owes && !call->head_done) {
+        if (upstream_owes && !call->head_done)
           fail(504);
-        } else {
-          reset(s, NGHTTP2_CANCEL);
-        }
+        else if (upstream_owes)
+          reset(s, NGHTTP2_CANCEL, ResetCause::upstream);
+        else
+          stalled(s);
         co_return;
       }
     }

@@ -29,6 +29,9 @@ constexpr std::chrono::milliseconds kAnswerWriteTimeout{10'000};
 // How long a closing TLS connection waits for the client's close_notify after sending its
 // own: long enough for a client that answers, short enough not to hold a dead one.
 constexpr std::chrono::milliseconds kTlsCloseTimeout{1'000};
+// A lingering close after HTTP/2 (Session::linger): how long and how much.
+constexpr std::chrono::milliseconds kLingerTimeout{1'000};
+constexpr std::size_t kLingerBytes = 256 * 1024;
 
 std::string peer_text(const tcp::socket& s) {
   boost::system::error_code ec;
@@ -108,6 +111,7 @@ class Session final : public SessionRegistry::Entry {
       co_await h2.run(buffer_);
       h2_ = nullptr;
       co_await close(true);
+      co_await linger();
       co_return;
     }
     if (!protocols_.http1 && !tls_) co_return;
@@ -194,6 +198,25 @@ class Session final : public SessionRegistry::Entry {
     }
     beast::error_code ignored;
     client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  // After an HTTP/2 connection's GOAWAY the client may still be sending (streams it opened
+  // before reading it): closing at once would answer those bytes with a TCP reset, which
+  // destroys the GOAWAY in the client's receive buffer before it is read, and with it the last
+  // stream id the client needs to retry safely. As nginx's lingering close: with our side shut,
+  // what comes is read and dropped until the client closes, for at most 1 s and 256 KiB.
+  asio::awaitable<void> linger() {
+    if (!client_.socket().is_open()) co_return;
+    std::array<char, 16 * 1024> scratch;
+    std::size_t dropped = 0;
+    watch_.guard(client_.socket(), kLingerTimeout);
+    while (dropped < kLingerBytes) {
+      auto [ec, n] = co_await client_.socket().async_read_some(asio::buffer(scratch),
+                                                               as_tuple(use_awaitable));
+      if (ec) break;
+      dropped += n;
+    }
+    watch_.relax();
   }
 
   // The TLS handshake, within the header_read timeout: a client that connects and says

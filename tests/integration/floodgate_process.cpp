@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -68,6 +69,11 @@ void wait_enforced(std::uint16_t port, const std::string& target) {
     if (!streak) std::this_thread::sleep_for(25ms);
   }
   ASSERT_EQ(streak, 16) << "the store never decided on every worker";
+}
+
+std::string floodgate_binary() {
+  const char* other = std::getenv("FLOODGATE_TEST_BINARY");
+  return other && *other ? other : FLOODGATE_BINARY;
 }
 
 std::string redis_config(std::uint16_t listen_port, std::uint16_t origin_port,

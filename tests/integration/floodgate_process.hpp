@@ -13,6 +13,10 @@
 
 namespace floodgate::testing {
 
+// The binary a real-binary test runs: $FLOODGATE_TEST_BINARY when set (to show that a test
+// fails on an older build, e.g. one of the commit before a fix), else the one this build made.
+std::string floodgate_binary();
+
 // Writes `text` to a file in the temp directory named after `name` and this process; returns
 // its path. Writing again to the same name replaces the file in place (a reload's new config).
 std::string write_temp_file(const std::string& name, const std::string& text);

@@ -140,6 +140,11 @@ class Metrics {
     accept_pauses[static_cast<std::size_t>(p)].fetch_add(1, std::memory_order_relaxed);
   }
   std::atomic<std::uint64_t> unexpected_exceptions{0};  // caught at a worker's boundary
+  // HTTP/2 client connections ended for a flood (GOAWAY ENHANCE_YOUR_CALM: resets past
+  // server.http2.max_resets_per_second, empty frames), and streams reset because the client
+  // took none of their response (or sent none of their body) for timeouts.idle.
+  std::atomic<std::uint64_t> http2_flood_goaways{0};
+  std::atomic<std::uint64_t> http2_stalled_streams{0};
   // The admin API's changes (indexed by AdminChange), and its requests refused a token.
   enum class AdminChange : std::size_t { key_reset, override_set, override_removed, kCount };
   std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(AdminChange::kCount)>
