@@ -293,5 +293,43 @@ TEST(RedisHostile, AStalledClusterNodeIsBrokenOffAndReadyzSaysSo) {
   EXPECT_TRUE(eventually([&] { return all_healthy(proxy); }, 5s));
 }
 
+// A store that grants a lease far more than it asked for (issue 34, 7): a million units for a
+// lease of 5 filled the hand, and 60 of 60 requests passed a limit of 10. A grant above what was
+// asked is a store error: the route's on_store_error (here fail_closed) decides every request.
+TEST(RedisHostile, ALeaseGrantAboveWhatWasAskedIsAStoreError) {
+  auto behave = FakeRedis::behave();
+  FakeRedis fake([behave](const std::vector<std::string>& c) {
+    if (c[0] == "FCALL" || c[0] == "EVALSHA" || c[0] == "EVAL") {
+      auto requests = FakeRedis::acquire_requests(c);
+      if (!requests.empty()) return FakeRedis::reply(FakeRedis::admitted(requests, 1'000'000));
+    }
+    return behave(c);
+  });
+  Origin origin;
+  const std::string routes = R"(
+  - name: leased
+    match: { path_prefix: /leased }
+    upstream: origin
+    on_store_error: fail_closed
+    limits: [{ name: l, algorithm: token_bucket, capacity: 10, refill_rate: 1/h, key: [route],
+               lease: { size: 5, ttl: 10s } }]
+)";
+  Proxy proxy(redis_config(0, origin.port(), fake.port(), routes, "100ms"));
+  int admitted = 0, refused = 0;
+  for (int i = 0; i < 60; ++i) {
+    auto r = timed_get(proxy.port(), "/leased/x");
+    if (r.status == 200) ++admitted;
+    if (r.status == 503) ++refused;
+  }
+  std::cout << "[ hostile ] a store granting 1,000,000 units for a lease of 5: " << admitted
+            << " of 60 admitted, " << refused << " answered 503\n";
+  EXPECT_EQ(admitted, 0);
+  EXPECT_EQ(refused, 60);
+  EXPECT_EQ(origin.requests(), 0u);
+  auto errors = metric(proxy.metrics().render(), "floodgate_store_errors_total{kind=\"protocol\"}");
+  EXPECT_GE(errors, 1u);
+  EXPECT_NE(errors, UINT64_MAX);
+}
+
 }  // namespace
 }  // namespace floodgate::testing

@@ -145,7 +145,8 @@ std::uint64_t FakeRedis::connections() const {
   return impl_->connections.load();
 }
 
-std::string FakeRedis::admitted(const std::vector<std::vector<bool>>& requests) {
+std::string FakeRedis::admitted(const std::vector<std::vector<bool>>& requests,
+                                std::int64_t granted) {
   auto now = std::chrono::duration_cast<std::chrono::microseconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
@@ -159,17 +160,16 @@ std::string FakeRedis::admitted(const std::vector<std::vector<bool>>& requests) 
     out += integer(1);
     for (bool leased : items) {
       out += integer(1) + integer(5) + integer(0) + integer(0);
-      if (leased) out += integer(1);
+      if (leased) out += integer(granted);
     }
   }
   return out;
 }
 
-namespace {
 // The items of an acquire call's requests, whether each has a holder (lua/acquire.lua: after
 // the keys, now, then per request its lease id, its item count and per item 7 values, 3 more
 // when its 7th, the holder, is not empty); empty if it is not one.
-std::vector<std::vector<bool>> acquire_requests(const std::vector<std::string>& c) {
+std::vector<std::vector<bool>> FakeRedis::acquire_requests(const std::vector<std::string>& c) {
   std::size_t keys = 0;
   if (c.size() < 3) return {};
   std::from_chars(c[2].data(), c[2].data() + c[2].size(), keys);
@@ -190,7 +190,6 @@ std::vector<std::vector<bool>> acquire_requests(const std::vector<std::string>& 
   if (at != c.size()) return {};
   return out;
 }
-}  // namespace
 
 std::string FakeRedis::all_slots_to(std::uint16_t port) {
   return "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n" + integer(port);

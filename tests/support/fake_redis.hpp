@@ -47,8 +47,12 @@ class FakeRedis {
   // 5 of 10 remaining), adjust and ZREM acknowledged, and CLUSTER SLOTS naming
   // 127.0.0.1:`slots_owner` for every slot (0: not a cluster node).
   static Script behave(std::uint16_t slots_owner = 0);
-  // The acquire script's reply to these requests (per item: has it a holder): all admitted.
-  static std::string admitted(const std::vector<std::vector<bool>>& requests);
+  // The acquire script's reply to these requests (per item: has it a holder): all admitted, a
+  // leased item granted `granted` units.
+  static std::string admitted(const std::vector<std::vector<bool>>& requests,
+                              std::int64_t granted = 1);
+  // The requests of an acquire call (per item: has it a holder); empty if it is not one.
+  static std::vector<std::vector<bool>> acquire_requests(const std::vector<std::string>& command);
   static std::string all_slots_to(std::uint16_t port);
 
  private:

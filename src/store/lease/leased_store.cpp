@@ -33,6 +33,15 @@ Item grant_request(const Item& item, const std::string& holder, std::int64_t nee
   return ask;
 }
 
+// Whether a store's answer to `ask` is one a store may give: an admission grants at least the
+// request's units and never more than asked for. A store that answers more (a hostile or broken
+// one) would otherwise fill the hand past the lease's size and admit past the limit: its answer
+// is a store error, and the route's on_store_error decides.
+bool grant_within(const limit::Decision& d, const Item& ask) {
+  if (!d.admitted) return true;
+  return d.granted >= 0 && d.granted <= std::max(ask.cost, ask.take_up_to);
+}
+
 // A decision for an item that was never asked because another limit refused first: not
 // charged, so nothing to say but its quota.
 limit::Decision undecided(const Item& item) {
@@ -164,9 +173,10 @@ class LeasedStore final : public LimitStore {
       // (Built outside the co_await: GCC 12 miscompiles an initializer list inside one.)
       std::vector<Item> ask;
       ask.push_back(grant_request(item, book_.holder(), need, t.spare, t.settled));
+      const Item asked = ask.front();
       auto answer = co_await inner_->acquire(std::move(ask), asio::use_awaitable);
       const auto* o = std::get_if<Outcome>(&answer);
-      const bool decided = o && o->decisions.size() == 1;
+      const bool decided = o && o->decisions.size() == 1 && grant_within(o->decisions[0], asked);
       limit::Decision d;
       wake(book_.granted(item, need, t.spare, t.settled, decided ? &o->decisions[0] : nullptr, now,
                          decided ? o->now : 0, clock_.now(), d, back));
@@ -226,11 +236,13 @@ class LeasedStore final : public LimitStore {
     const auto sent = clock_.now();
     std::weak_ptr<LeasedStore*> alive = alive_;
     Item key = item;
+    Item asked = grant_request(item, book_.holder(), 0, units, settled);
     inner_->async_acquire(
-        {grant_request(item, book_.holder(), 0, units, settled)},
-        [alive, &book = book_, &clock = clock_, key, units, settled, sent](AcquireResult r) {
+        {asked},
+        [alive, &book = book_, &clock = clock_, key, asked, units, settled, sent](AcquireResult r) {
           const auto* o = std::get_if<Outcome>(&r);
-          const bool decided = o && o->decisions.size() == 1;
+          const bool decided =
+              o && o->decisions.size() == 1 && grant_within(o->decisions[0], asked);
           LeaseBook::GiveBacks back;
           limit::Decision ignored;
           wake(book.granted(key, 0, units, settled, decided ? &o->decisions[0] : nullptr, sent,
