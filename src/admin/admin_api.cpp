@@ -6,7 +6,10 @@
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
 
+#include <algorithm>
+
 #include "floodgate/ascii.hpp"
+#include "floodgate/config/bounds.hpp"
 #include "floodgate/config/units.hpp"
 #include "floodgate/keys/caller_key.hpp"
 
@@ -55,6 +58,20 @@ std::string param(const urls::url_view& u, std::string_view name) {
   return "";
 }
 
+// Raw control bytes (CR, LF, NUL, ESC, DEL, ...) in a name or key are refused: written to the
+// log they could forge a line attributed to another token, and no caller needs them raw, as
+// /top writes such bytes of a value as \xHH, which the key text reads back.
+bool has_control_byte(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
+constexpr const char* kNoControlBytes =
+    "control bytes (CR, LF, NUL, ESC...) are refused in a route, limit or key; write a byte of "
+    "a value as /top shows it, \\xHH";
+
 bool has_limit(const config::Config& c, const std::string& name) {
   for (const auto& r : c.routes)
     for (const auto& l : r.limits)
@@ -87,6 +104,8 @@ Response keys(const Request& req, const urls::url_view& u, AdminApi& api, Metric
   if (!api.keys) return failure(req, bhttp::status::service_unavailable, "no workers to ask");
   http::KeyRequest k{param(u, "route"), param(u, "limit"), param(u, "key"),
                      req.method() == bhttp::verb::delete_};
+  if (has_control_byte(k.route) || has_control_byte(k.limit) || has_control_byte(k.caller))
+    return failure(req, bhttp::status::bad_request, kNoControlBytes);
   auto a = api.keys(k);
   if (k.reset && a.status < 300) {
     // The other instances sharing the store forget their refusals of it too.
@@ -131,6 +150,8 @@ Response overrides(const Request& req, const urls::url_view& u, const config::Co
   const auto& limit_name = parts[1];
   std::string caller = parts[2];
   for (std::size_t i = 3; i < parts.size(); ++i) caller += "/" + parts[i];  // a path value
+  if (has_control_byte(limit_name) || has_control_byte(caller))
+    return failure(req, bhttp::status::bad_request, kNoControlBytes);
   // (A DELETE is not checked: an override of a limit a reload renamed must still go.)
   if (req.method() == bhttp::verb::put) {
     if (!has_limit(c, limit_name))
@@ -170,8 +191,10 @@ Response overrides(const Request& req, const urls::url_view& u, const config::Co
     o.exempt = e->get_bool();
   }
   if (const auto* n = b.if_contains("limit")) {
-    if (!n->is_int64() || n->get_int64() < 1)
-      return failure(req, bhttp::status::bad_request, "limit: a whole number >= 1");
+    if (!n->is_int64() || n->get_int64() < 1 || n->get_int64() > config::kLargestLimit)
+      return failure(req, bhttp::status::bad_request,
+                     "limit: a whole number from 1 to " + std::to_string(config::kLargestLimit) +
+                         " (2^50, as in the config)");
     o.quota = n->get_int64();
   }
   if (o.exempt == (o.quota > 0))

@@ -2,6 +2,7 @@
 #include <boost/json.hpp>
 
 #include "admin_server.hpp"
+#include "floodgate/config/redact.hpp"
 
 namespace floodgate::admin {
 
@@ -206,7 +207,7 @@ std::string redacted_config_json(const config::Config& c) {
                                {"leeway", config::format_duration(c.jwt->leeway)}};
     if (c.jwt->jwks)
       root["jwt"].as_object()["jwks"] =
-          json::object{{"url", c.jwt->jwks->url},
+          json::object{{"url", config::redacted_url(c.jwt->jwks->url)},
                        {"refresh", config::format_duration(c.jwt->jwks->refresh)},
                        {"ca_file", c.jwt->jwks->ca_file}};
   }

@@ -10,6 +10,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include "floodgate/config/redact.hpp"
 #include "floodgate/tls/contexts.hpp"
 
 namespace floodgate::app {
@@ -168,6 +169,7 @@ void JwksRefresher::tick() {
 }
 
 bool JwksRefresher::fetch(const config::JwksSettings& s) {
+  const auto shown = config::redacted_url(s.url);  // its query may hold the issuer's API key
   auto fetched = https_get(s, kTimeout);
   std::string why = fetched.error;
   std::variant<keys::KeySet, std::string> parsed = std::string();
@@ -180,13 +182,13 @@ bool JwksRefresher::fetch(const config::JwksSettings& s) {
     metrics_.jwks_fetches_failed.fetch_add(1, std::memory_order_relaxed);
     const auto current = cell_.get();
     if (current)
-      log_->warn("jwks: fetching {} failed: {}; keeping the {} key(s) fetched {} s ago", s.url, why,
+      log_->warn("jwks: fetching {} failed: {}; keeping the {} key(s) fetched {} s ago", shown, why,
                  current->keys.size(),
                  std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() -
                                                                   fetched_at_)
                      .count());
     else
-      log_->warn("jwks: fetching {} failed: {}; no keys yet, so tokens it signs are refused", s.url,
+      log_->warn("jwks: fetching {} failed: {}; no keys yet, so tokens it signs are refused", shown,
                  why);
     return false;
   }
@@ -194,9 +196,15 @@ bool JwksRefresher::fetch(const config::JwksSettings& s) {
   std::string kids;
   for (const auto& k : set->keys)
     kids += (kids.empty() ? "" : ", ") + (k.kid.empty() ? "(no kid)" : k.kid);
-  if (kids != kids_)
-    log_->info("jwks: {} key(s) from {} (kid {}){}", set->keys.size(), s.url, kids,
+  if (kids != kids_) {
+    log_->info("jwks: {} key(s) from {} (kid {}){}", set->keys.size(), shown, kids,
                set->skipped ? "; " + std::to_string(set->skipped) + " entries not usable" : "");
+    if (set->dropped)
+      log_->warn(
+          "jwks: {} publishes more signature keys than the {} read: the other {} are ignored "
+          "(tokens signed with them are refused)",
+          shown, keys::max_jwks_keys, set->dropped);
+  }
   kids_ = std::move(kids);
   metrics_.jwks_fetches_ok.fetch_add(1, std::memory_order_relaxed);
   metrics_.jwks_keys.store(static_cast<std::int64_t>(set->keys.size()), std::memory_order_relaxed);

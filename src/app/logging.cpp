@@ -31,6 +31,33 @@ class JsonMessage final : public spdlog::custom_flag_formatter {
   }
 };
 
+// %* in the text format: the message on one line, whatever its values hold. Control bytes
+// (CR and LF above all, which would let a value such as an admin API key forge a line of its
+// own, attributed to anyone) appear as \xHH, as /top writes them, and the backslash as \\,
+// so that a value holding the text "\x0a" cannot pass for an escaped byte.
+class TextMessage final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    static constexpr char hex[] = "0123456789abcdef";
+    for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
+      auto u = static_cast<unsigned char>(c);
+      if (c == '\\') {
+        dest.push_back('\\');
+        dest.push_back('\\');
+      } else if (u < 0x20 || u == 0x7f) {
+        const char esc[] = {'\\', 'x', hex[u >> 4], hex[u & 15]};
+        dest.append(esc, esc + sizeof esc);
+      } else {
+        dest.push_back(c);
+      }
+    }
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<TextMessage>();
+  }
+};
+
 }  // namespace
 
 std::shared_ptr<spdlog::logger> make_access_logger() {
@@ -46,13 +73,13 @@ void apply_log_settings(spdlog::logger& log, const config::LogSettings& s) {
                                                          spdlog::level::info,  spdlog::level::warn,
                                                          spdlog::level::err,   spdlog::level::off};
   log.set_level(levels[static_cast<int>(s.level)]);
-  if (s.format == config::LogFormat::json) {
-    auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
+  auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
+  if (s.format == config::LogFormat::json)
     f->add_flag<JsonMessage>('*').set_pattern(
         R"({"time":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","msg":"%*"})");
-    log.set_formatter(std::move(f));
-  } else
-    log.set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
+  else
+    f->add_flag<TextMessage>('*').set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %*");
+  log.set_formatter(std::move(f));
 }
 
 std::shared_ptr<spdlog::logger> make_logger(const config::LogSettings& settings) {

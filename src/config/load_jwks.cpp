@@ -1,8 +1,10 @@
 // `jwt.jwks: {url, refresh, ca_file}`: where the issuer publishes its keys. Only the settings
 // are read here (and the client context built, so a bad ca_file is an error at load); the
-// keys themselves are fetched by the app's JwksRefresher, in the background.
+// keys themselves are fetched by the app's JwksRefresher, in the background. The url is shown
+// only through redacted_url: its query may hold the issuer's API key.
 #include <boost/url/parse.hpp>
 
+#include "floodgate/config/redact.hpp"
 #include "floodgate/tls/contexts.hpp"
 #include "sections.hpp"
 
@@ -15,11 +17,18 @@ std::optional<JwksSettings> read_jwks(const Section& s) {
   JwksSettings out;
   s.string("url", out.url);
   auto parsed = boost::urls::parse_uri(out.url);
+  if (parsed && parsed->has_userinfo()) {
+    // Never sent as HTTP authentication, only shown; and not echoed here either.
+    r.error(s["url"], s.at("url"),
+            "credentials in a jwks url are not supported: remove the \"USER:PASSWORD@\" part (a "
+            "key in the query, ?api_key=..., is sent, and shown redacted)");
+    return std::nullopt;
+  }
   if (!parsed || parsed->scheme() != "https" || !parsed->has_authority() ||
-      parsed->host().empty() || parsed->has_userinfo()) {
+      parsed->host().empty()) {
     r.error(s["url"], s.at("url"),
             "expected https://HOST[:PORT]/PATH (keys are fetched over verified TLS), got \"" +
-                out.url + "\"");
+                redacted_url(out.url) + "\"");
     return std::nullopt;
   }
   out.host = parsed->host_address();

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <set>
 
+#include "floodgate/config/bounds.hpp"
 #include "floodgate/http/path_normalize.hpp"
 #include "sections.hpp"
 
@@ -64,13 +65,13 @@ void read_params(const Section& s, Algorithm a, LimitParams& p, bool partial) {
   };
   auto need = [&](const char* key) { return partial ? s.has(key) : s.require(key); };
   if (is_bucket(a)) {
-    if (need("capacity")) s.integer("capacity", p.capacity, 1, std::int64_t(1) << 50);
+    if (need("capacity")) s.integer("capacity", p.capacity, 1, kLargestLimit);
     if (need("refill_rate") && s.has("refill_rate"))
       if (auto v = r.rate(s["refill_rate"], s.at("refill_rate"))) p.refill_rate = *v;
     forbid("limit");
     forbid("window");
   } else {
-    if (need("limit")) s.integer("limit", p.limit, 1, std::int64_t(1) << 50);
+    if (need("limit")) s.integer("limit", p.limit, 1, kLargestLimit);
     if (a == Algorithm::concurrency || a == Algorithm::quota) {
       forbid("window");  // a quota's window is its calendar period
     } else if (need("window")) {

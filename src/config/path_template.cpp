@@ -1,21 +1,50 @@
 // Route path templates (`path_template: /users/{id}/orders`): read with the route, matched
 // against normalized request paths when a `path` key part is built.
+#include <utility>
+
+#include "floodgate/ascii.hpp"
 #include "sections.hpp"
 
 namespace floodgate::config {
+namespace {
 
+// %2F or %5C at the start of `s`, in either case of hex: normalized paths keep them encoded,
+// and an origin that decodes them reads a separator.
+bool encoded_separator(std::string_view s) {
+  return s.size() >= 3 && s[0] == '%' &&
+         ((s[1] == '2' && ascii_lower(s[2]) == 'f') || (s[1] == '5' && ascii_lower(s[2]) == 'c'));
+}
+
+// The next segment of `path` (cut at '/' or an encoded separator), with `path` moved past it.
+std::string_view next_segment(std::string_view& path) {
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    const std::size_t separator = path[i] == '/' ? 1 : encoded_separator(path.substr(i)) ? 3 : 0;
+    if (separator == 0) continue;
+    const auto segment = path.substr(0, i);
+    path.remove_prefix(i + separator);
+    return segment;
+  }
+  return std::exchange(path, std::string_view());
+}
+
+}  // namespace
+
+// Matched as an origin could read the path, so that no spelling it serves as the template's
+// endpoint gets a bucket of its own: separators encoded or doubled, a trailing one, "."
+// segments, ;parameters (Tomcat, Jetty, Spring) and the case of literal segments (IIS,
+// ASP.NET) are ignored. Matching more spellings only makes the endpoint's limit stricter.
 bool PathTemplate::matches(std::string_view path) const {
   if (path.empty() || path.front() != '/') return false;
-  path.remove_prefix(1);
-  for (std::size_t i = 0; i < segments.size(); ++i) {
-    const auto slash = path.find('/');
-    const auto segment = path.substr(0, slash);
-    if (segments[i].empty() ? segment.empty() : segment != segments[i]) return false;
-    const bool last = i + 1 == segments.size();
-    if (last != (slash == std::string_view::npos)) return false;
-    if (!last) path.remove_prefix(slash + 1);
+  std::size_t matched = 0;
+  while (!path.empty()) {
+    auto segment = next_segment(path);
+    segment = segment.substr(0, segment.find(';'));
+    if (segment.empty() || segment == ".") continue;
+    if (matched == segments.size()) return false;
+    const auto& expected = segments[matched++];
+    if (!expected.empty() && !iequals(segment, expected)) return false;
   }
-  return true;
+  return matched == segments.size();
 }
 
 namespace {
@@ -45,6 +74,15 @@ std::optional<PathTemplate> parse_template(const std::string& text, std::string&
       error =
           "an empty, \".\" or \"..\" segment never matches: request paths are matched "
           "normalized";
+      return std::nullopt;
+    }
+    bool separator = false;
+    for (std::size_t i = 0; i < segment.size(); ++i)
+      separator |= encoded_separator(segment.substr(i));
+    if (separator || segment.find(';') != std::string_view::npos) {
+      error = "the segment \"" + std::string(segment) +
+              "\" holds ';' or %2F/%5C, which never match: request paths are matched without "
+              "their ;parameters and cut at encoded separators";
       return std::nullopt;
     }
     if (segment.front() == '{' && segment.back() == '}' &&

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "floodgate/http/path_normalize.hpp"
+#include "floodgate/keys/client_ip.hpp"
 #include "floodgate/limit/utc_time.hpp"
 #include "pipeline.hpp"
 #include "request_sources.hpp"
@@ -53,6 +54,15 @@ RequestLine request_line_of(const Exchange& x) {
           q == std::string_view::npos ? std::string_view() : x.raw_target.substr(q + 1)};
 }
 
+// The client as logged: whole, as the lists matched it (a replay folds it for keys as its
+// config says). Hashed, it is the address folded to ipv6_prefix that is hashed: the hash
+// cannot be folded later, and a replay must still count one /64 as the proxy's keys did.
+std::string logged_client(Exchange& x, bool hashed, keys::KeyHasher& hasher) {
+  if (!hashed) return client_of(x).to_string();
+  const auto folded = keys::fold_ipv6(client_of(x), x.config->server.client_ip.ipv6_prefix);
+  return "#" + hasher.hex("replay-field\nip\n" + folded.to_string());
+}
+
 // The replay inputs of log.replay_fields that this request has (an absent header, parameter
 // or claim is left out, as a missing key part).
 void append_replay_fields(std::string& out, Exchange& x, const RequestLine& line,
@@ -64,8 +74,9 @@ void append_replay_fields(std::string& out, Exchange& x, const RequestLine& line
     std::optional<std::string> value;
     switch (f.kind) {
       case config::ReplayField::Kind::ip:
-        value = client_of(x).to_string();
-        break;
+        // Hashed here already: the same value as the line's "client".
+        append_pair(out, first, f.text(), logged_client(x, f.hashed, hasher));
+        continue;
       case config::ReplayField::Kind::host:
         value = std::string(host_name(line.host));  // keys lower-case it
         break;
@@ -119,13 +130,11 @@ std::string access_line(Exchange& x, std::chrono::steady_clock::duration took,
   line += x.peer_ip;
   if (x.fields) {
     line += "\",\"client\":\"";  // behind trusted proxies; hashed when replay_hashed says so
-    auto client = client_of(x).to_string();
     const auto& fields = x.config->log.replay_fields;
-    if (std::any_of(fields.begin(), fields.end(), [](const config::ReplayField& f) {
-          return f.kind == config::ReplayField::Kind::ip && f.hashed;
-        }))
-      client = "#" + hasher.hex("replay-field\nip\n" + client);
-    line += client;
+    const bool hashed = std::any_of(fields.begin(), fields.end(), [](const config::ReplayField& f) {
+      return f.kind == config::ReplayField::Kind::ip && f.hashed;
+    });
+    line += logged_client(x, hashed, hasher);
     line += "\",\"user_agent\":\"";
     append_json_escaped(line, (*x.fields)[boost::beast::http::field::user_agent]);
   }

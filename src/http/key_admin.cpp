@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+
 #include "floodgate/keys/caller_key.hpp"
 #include "floodgate/store/limit_store.hpp"
 
@@ -74,7 +76,7 @@ boost::asio::awaitable<KeyAnswer> answer_key_request(WorkerContext& ctx, const K
   if (outcome.decisions.empty()) co_return error(503, "the store gave no decision");
   const auto& d = outcome.decisions.front();
   out["quota"] = d.limit;
-  out["remaining"] = d.remaining;
+  out["remaining"] = std::max<std::int64_t>(0, d.remaining);  // as the rate headers show it
   out["reset_seconds"] = seconds_up(d.reset_after);
   co_return KeyAnswer{200, json::serialize(out) + "\n", item.key};
 }

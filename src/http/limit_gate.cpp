@@ -197,6 +197,7 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   keys::RequestFacts facts{route.name,    x.method,       host_name(x.host),
                            x.target.path, x.target.query, client_of(x),
                            &headers,      &claims_of(x),  x.tls_fingerprints};
+  facts.ipv6_prefix = config.server.client_ip.ipv6_prefix;
   if (!route.path_templates.empty())
     facts.path_template = keys::matching_template(route, x.target.path);
   if (!config.lists.empty() || !route.lists.empty())

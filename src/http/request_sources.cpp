@@ -8,6 +8,15 @@ std::optional<std::string_view> FieldHeaders::header(std::string_view name) cons
   return std::string_view(it->value());
 }
 
+std::optional<std::string_view> FieldHeaders::cookie(std::string_view name) const {
+  // The first pair named `name` in the joined text is the first found header by header:
+  // "; " ends the last pair of one header, so no pair spans two. Nothing is copied.
+  auto [it, end] = f_.equal_range(boost::beast::http::field::cookie);
+  for (; it != end; ++it)
+    if (auto v = keys::cookie_value(it->value(), name)) return v;
+  return std::nullopt;
+}
+
 std::optional<std::string> LazyClaims::claim(std::string_view name) const {
   if (!c_.jwt) return std::nullopt;
   if (!result_) {

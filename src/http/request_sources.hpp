@@ -19,6 +19,9 @@ class FieldHeaders final : public keys::HeaderSource {
  public:
   explicit FieldHeaders(const boost::beast::http::fields& f) : f_(f) {}
   std::optional<std::string_view> header(std::string_view name) const override;
+  // Every Cookie field, in the order received, as if joined with "; " (as HTTP/2's crumbs
+  // are): an HTTP/1.1 client may send several, and the origin receives them all.
+  std::optional<std::string_view> cookie(std::string_view name) const override;
 
  private:
   const boost::beast::http::fields& f_;

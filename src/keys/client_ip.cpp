@@ -53,7 +53,7 @@ config::IpAddress client_ip(const config::IpAddress& peer, std::string_view head
       if (!trusted(*ip, settings)) break;
     }
   }
-  return fold_ipv6(client, settings.ipv6_prefix);
+  return client;
 }
 
 }  // namespace floodgate::keys

@@ -115,6 +115,7 @@ std::variant<KeySet, std::string> parse_jwks(std::string_view json) {
   if (it == doc.get_object().end() || !it->value().is_array())
     return std::string("no \"keys\" array");
   KeySet set;
+  std::size_t parsed = 0;
   for (const auto& entry : it->value().get_array()) {
     if (!entry.is_object()) {
       ++set.skipped;
@@ -123,15 +124,18 @@ std::variant<KeySet, std::string> parse_jwks(std::string_view json) {
     const auto& o = entry.get_object();
     const auto use = text(o, "use");
     const auto kty = text(o, "kty");
-    EVP_PKEY* key = nullptr;
-    if (use.empty() || use == "sig") {
-      if (kty == "RSA")
-        key = rsa_key(o);
-      else if (kty == "EC")
-        key = ec_key(o);
-      else if (kty == "OKP")
-        key = okp_key(o);
+    const bool signature_key =
+        (use.empty() || use == "sig") && (kty == "RSA" || kty == "EC" || kty == "OKP");
+    if (!signature_key) {
+      ++set.skipped;
+      continue;
     }
+    // Counted before parsing, usable or not: the cost is in the parse (an RSA key's check).
+    if (++parsed > max_jwks_keys) {
+      ++set.dropped;
+      continue;
+    }
+    EVP_PKEY* key = kty == "RSA" ? rsa_key(o) : kty == "EC" ? ec_key(o) : okp_key(o);
     if (!key) {
       ++set.skipped;
       continue;
@@ -139,7 +143,11 @@ std::variant<KeySet, std::string> parse_jwks(std::string_view json) {
     set.keys.push_back(Jwk{text(o, "kid"), shared(key)});
   }
   if (set.keys.empty())
-    return "no usable signature key among " + std::to_string(set.skipped) + " entries";
+    return "no usable signature key among " + std::to_string(set.skipped + set.dropped) +
+           " entries" +
+           (set.dropped
+                ? " (only the first " + std::to_string(max_jwks_keys) + " signature keys are read)"
+                : std::string());
   return set;
 }
 

@@ -157,11 +157,28 @@ bool verify_eddsa(std::string_view input, const Bytes& sig, const std::vector<EV
   return false;
 }
 
+// Whether `key` is of the kind `alg` checks with (verify_* skip the others too).
+bool fits(JwtAlgorithm alg, EVP_PKEY* key) {
+  switch (alg) {
+    case JwtAlgorithm::rs256:
+      return EVP_PKEY_is_a(key, "RSA") == 1;
+    case JwtAlgorithm::es256:
+      return is_p256(key);
+    case JwtAlgorithm::eddsa:
+      return EVP_PKEY_is_a(key, "ED25519") == 1 || EVP_PKEY_is_a(key, "ED448") == 1;
+    case JwtAlgorithm::hs256:
+      break;
+  }
+  return false;
+}
+
 // The keys a token may be checked with: the configured PEM keys, and from a JWKS the keys
-// with the token's kid (every key when it names none). `kid_unknown`: it named one the set
-// does not have.
+// with the token's kid, or, when it names none, the first max_kidless_tries keys of its
+// algorithm's kind (each check of a forged token costs a verification; an issuer that signs
+// without kids publishes one key or two). `kid_unknown`: it named one the set does not have.
 std::vector<EVP_PKEY*> candidates(const config::JwtSettings& settings, const KeySet* jwks,
-                                  const boost::json::object& header, bool& kid_unknown) {
+                                  JwtAlgorithm alg, const boost::json::object& header,
+                                  bool& kid_unknown) {
   std::vector<EVP_PKEY*> out;
   for (const auto& k : settings.keys)
     if (k) out.push_back(k.get());
@@ -169,7 +186,13 @@ std::vector<EVP_PKEY*> candidates(const config::JwtSettings& settings, const Key
   if (!jwks) return out;
   auto kid = header.find("kid");
   if (kid == header.end() || !kid->value().is_string()) {
-    for (const auto& k : jwks->keys) out.push_back(k.key.get());
+    std::size_t tries = 0;
+    for (const auto& k : jwks->keys) {
+      if (tries == max_kidless_tries) break;
+      if (!fits(alg, k.key.get())) continue;
+      out.push_back(k.key.get());
+      ++tries;
+    }
     return out;
   }
   bool found = false;
@@ -249,7 +272,7 @@ JwtResult verify(std::string_view header_value, const config::JwtSettings& setti
   if (*alg == JwtAlgorithm::hs256) {
     good = verify_hs256(signing_input, *sig, settings.hs256_secret);
   } else {
-    const auto keys = candidates(settings, jwks, *header, kid_unknown);
+    const auto keys = candidates(settings, jwks, *alg, *header, kid_unknown);
     if (*alg == JwtAlgorithm::rs256) good = verify_rs256(signing_input, *sig, keys);
     if (*alg == JwtAlgorithm::es256) good = verify_es256(signing_input, *sig, keys);
     if (*alg == JwtAlgorithm::eddsa) good = verify_eddsa(signing_input, *sig, keys);

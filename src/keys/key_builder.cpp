@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "floodgate/keys/client_ip.hpp"
 #include "floodgate/keys/word_hash.hpp"
 
 namespace floodgate::keys {
@@ -116,7 +117,7 @@ std::optional<std::string> part_value(const config::KeyPart& part, const Request
   using Kind = config::KeyPart::Kind;
   switch (part.kind) {
     case Kind::ip:
-      return r.client.to_string();
+      return fold_ipv6(r.client, r.ipv6_prefix).to_string();
     case Kind::route:
       return std::string(r.route);
     case Kind::method:
@@ -195,7 +196,9 @@ void append_caller_text(std::string& out, const config::Limit& limit, const Requ
     for (char ch : text) {
       if (out.size() - start >= kMax) return;
       const auto c = static_cast<unsigned char>(ch);
-      if (c >= 0x20 && c < 0x7f) {
+      // The backslash is escaped too: else the value `\x41` would read back as `A`, and an
+      // override copied from /top would hit another caller (caller_key reads \xHH back).
+      if (c >= 0x20 && c < 0x7f && c != '\\') {
         out += ch;
       } else {
         static constexpr char kHex[] = "0123456789abcdef";

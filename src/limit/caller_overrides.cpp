@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "floodgate/config/bounds.hpp"
 #include "floodgate/keys/caller_key.hpp"
 
 namespace floodgate::limit {
@@ -61,6 +62,12 @@ std::optional<CallerOverride> from_object(const json::value& v, std::string& why
   }
   if (o.exempt == (o.quota > 0)) {
     why = "an override is either {\"exempt\": true} or {\"limit\": N} with N >= 1";
+    return std::nullopt;
+  }
+  // As the admin API and the config bound it: one written by an older version, or a file
+  // given to replay, must not overflow the buckets' arithmetic either.
+  if (o.quota > config::kLargestLimit) {
+    why = "\"quota\" must be at most " + std::to_string(config::kLargestLimit);
     return std::nullopt;
   }
   constexpr std::int64_t kLatestMs = 32'503'680'000'000;  // year 3000: no overflow in micros

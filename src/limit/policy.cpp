@@ -2,6 +2,7 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -184,7 +185,9 @@ class Text {
 
 void rate_headers(const config::Limit& limit, const Params& params, const Decision& d, Micros now,
                   const HeaderSink& emit) {
-  std::int64_t remaining = d.admitted ? d.remaining : 0;
+  // Never below 0: "remaining" is a promise to the client, and an algorithm's arithmetic gone
+  // wrong (an overflow) must not show as a negative count.
+  std::int64_t remaining = d.admitted ? std::max<std::int64_t>(0, d.remaining) : 0;
   std::int64_t reset_in = ceil_seconds(d.reset_after);
   Text text;
   emit("X-RateLimit-Limit", (text << d.limit).view());

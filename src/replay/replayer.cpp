@@ -235,6 +235,8 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
   keys::RequestFacts facts{route->name, r.method, r.host,
                            path,        query,    client_of(r),
                            &inputs,     &inputs,  inputs.fingerprints()};
+  // The log has the whole address (lists match it); keys fold it as the candidate says.
+  facts.ipv6_prefix = config_->server.client_ip.ipv6_prefix;
   if (!route->path_templates.empty()) facts.path_template = keys::matching_template(*route, path);
   // As the proxy's gate: the lists first (a denied caller is answered 403, an allowed one
   // passes without the limits), then the limits.

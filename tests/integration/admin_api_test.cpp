@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <boost/json.hpp>
+
+#include <cctype>
 #include <future>
 #include <thread>
 
@@ -250,6 +253,118 @@ TEST(AdminApi, ALapsedOverrideIsTidiedOutOfTheStore) {
   redis.cli("INCR " + hash + ":version");  // the instance reads the hash again
   EXPECT_TRUE(eventually([&] { return redis.cli("HEXISTS " + hash + " " + field) == "0"; }, 3s));
   EXPECT_EQ(redis.cli("HEXISTS " + hash + " other-field"), "1");
+}
+
+}  // namespace
+}  // namespace floodgate::testing
+
+namespace floodgate::testing {
+namespace {
+
+// Issue 34: callers keyed by a header, whose values may hold anything.
+std::string user_yaml(std::uint16_t port, std::uint16_t admin, const Origin& origin) {
+  return "server: { listen: [127.0.0.1:" + std::to_string(port) + "], threads: 1 }\n" +
+         admin_yaml(admin, true) +
+         "upstreams: { origin: { url: \"http://127.0.0.1:" + std::to_string(origin.port()) +
+         "\" } }\nroutes:" + R"(
+  - name: api
+    match: { path_prefix: / }
+    upstream: origin
+    limits: [{ name: per-user, algorithm: token_bucket, capacity: 3, refill_rate: 1/h,
+               key: ["header:x-user"] }]
+)";
+}
+
+// Every byte but the unreserved ones as %XX: a caller's text in a URL.
+std::string percent_encoded(std::string_view text) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += ch;
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+int user_status(std::uint16_t port, const std::string& user) {
+  auto r = get(port, "/x", "X-User: " + user + "\r\n");
+  return r ? r->result_int() : -1;
+}
+
+// Item 4: a token holder could forge a log line attributed to another token with a CR LF in
+// a key. Raw control bytes are refused, and the text log escapes whatever else holds one (here
+// the config file's path, which the start-up line names).
+TEST(AdminApi, ControlBytesInAKeyAreRefusedAndTheTextLogWritesNoLineOfAValues) {
+  Origin origin;
+  const auto port = free_port(), admin = free_port();
+  Instance fg("api-audit\nFORGED path \x1b[31m", port, admin, user_yaml(port, admin, origin));
+  const std::string forged =
+      "%0d%0a2026-01-01T00:00:00.000Z%20info%20admin:%20root%20removed%20the%20override";
+  for (const auto& key : {"header:x-user=bob" + forged, std::string("header:x-user=bob%00x"),
+                          std::string("header:x-user=bob%1b%5B2Kx")}) {
+    auto put = curl(kAuth + "-X PUT -d '{\"limit\": 5}' ", fg.url("/overrides/per-user/" + key));
+    EXPECT_EQ(status_of(put), 400) << key << ": " << put;
+    EXPECT_NE(put.find("control bytes"), std::string::npos) << put;
+    auto reset = curl(kAuth + "-X DELETE ",
+                      fg.url("/keys?route=api&limit=per-user&key=" + substitute(key, "=", "%3D")));
+    EXPECT_EQ(status_of(reset), 400) << key << ": " << reset;
+    EXPECT_EQ(status_of(curl(kAuth + "-X DELETE ", fg.url("/overrides/per-user/" + key))), 400);
+  }
+  // The same caller written as /top shows such bytes is taken, and logged as written.
+  EXPECT_EQ(status_of(curl(kAuth + "-X PUT -d '{\"limit\": 5}' ",
+                           fg.url("/overrides/per-user/header:x-user=bob%5Cx0d%5Cx0aroot"))),
+            200);
+  const auto log = fg.log_lines(500ms);
+  EXPECT_EQ(log.find("\n2026-01-01T00:00:00.000Z"), std::string::npos) << log;
+  EXPECT_EQ(log.find("root removed"), std::string::npos) << log;
+  EXPECT_EQ(log.find('\x1b'), std::string::npos) << log;
+  EXPECT_EQ(log.find("\nFORGED"), std::string::npos) << log;
+  EXPECT_NE(log.find("api-audit\\x0aFORGED path \\x1b[31m-"), std::string::npos) << log;
+  EXPECT_NE(log.find("admin: oncall set the override of per-user for "
+                     "header:x-user=bob\\\\x0d\\\\x0aroot: limit 5"),
+            std::string::npos)
+      << log;
+}
+
+// Item 8: /top escapes the backslash, so the text an operator copies from it is that
+// caller's: the value `\x41-literal` is not the caller `A-literal`.
+// Item 9: an override's limit is bounded as a config's (2^50), and at the bound the client
+// still sees an exact, non-negative remaining count.
+TEST(AdminApi, TheCallerTopShowsIsTheOneAnOverrideHitsAndOverrideLimitsAreBounded) {
+  Origin origin;
+  const auto port = free_port(), admin = free_port();
+  Instance fg("api-top-text", port, admin, user_yaml(port, admin, origin));
+  EXPECT_EQ(user_status(port, "\\x41-literal"), 200);
+  const auto top_answer = curl("", fg.url("/top"));
+  const auto top = boost::json::parse(top_answer.substr(0, top_answer.rfind(' ')));
+  std::string caller;
+  for (const auto& l : top.at("limits").as_array())
+    for (const auto& t : l.at("top").as_array()) caller = t.at("caller").as_string().c_str();
+  EXPECT_EQ(caller, "header:x-user=\\x5cx41-literal");
+  auto put = curl(kAuth + "-X PUT -d '{\"exempt\": true}' ",
+                  fg.url("/overrides/per-user/" + percent_encoded(caller)));
+  ASSERT_EQ(status_of(put), 200) << put;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(user_status(port, "\\x41-literal"), 200) << i;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(user_status(port, "A-literal"), 200) << i;
+  EXPECT_EQ(user_status(port, "A-literal"), 429);  // not the exempted caller
+
+  auto huge = curl(kAuth + "-X PUT -d '{\"limit\": 9223372036854775807}' ",
+                   fg.url("/overrides/per-user/header:x-user=big"));
+  EXPECT_EQ(status_of(huge), 400) << huge;
+  EXPECT_NE(huge.find("from 1 to 1125899906842624"), std::string::npos) << huge;
+  EXPECT_EQ(status_of(curl(kAuth + "-X PUT -d '{\"limit\": 1125899906842624}' ",
+                           fg.url("/overrides/per-user/header:x-user=big"))),
+            200);
+  auto r = get(port, "/x", "X-User: big\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_int(), 200);
+  EXPECT_EQ((*r)["X-RateLimit-Remaining"], "1125899906842623");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "../support/jwt_signing.hpp"
 #include "floodgate_process.hpp"
 #include "harness.hpp"
+#include "identity_provider.hpp"
 #include "proxy_yaml.hpp"
 #include "test_pki.hpp"
 
@@ -19,49 +20,6 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-class IdentityProvider {
- public:
-  explicit IdentityProvider(TestPki& pki)
-      : dir_(fs::temp_directory_path() /
-             ("floodgate-jwks-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))),
-        files_((fs::create_directories(dir_), pki.issue("localhost", {"localhost"}))),
-        process_({"/usr/bin/python3", FLOODGATE_SOURCE_DIR "/tests/integration/jwks_server.py",
-                  dir_.string(), files_.cert, files_.key}) {
-    auto line = process_.read_line(20s);
-    port_ = line.empty() ? 0 : static_cast<std::uint16_t>(std::stoi(line));
-    if (port_ == 0) ADD_FAILURE() << "the JWKS server did not start";
-  }
-  ~IdentityProvider() { fs::remove_all(dir_); }
-  void publish(const std::vector<std::string>& jwks) {
-    std::string json = R"({"keys":[)";
-    for (std::size_t i = 0; i < jwks.size(); ++i) json += (i ? "," : "") + jwks[i];
-    std::ofstream(dir_ / "jwks.json.tmp") << json << "]}";
-    fs::rename(dir_ / "jwks.json.tmp", dir_ / "jwks.json");
-  }
-  void down(bool is_down) {
-    if (is_down)
-      std::ofstream(dir_ / "down") << "down";
-    else
-      fs::remove(dir_ / "down");
-  }
-  std::size_t hits() const {
-    std::ifstream in(dir_ / "hits");
-    std::size_t n = 0;
-    for (std::string line; std::getline(in, line);) ++n;
-    return n;
-  }
-  std::string url() const {
-    return "https://localhost:" + std::to_string(port_) + "/.well-known/jwks.json";
-  }
-
- private:
-  static inline int counter_ = 0;
-  fs::path dir_;
-  TestPki::Files files_;
-  ChildProcess process_;
-  std::uint16_t port_ = 0;
-};
 
 std::string token(const Key& key, const std::string& kid, const std::string& tenant) {
   const auto alg = EVP_PKEY_is_a(key.get(), "RSA")  ? "RS256"

@@ -7,8 +7,10 @@
 #include <regex>
 #include <set>
 
+#include "floodgate_process.hpp"
 #include "harness.hpp"
 #include "proxy_yaml.hpp"
+#include "redis_server.hpp"
 #include "test_pki.hpp"
 
 namespace floodgate::testing {
@@ -64,6 +66,43 @@ TEST(KeyParts, ACookieKeysTheCallerOverHttp1AndHttp2) {
   EXPECT_EQ(origin.requests(), 6u);
 }
 
+// Issue 34 item 6, on the real binary: an HTTP/1.1 client that sends its cookies in two
+// Cookie headers (both reach the origin) is keyed by the session cookie in the second, as if
+// the headers were joined with "; " like HTTP/2 crumbs: limited, not refused for a missing
+// cookie (401) nor let past a limit that skips callers without one.
+TEST(KeyParts, TheRealBinaryReadsACookieFromAnyOfTheCookieHeaders) {
+  Origin origin;
+  const auto port = free_port();
+  auto route = [](const std::string& name, const std::string& on_missing) {
+    return "  - name: " + name + "\n    match: { path_prefix: /" + name +
+           " }\n    upstream: origin\n    limits: [{ name: per-session, algorithm: fixed_window, "
+           "limit: 2, window: 1h, key: [\"cookie:session\"], on_missing_key: " +
+           on_missing + " }]\n";
+  };
+  const auto yaml =
+      write_temp_file("cookie-headers.yaml",
+                      "server: { listen: [127.0.0.1:" + std::to_string(port) +
+                          "], threads: 1 }\nupstreams: { origin: { url: \"" + http_url(origin) +
+                          "\" } }\nroutes:\n" + route("reject", "reject") + route("skip", "skip"));
+  ChildProcess fg({FLOODGATE_BINARY, "--config", yaml});
+  wait_serving(port);
+  auto curl = [&](const std::string& path, const std::string& first, const std::string& second) {
+    return command_output("curl -s -o /dev/null -w '%{http_code}' -H 'Cookie: " + first +
+                              "' -H 'Cookie: " + second +
+                              "' http://127.0.0.1:" + std::to_string(port) + path,
+                          10);
+  };
+  for (const auto* path : {"/reject", "/skip"}) {
+    EXPECT_EQ(curl(path, "theme=dark", "session=abc123"), "200") << path;
+    EXPECT_EQ(curl(path, "lang=de; theme=dark", "x=1; session=abc123"), "200") << path;
+    EXPECT_EQ(curl(path, "theme=dark", "session=abc123"), "429") << path << ": the third";
+    EXPECT_EQ(curl(path, "theme=dark", "session=other"), "200") << path << ": another session";
+    // The first of two with one name, across the headers as within one.
+    EXPECT_EQ(curl(path, "session=abc123", "session=other"), "429") << path;
+  }
+  EXPECT_EQ(origin.requests(), 6u);
+}
+
 TEST(KeyParts, APathTemplateKeysEveryIdOfARouteAsOne) {
   Origin origin;
   Proxy proxy(ProxyYaml{.upstream_url = http_url(origin),
@@ -86,6 +125,33 @@ TEST(KeyParts, APathTemplateKeysEveryIdOfARouteAsOne) {
   EXPECT_EQ(http_status(port, "/users/2/profile"), 200);  // untemplated: the path itself
   // Matched after normalization, like routes.
   EXPECT_EQ(http_status(port, "/users/9//orders"), 429);
+}
+
+// Issue 34 item 5: once an endpoint's template is refused, no other spelling an origin would
+// serve as that endpoint (trailing slash, ;parameters, an encoded separator, another case)
+// gets a bucket of its own; a path of another shape still does.
+TEST(KeyParts, NoSpellingOfATemplatedPathGetsABucketOfItsOwn) {
+  Origin origin;
+  Proxy proxy(ProxyYaml{.upstream_url = http_url(origin),
+                        .route_extra = "    allow_encoded_slashes: true\n"
+                                       "    path_template: \"/api/users/{id}/orders\"\n" +
+                                       limits_yaml("{ name: per-endpoint, algorithm: fixed_window, "
+                                                   "limit: 2, window: 1h, key: [path] }")}
+                  .text());
+  const auto port = proxy.port();
+  EXPECT_EQ(http_status(port, "/api/users/1/orders"), 200);
+  EXPECT_EQ(http_status(port, "/api/users/2/orders"), 200);
+  EXPECT_EQ(http_status(port, "/api/users/4/orders"), 429);
+  for (const auto* spelling :
+       {"/api/users/5/orders/", "/api/users/5/orders%2F", "/api/users/5/orders%2f",
+        "/api/users/5/orders%5C", "/api/users/5%2Forders", "/api/users/5/orders;x=1",
+        "/api/users/5;v=2/orders", "/api/users/5/orders;x=1/", "/api/users/5/ORDERS",
+        "/api/Users/5/Orders", "/api/users/5//orders/", "/api/users/5/orders/?page=2"})
+    EXPECT_EQ(http_status(port, spelling), 429) << spelling;
+  // Another shape is another endpoint, keyed as its path.
+  EXPECT_EQ(http_status(port, "/api/users/5/orders/7"), 200);
+  EXPECT_EQ(http_status(port, "/api/users/5/profile"), 200);
+  EXPECT_EQ(origin.requests(), 4u);
 }
 
 struct TlsFingerprint : ::testing::Test {

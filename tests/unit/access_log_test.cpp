@@ -176,6 +176,27 @@ TEST(AccessLog, HashedFieldsAreKeyedHashes) {
   EXPECT_NE(same_value.at("ip"), same_value.at("header:x-api-key"));
 }
 
+// Issue 34 item 3: "client" is the address the lists matched, whole; hashed, it is the /64
+// the keys counted (a hash cannot be folded afterwards), so a replay keys as the proxy did.
+TEST(AccessLog, AnIpv6ClientIsLoggedWholeAndHashedByItsPrefix) {
+  auto logged = [](const config::ConfigPtr& c, const std::string& ip) {
+    auto req = request("/");
+    req.set("X-Forwarded-For", ip);
+    auto l = line_for(c, req);
+    EXPECT_EQ(l.json.at("fields").at("ip"), l.json.at("client")) << l.text;
+    return std::string(l.json.at("client").as_string());
+  };
+  auto clear = load("  access_log: true\n  replay_fields: [ip]\n");
+  ASSERT_TRUE(clear);
+  EXPECT_EQ(logged(clear, "2001:db8:1:2::7"), "2001:db8:1:2::7");
+  EXPECT_EQ(logged(clear, "::1"), "::1");
+  auto hashed = load("  access_log: true\n  replay_fields: [ip]\n  replay_hashed: [ip]\n");
+  ASSERT_TRUE(hashed);
+  EXPECT_EQ(logged(hashed, "2001:db8:1:2::7"), logged(hashed, "2001:db8:1:2::8"));
+  EXPECT_NE(logged(hashed, "2001:db8:1:2::7"), logged(hashed, "2001:db8:1:3::7"));
+  EXPECT_NE(logged(hashed, "203.0.113.9"), logged(hashed, "203.0.113.10"));
+}
+
 TEST(AccessLog, SettleHeadersAreRecordedWithReplayFields) {
   auto c = load("  access_log: true\n  replay_fields: [ip]\n");
   ASSERT_TRUE(c);

@@ -79,6 +79,44 @@ TEST(CallerKey, TheTextTopShowsLeadsBackToTheKeyRequestsUse) {
             std::string::npos);
 }
 
+// Issue 34 item 8: /top escaped bytes as \xHH but left the backslash as it was, so the value
+// `\x41-literal` showed as the text of the caller `A-literal`, and an override copied from
+// /top hit that other caller. The backslash is escaped too: each text is one caller's.
+TEST(CallerKey, ABackslashInAValueIsEscapedSoTheTextReadsBackToThatCallerOnly) {
+  auto c = load(kHead +
+                "routes:\n  - name: api\n    match: { path_prefix: / }\n    upstream: origin\n"
+                "    limits:\n"
+                "      - { name: per-user, algorithm: fixed_window, limit: 5, window: 1m,"
+                " key: [\"header:X-User\"] }\n");
+  const auto& route = c->routes[0];
+  const auto& limit = route.limits[0];
+  keys::KeyHasher hasher(c->store.key_secret);
+  auto facts_of = [](const floodgate::testing::Headers& headers) {
+    return keys::RequestFacts{"api", "GET", "", "/", "", *config::parse_ip("10.0.0.1"), &headers};
+  };
+  const floodgate::testing::Headers literal{{"X-User", "\\x41-literal"}};
+  const floodgate::testing::Headers letter{{"X-User", "A-literal"}};
+  const floodgate::testing::Headers mixed{{"X-User", std::string("a\\b\x01") + "c"}};
+  std::string text;
+  keys::append_caller_text(text, limit, facts_of(literal));
+  EXPECT_EQ(text, "header:X-User=\\x5cx41-literal");
+  const auto read_back = keys::caller_key(c->store.key_prefix, route, limit, text, hasher);
+  EXPECT_EQ(read_back.key,
+            keys::build_key(c->store.key_prefix, route, limit, facts_of(literal), hasher).key)
+      << read_back.error;
+  EXPECT_NE(read_back.key,
+            keys::build_key(c->store.key_prefix, route, limit, facts_of(letter), hasher).key);
+  // The other caller's text is its own, and so is one with a backslash and a control byte.
+  text.clear();
+  keys::append_caller_text(text, limit, facts_of(letter));
+  EXPECT_EQ(text, "header:X-User=A-literal");
+  text.clear();
+  keys::append_caller_text(text, limit, facts_of(mixed));
+  EXPECT_EQ(text, "header:X-User=a\\x5cb\\x01c");
+  EXPECT_EQ(keys::caller_key(c->store.key_prefix, route, limit, text, hasher).key,
+            keys::build_key(c->store.key_prefix, route, limit, facts_of(mixed), hasher).key);
+}
+
 TEST(CallerOverrides, JsonBothWaysAndWhatIsNotAnOverride) {
   limit::OverrideList list{
       {"burst", "ip=10.0.0.1", 0, true, 1'800'000'000'000'000, "oncall", 1'700'000'000'000'000},
@@ -102,6 +140,20 @@ TEST(CallerOverrides, JsonBothWaysAndWhatIsNotAnOverride) {
   EXPECT_EQ(why,
             "overrides[0]: an override is either {\"exempt\": true} or {\"limit\": N} with N >= 1");
   EXPECT_FALSE(limit::override_from_json("{not json", why));
+}
+
+// Issue 34 item 9: an override read back (from the store, or a file given to replay) is
+// bounded as the admin API and the config bound a limit: 2^50, never INT64_MAX.
+TEST(CallerOverrides, AQuotaPastTheConfigsBoundIsNotAnOverride) {
+  std::string why;
+  EXPECT_TRUE(limit::override_from_json(
+      R"({"limit":"burst","key":"ip=10.0.0.1","quota":1125899906842624})", why))
+      << why;
+  EXPECT_FALSE(limit::override_from_json(
+      R"({"limit":"burst","key":"ip=10.0.0.1","quota":1125899906842625})", why));
+  EXPECT_FALSE(limit::override_from_json(
+      R"({"limit":"burst","key":"ip=10.0.0.1","quota":9223372036854775807})", why));
+  EXPECT_EQ(why, "\"quota\" must be at most 1125899906842624");
 }
 
 TEST(CallerOverrides, AnExemptionLeavesThePlanAndAQuotaKeepsTheRefillTime) {

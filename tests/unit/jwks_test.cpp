@@ -80,7 +80,7 @@ TEST_F(Jwks, ATokenIsCheckedWithTheKeyItsKidNames) {
   // The right key under another kind's kid is not tried: an RSA token names an EC key.
   EXPECT_EQ(check(sign("RS256", header_with_kid("RS256", "ec-1"), kClaims, *rsa)),
             JwtError::bad_signature);
-  // No kid: every key of the set is tried.
+  // No kid: the set's keys of the algorithm's kind are tried (the first max_kidless_tries).
   EXPECT_EQ(check(sign("EdDSA", R"({"alg":"EdDSA"})", kClaims, *ed)), JwtError::none);
   // No set (none fetched yet) and no PEM keys: nothing verifies.
   EXPECT_EQ(verify_jwt("Bearer " + sign("RS256", header_with_kid("RS256", "rsa-1"), kClaims, *rsa),
@@ -117,6 +117,54 @@ TEST_F(Jwks, EntriesItCannotUseAreSkippedAndASetWithoutAnyIsRefused) {
   for (const char* bad : {"", "[]", "{}", R"({"keys":{}})", R"({"keys":[]})", "{\"keys\":["}) {
     EXPECT_TRUE(std::holds_alternative<std::string>(parse_jwks(bad))) << bad;
   }
+}
+
+// Issue 34 item 11: a set of thousands of keys cost seconds of CPU per fetch. Only the first
+// max_jwks_keys signature key entries are parsed: the rest are counted, never parsed (an
+// invalid one past the bound is "dropped", not "skipped" as a parsed one would be).
+TEST_F(Jwks, OnlyTheFirst64SignatureKeysAreRead) {
+  std::string json = R"({"keys":[{"kid":"enc","use":"enc","kty":"RSA","n":"AQAB","e":"AQAB"})";
+  for (std::size_t i = 0; i < max_jwks_keys + 5; ++i) json += "," + jwk_of(*ec, std::to_string(i));
+  json += R"(,{"kid":"bad","kty":"EC","crv":"P-256","x":"AA","y":"AA"}]})";
+  const auto set = parsed(json);
+  ASSERT_EQ(set.keys.size(), max_jwks_keys);
+  EXPECT_EQ(set.keys.front().kid, "0");
+  EXPECT_EQ(set.keys.back().kid, std::to_string(max_jwks_keys - 1));
+  EXPECT_EQ(set.skipped, 1u);  // the encryption key: not a signature key, not counted
+  EXPECT_EQ(set.dropped, 6u);
+  // Past the bound even a good key is ignored: its tokens are refused.
+  auto s = settings();
+  EXPECT_EQ(verify_jwt("Bearer " + sign("ES256", header_with_kid("ES256", "64"), kClaims, *ec), s,
+                       kNow, &set)
+                .error,
+            JwtError::unknown_key);
+}
+
+// A token without a kid is checked with the first max_kidless_tries keys of its algorithm's
+// kind, not with every key: a forged one costs at most that many verifications.
+TEST_F(Jwks, ATokenWithoutAKidTriesOnlyTheFirstFourKeysOfItsKind) {
+  static_assert(max_kidless_tries == 4);
+  const auto s = settings();
+  const auto kidless = sign("RS256", R"({"alg":"RS256"})", kClaims, *rsa);
+  auto check = [&](const std::vector<const Key*>& keys) {
+    std::string json = R"({"keys":[)";
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      json += (i ? "," : "") + jwk_of(*keys[i], "k" + std::to_string(i));
+    const auto set = parsed(json + "]}");
+    return verify_jwt("Bearer " + kidless, s, kNow, &set).error;
+  };
+  // The signer is the fourth RSA key: found (keys of other kinds do not count).
+  EXPECT_EQ(check({ec, ed, other, other, other, rsa}), JwtError::none);
+  // The fifth: never tried.
+  EXPECT_EQ(check({other, other, other, other, rsa}), JwtError::bad_signature);
+  // Named by its kid, any key of the set is found.
+  std::string json = R"({"keys":[)";
+  for (int i = 0; i < 10; ++i) json += jwk_of(*other, "k" + std::to_string(i)) + ",";
+  const auto set = parsed(json + jwk_of(*rsa, "signer") + "]}");
+  EXPECT_EQ(verify_jwt("Bearer " + sign("RS256", header_with_kid("RS256", "signer"), kClaims, *rsa),
+                       s, kNow, &set)
+                .error,
+            JwtError::none);
 }
 
 TEST(JwksCell, HoldsTheLatestSetAndOneRefreshRequest) {

@@ -217,4 +217,27 @@ TEST_F(ListFile, DenyWinsOverAllowAndARoutesListsAddToTheGlobalOnes) {
       keys::Listed::none);
 }
 
+// Issue 34 item 3: a list names IPv6 addresses whole, whatever ipv6_prefix folds keys to.
+TEST_F(ListFile, Ipv6ClientsAreMatchedWholeNotByTheirKeysPrefix) {
+  auto r = load(
+      "lists:\n"
+      "  deny: { cidrs: [\"::1\", \"2001:db8:1:2::7/128\", \"::/128\"] }\n"
+      "  allow: { cidrs: [\"2001:db8:9:9::/64\"] }\n");
+  ASSERT_TRUE(r.config) << all_of(r.errors);
+  const auto& c = *r.config;
+  ASSERT_EQ(c.server.client_ip.ipv6_prefix, 64);
+  floodgate::testing::Headers none{};
+  floodgate::testing::Claims anyone{};
+  auto check = [&](const char* client) {
+    keys::RequestFacts f{"r", "GET", "", "/", "", ip(client), &none, &anyone};
+    f.ipv6_prefix = c.server.client_ip.ipv6_prefix;  // as the gate sets it: keys only
+    return keys::listed(c.lists, c.routes[0].lists, f);
+  };
+  EXPECT_EQ(check("::1"), keys::Listed::denied);
+  EXPECT_EQ(check("::2"), keys::Listed::none) << "::/128 is :: alone, not ::1's /64";
+  EXPECT_EQ(check("2001:db8:1:2::7"), keys::Listed::denied);
+  EXPECT_EQ(check("2001:db8:1:2::8"), keys::Listed::none) << "its /64 neighbour";
+  EXPECT_EQ(check("2001:db8:9:9:1:2:3:4"), keys::Listed::allowed);
+}
+
 }  // namespace

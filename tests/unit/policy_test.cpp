@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <map>
 #include <optional>
 #include <regex>
@@ -544,6 +545,16 @@ TEST(RateHeaders, FixedWindowAndConcurrencyPolicies) {
   h = rate_headers(conc, Params::from(conc, conc.params), admitted(8, 7, 0), kNow);
   EXPECT_EQ(header(h, "RateLimit-Policy"), "\"inflight\";q=8") << "no window for concurrency";
   EXPECT_EQ(header(h, "X-RateLimit-Limit"), "8");
+}
+
+// Issue 34 item 9: an override of INT64_MAX made a bucket's remaining overflow to INT64_MIN,
+// and the client saw it. Whatever a decision says, the headers never promise less than 0.
+TEST(RateHeaders, RemainingIsNeverNegative) {
+  auto l = bucket_limit("ip-burst", 20, 10);
+  Params p = Params::from(l, l.params);
+  auto h = rate_headers(l, p, admitted(20, std::numeric_limits<std::int64_t>::min(), kSec), kNow);
+  EXPECT_EQ(header(h, "X-RateLimit-Remaining"), "0");
+  EXPECT_EQ(header(h, "RateLimit"), "\"ip-burst\";r=0;t=1");
 }
 
 TEST(RefusalBody, IsTheDocumentedJson) {

@@ -18,8 +18,9 @@ struct CallerKey {
 };
 
 // `caller` names the limit's key parts in its order, `PART=VALUE` separated by single spaces
-// (a value may hold spaces; bytes /top escaped as \xHH are read back). A `method` part, which
-// /top leaves out, is given as `method=GET`; `route` never is. "(everyone)" stands for a key
+// (a value may hold spaces; bytes /top escaped as \xHH are read back, the backslash among them:
+// /top shows a value's `\` as `\x5c`). A `method` part, which /top leaves out, is given as
+// `method=GET`; `route` never is. "(everyone)" stands for a key
 // of route and method parts only, "(missing: shared)" as a value for the shared bucket.
 CallerKey caller_key(std::string_view prefix, const config::Route& route,
                      const config::Limit& limit, std::string_view caller, KeyHasher& hasher);

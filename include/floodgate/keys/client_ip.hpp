@@ -13,7 +13,9 @@ namespace floodgate::keys {
 // from the right, skipping trusted proxies; the first other address is the client. If every
 // entry is trusted, the left-most one is. An unparsable entry ends the walk at the last good
 // address (a client cannot smuggle a fake address past a garbled one). IPv4-mapped IPv6 is
-// normalised to IPv4; IPv6 is folded to `ipv6_prefix` bits.
+// normalised to IPv4. The address is whole: allow and deny lists match it as it is, and only
+// an `ip` key part folds IPv6 to `ipv6_prefix` (RequestFacts::ipv6_prefix), so that a /64 is
+// one caller to a limit while a list can still name one address.
 config::IpAddress client_ip(const config::IpAddress& peer, std::string_view forwarded_header,
                             const config::ClientIpSettings& settings);
 

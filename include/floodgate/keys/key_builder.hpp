@@ -47,6 +47,9 @@ struct RequestFacts {
   const tls::Fingerprints* tls = nullptr;  // TLS connections whose limits key on them
   // The route's path_template this path matched (keyed instead of the path), or empty.
   std::string_view path_template;
+  // server.client_ip.ipv6_prefix: the bits of an IPv6 `client` an `ip` key part keeps. Lists
+  // read `client` whole; 128 (the default) keys an address as it is given.
+  int ipv6_prefix = 128;
 };
 
 // The template of `route` that `path` matches, or empty (the path is keyed as it is).
@@ -81,8 +84,9 @@ std::optional<std::string> part_value(const config::KeyPart& part, const Request
 
 // The caller a limit's key stands for, for people to read (/top, replay reports): its parts'
 // values as `ip=203.0.113.7 jwt:tenant=acme`, without the parts every caller of the limit
-// shares (route, method); "(everyone)" when nothing is left. Bytes other than printable ASCII
-// are written \xHH and the text is cut at 256 bytes: values come from clients.
+// shares (route, method); "(everyone)" when nothing is left. Bytes other than printable ASCII,
+// and the backslash, are written \xHH (so the text reads back to one caller only: caller_key)
+// and the text is cut at 256 bytes: values come from clients.
 void append_caller_text(std::string& out, const config::Limit& limit, const RequestFacts& request);
 
 // A query parameter's raw value (first occurrence), or nullopt.
