@@ -7,45 +7,29 @@ namespace floodgate::app {
 
 namespace {
 
-// %* : the message as the contents of a JSON string (quotes, backslashes, controls escaped).
-class JsonMessage final : public spdlog::custom_flag_formatter {
+enum class Escape { json, text };
+
+// %*: the message with everything that could break its line escaped.
+// - json: as the contents of a JSON string (quotes, backslashes, controls as \u00XX).
+// - text: on one line, whatever its values hold. Control bytes (CR and LF above all, which
+//   would let a value such as an admin API key forge a line of its own, attributed to anyone)
+//   appear as \xHH, as /top writes them, and the backslash as \\, so that a value holding the
+//   text "\x0a" cannot pass for an escaped byte.
+template <Escape E>
+class EscapedMessage final : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&,
               spdlog::memory_buf_t& dest) override {
     static constexpr char hex[] = "0123456789abcdef";
     for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
       auto u = static_cast<unsigned char>(c);
-      if (c == '"' || c == '\\') {
+      if (c == '\\' || (E == Escape::json && c == '"')) {
         dest.push_back('\\');
         dest.push_back(c);
-      } else if (u < 0x20) {
+      } else if (E == Escape::json && u < 0x20) {
         const char esc[] = {'\\', 'u', '0', '0', hex[u >> 4], hex[u & 15]};
         dest.append(esc, esc + sizeof esc);
-      } else {
-        dest.push_back(c);
-      }
-    }
-  }
-  std::unique_ptr<custom_flag_formatter> clone() const override {
-    return std::make_unique<JsonMessage>();
-  }
-};
-
-// %* in the text format: the message on one line, whatever its values hold. Control bytes
-// (CR and LF above all, which would let a value such as an admin API key forge a line of its
-// own, attributed to anyone) appear as \xHH, as /top writes them, and the backslash as \\,
-// so that a value holding the text "\x0a" cannot pass for an escaped byte.
-class TextMessage final : public spdlog::custom_flag_formatter {
- public:
-  void format(const spdlog::details::log_msg& msg, const std::tm&,
-              spdlog::memory_buf_t& dest) override {
-    static constexpr char hex[] = "0123456789abcdef";
-    for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
-      auto u = static_cast<unsigned char>(c);
-      if (c == '\\') {
-        dest.push_back('\\');
-        dest.push_back('\\');
-      } else if (u < 0x20 || u == 0x7f) {
+      } else if (E == Escape::text && (u < 0x20 || u == 0x7f)) {
         const char esc[] = {'\\', 'x', hex[u >> 4], hex[u & 15]};
         dest.append(esc, esc + sizeof esc);
       } else {
@@ -54,7 +38,7 @@ class TextMessage final : public spdlog::custom_flag_formatter {
     }
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
-    return std::make_unique<TextMessage>();
+    return std::make_unique<EscapedMessage>();
   }
 };
 
@@ -75,10 +59,10 @@ void apply_log_settings(spdlog::logger& log, const config::LogSettings& s) {
   log.set_level(levels[static_cast<int>(s.level)]);
   auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
   if (s.format == config::LogFormat::json)
-    f->add_flag<JsonMessage>('*').set_pattern(
+    f->add_flag<EscapedMessage<Escape::json>>('*').set_pattern(
         R"({"time":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","msg":"%*"})");
   else
-    f->add_flag<TextMessage>('*').set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %*");
+    f->add_flag<EscapedMessage<Escape::text>>('*').set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %*");
   log.set_formatter(std::move(f));
 }
 

@@ -168,9 +168,11 @@ asio::awaitable<void> H2Connection::read_loop(boost::beast::flat_buffer& already
     auto rv = nghttp2_session_mem_recv(session_, buf.data(), n);
     kick();
     if (rv < 0) {
-      // A protocol violation nghttp2 did not answer itself (it queues GOAWAY for most).
-      if (!nghttp2_session_want_write(session_))
-        nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
+      // A connection error. nghttp2 has queued a terminating GOAWAY for most (this call then
+      // adds nothing); for some (too many CONTINUATION frames) it queues none, and other
+      // frames waiting to be sent do not say why the connection ends: the client gets one.
+      nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
+      kick();
       break;
     }
   }

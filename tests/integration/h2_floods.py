@@ -190,8 +190,10 @@ def connection_outcome(c, seconds=5):
     start = time.monotonic()
     c.drain(seconds)
     took = (c.goaway_at - start) * 1000 if c.goaway_at else None
+    ended = (time.monotonic() - start) * 1000 if c.closed else None
     return {"goaway": c.goaway, "goaway_after_ms": took, "closed": c.closed,
-            "responses": len(c.responses), "resets": sorted(set(c.resets.values()))}
+            "ended_after_ms": ended, "responses": len(c.responses),
+            "resets": sorted(set(c.resets.values()))}
 
 
 CONTINUATION = 9
