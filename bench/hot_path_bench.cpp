@@ -12,7 +12,7 @@
 
 #include "floodgate/config/cidr_set.hpp"
 #include "floodgate/config/loader.hpp"
-#include "floodgate/http/router.hpp"
+#include "floodgate/decide/router.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/heavy_hitters.hpp"
 #include "floodgate/limit/policy.hpp"
@@ -73,7 +73,7 @@ BENCHMARK(BM_ParseRequestHead);
 void BM_Route(benchmark::State& state) {
   const auto& c = bench_config();
   for (auto _ : state)
-    benchmark::DoNotOptimize(http::match_route(c, "GET", "shop.example.com", "/api/v1/orders"));
+    benchmark::DoNotOptimize(decide::match_route(c, "GET", "shop.example.com", "/api/v1/orders"));
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_Route);
@@ -81,7 +81,7 @@ BENCHMARK(BM_Route);
 // Two limits: an IP part and a header part, each HMAC-hashed into its store key.
 void BM_PlanTwoLimits(benchmark::State& state) {
   const auto& c = bench_config();
-  const auto* route = http::match_route(c, "GET", "shop.example.com", "/api/v1/orders");
+  const auto* route = decide::match_route(c, "GET", "shop.example.com", "/api/v1/orders");
   bhttp::request_parser<bhttp::empty_body> p;
   boost::beast::error_code ec;
   p.put(boost::asio::buffer(kRequest), ec);
@@ -97,7 +97,7 @@ BENCHMARK(BM_PlanTwoLimits);
 
 void BM_ScriptArguments(benchmark::State& state) {
   const auto& c = bench_config();
-  const auto* route = http::match_route(c, "GET", "shop.example.com", "/api/v1/orders");
+  const auto* route = decide::match_route(c, "GET", "shop.example.com", "/api/v1/orders");
   keys::KeyHasher hasher(c.store.key_secret);
   bhttp::fields f;
   f.set("X-Api-Key", "k-0123456789");

@@ -26,7 +26,7 @@
 #include <string>
 #include <string_view>
 
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/limit/clock.hpp"
 #include "floodgate/store/memory_store.hpp"
 #include "http/error_response.hpp"
@@ -130,7 +130,7 @@ constexpr std::size_t kMaxPipelined = 8;
 struct Fixture {
   config::ConfigPtr config = fuzz::load_fixture(kConfig, "fuzz-request.yaml");
   config::IpAddress peer = *config::parse_ip(kPeer);
-  admin::Metrics metrics{"fuzz", "fuzz"};
+  metrics::Metrics metrics{"fuzz", "fuzz"};
   std::shared_ptr<spdlog::logger> log =
       std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
   limit::FakeClock clock{fuzz::kNowSeconds * limit::kMicrosPerSecond};

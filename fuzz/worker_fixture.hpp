@@ -10,7 +10,7 @@
 
 #include <memory>
 
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/limit/clock.hpp"
 #include "floodgate/store/memory_store.hpp"
@@ -35,7 +35,7 @@ struct WorkerFixture {
   }
   // Declaration order is construction order: `w` uses everything above it.
   config::ConfigSource source;
-  admin::Metrics metrics{"fuzz", "fuzz"};
+  metrics::Metrics metrics{"fuzz", "fuzz"};
   std::shared_ptr<spdlog::logger> log =
       std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
   limit::FakeClock clock{kNowSeconds * limit::kMicrosPerSecond};

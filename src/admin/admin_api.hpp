@@ -12,7 +12,7 @@
 #include <functional>
 #include <optional>
 
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config.hpp"
 #include "floodgate/http/server.hpp"
 #include "floodgate/limit/caller_overrides.hpp"
@@ -23,6 +23,8 @@ class logger;
 }
 
 namespace floodgate::admin {
+
+using metrics::Metrics;  // the counters admin renders (metrics/)
 
 // What the API acts through, wired by app/; a part left out answers 503.
 struct AdminApi {

@@ -1,5 +1,7 @@
 #include "admin_server.hpp"
 
+#include "floodgate/admin/prometheus.hpp"
+
 #include <spdlog/logger.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -81,7 +83,7 @@ struct AdminServer::Impl {
       res.body() = "method not allowed\n";
     } else if (target == "/metrics") {
       res.set(bhttp::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-      res.body() = metrics.render();
+      res.body() = render_prometheus(metrics);
     } else if (target == "/healthz") {
       res.set(bhttp::field::content_type, "text/plain");
       res.body() = "ok\n";

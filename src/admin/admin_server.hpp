@@ -12,7 +12,7 @@
 #include <string>
 
 #include "admin_api.hpp"
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/limit/heavy_hitters.hpp"
 
@@ -21,6 +21,8 @@ class logger;
 }
 
 namespace floodgate::admin {
+
+using metrics::Metrics;  // the counters admin renders (metrics/)
 
 struct AdminState {
   std::atomic<bool> draining{false};

@@ -11,10 +11,12 @@
 #include <utility>
 #include <vector>
 
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/limit/heavy_hitters.hpp"
 
 namespace floodgate::admin {
+
+using metrics::Metrics;  // the counters admin renders (metrics/)
 
 struct JsonAnswer {
   int status = 200;

@@ -1,19 +1,23 @@
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/admin/prometheus.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <initializer_list>
 
 #include "process_stats.hpp"
 
 namespace floodgate::admin {
 
-namespace {
+using metrics::Histogram;
+using metrics::kOwnStatuses;
+using metrics::LeaseCounters;
+using metrics::Metrics;
+using metrics::Outcome;
+using metrics::OwnStatusCounts;
+using metrics::UpstreamServerSample;
 
-const std::vector<double>& latency_bounds() {
-  static const std::vector<double> b = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                        0.05,   0.1,     0.25,   0.5,   1,      2.5,   10};
-  return b;
-}
+namespace {
 
 // The shortest text that reads back as `v`: 0.0001, not 0.00010000000000000001.
 std::string num(double v) {
@@ -47,132 +51,45 @@ std::string label(std::string_view key, std::string_view value) {
   return out;
 }
 
-}  // namespace
+// The _bucket / _sum / _count lines; `labels` is "" or `a="b",c="d"`.
+// A series of one value, without labels.
+struct Scalar {
+  const char* name;
+  const char* type;
+  const char* text;
+  std::uint64_t value;
+};
 
-const char* to_string(Outcome o) {
-  switch (o) {
-    case Outcome::admitted:
-      return "admitted";
-    case Outcome::limited:
-      return "limited";
-    case Outcome::shadow_limited:
-      return "shadow_limited";
-    case Outcome::store_error_open:
-      return "store_error_open";
-    case Outcome::store_error_closed:
-      return "store_error_closed";
-    case Outcome::local:
-      return "local";
-    case Outcome::rejected:
-      return "rejected";
-    case Outcome::denied:
-      return "denied";
-    case Outcome::allowed:
-      return "allowed";
-    case Outcome::unlimited:
-      return "unlimited";
-    case Outcome::kCount:
-      break;
-  }
-  return "?";
+void scalar(std::string& out, const Scalar& s) {
+  help(out, s.name, s.type, s.text);
+  line(out, s.name, "", s.value);
 }
 
-Histogram::Histogram(std::vector<double> bounds)
-    : bounds_(std::move(bounds)), buckets_(new std::atomic<std::uint64_t>[bounds_.size() + 1]) {
-  for (std::size_t i = 0; i <= bounds_.size(); ++i) buckets_[i].store(0);
+// A counter's or a gauge's value as rendered: a gauge never shows below 0.
+template <typename T>
+std::uint64_t count(T v) {
+  return static_cast<std::uint64_t>(std::max<T>(0, v));
 }
 
-void Histogram::observe(double seconds) {
-  std::size_t i = 0;
-  while (i < bounds_.size() && seconds > bounds_[i]) ++i;
-  buckets_[i].fetch_add(1, std::memory_order_relaxed);
-  count_.fetch_add(1, std::memory_order_relaxed);
-  sum_micros_.fetch_add(static_cast<std::uint64_t>(seconds * 1e6), std::memory_order_relaxed);
-}
-
-void Histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
+void render(const Histogram& h, std::string& out, std::string_view name, std::string_view labels) {
   std::uint64_t cumulative = 0;
   std::string prefix(labels);
   if (!prefix.empty()) prefix += ',';
-  for (std::size_t i = 0; i <= bounds_.size(); ++i) {
-    cumulative += buckets_[i].load(std::memory_order_relaxed);
-    std::string le = i < bounds_.size() ? num(bounds_[i]) : "+Inf";
+  const auto buckets = h.buckets();
+  const auto& bounds = h.bounds();
+  for (std::size_t i = 0; i <= bounds.size(); ++i) {
+    cumulative += buckets[i];
+    std::string le = i < bounds.size() ? num(bounds[i]) : "+Inf";
     line(out, std::string(name) + "_bucket", prefix + "le=\"" + le + "\"", cumulative);
   }
   out.append(name).append("_sum");
   if (!labels.empty()) out.append("{").append(labels).append("}");
-  out.append(" ").append(num(static_cast<double>(sum_micros_.load()) / 1e6)).append("\n");
-  line(out, std::string(name) + "_count", labels, count_.load(std::memory_order_relaxed));
+  out.append(" ").append(num(h.sum_seconds())).append("\n");
+  line(out, std::string(name) + "_count", labels, h.count());
 }
 
-std::vector<std::uint64_t> Histogram::buckets() const {
-  std::vector<std::uint64_t> out(bounds_.size() + 1);
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = buckets_[i].load(std::memory_order_relaxed);
-  return out;
-}
-
-UpstreamMetrics::UpstreamMetrics() : latency(latency_bounds()) {}
-
-Metrics::Metrics(std::string version, std::string pop)
-    : decision_memory(latency_bounds()),
-      decision_redis(latency_bounds()),
-      version_(std::move(version)),
-      pop_(std::move(pop)) {}
-
-void count_own_status(OwnStatusCounts& counts, int status) {
-  std::size_t i = 0;
-  while (i < kOwnStatuses.size() && kOwnStatuses[i] != status) ++i;
-  counts[i].fetch_add(1, std::memory_order_relaxed);
-}
-
-LimitCounters& Metrics::limit(std::string_view route, std::string_view limit) {
-  std::lock_guard lock(mutex_);
-  auto& cell = limits_[{std::string(route), std::string(limit)}];
-  if (!cell) cell = std::make_unique<LimitCounters>();
-  return *cell;
-}
-
-LeaseCounters& Metrics::lease(std::string_view route, std::string_view limit) {
-  std::lock_guard lock(mutex_);
-  auto& cell = leases_[{std::string(route), std::string(limit)}];
-  if (!cell) cell = std::make_unique<LeaseCounters>();
-  return *cell;
-}
-
-RouteMetrics& Metrics::route(std::string_view name) {
-  std::lock_guard lock(mutex_);
-  auto it = routes_.find(name);
-  if (it == routes_.end())
-    it = routes_.emplace(std::string(name), std::make_unique<RouteMetrics>()).first;
-  return *it->second;
-}
-
-UpstreamMetrics& Metrics::upstream(std::string_view name) {
-  std::lock_guard lock(mutex_);
-  auto it = upstreams_.find(name);
-  if (it == upstreams_.end())
-    it = upstreams_.emplace(std::string(name), std::make_unique<UpstreamMetrics>()).first;
-  return *it->second;
-}
-
-std::map<std::string, Metrics::RouteCounts, std::less<>> Metrics::route_counts() const {
-  std::map<std::string, RouteCounts, std::less<>> out;
-  std::lock_guard lock(mutex_);
-  for (const auto& [name, r] : routes_) {
-    auto& counts = out[name];
-    for (std::size_t i = 0; i < r->outcomes.size(); ++i)
-      counts[i] = r->outcomes[i].load(std::memory_order_relaxed);
-    counts.back() = r->deny_cache_hits.load(std::memory_order_relaxed);
-  }
-  return out;
-}
-
-std::string Metrics::render() const {
-  std::string out;
-  out.reserve(8192);
-  help(out, "floodgate_build_info", "gauge", "Version and PoP of this instance.");
-  line(out, "floodgate_build_info", label("version", version_) + "," + label("pop", pop_), 1);
-
+// process_*, as the Prometheus client libraries name them (from /proc).
+void render_process(std::string& out) {
   if (auto p = read_process_stats()) {
     auto gauge = [&](const char* name, const char* type, const char* text, const std::string& v) {
       help(out, name, type, text);
@@ -191,17 +108,19 @@ std::string Metrics::render() const {
     gauge("process_start_time_seconds", "gauge",
           "Start time of the process since unix epoch in seconds.", num(p->start_time_seconds));
   }
+}
 
-  std::lock_guard lock(mutex_);
+// Per route: outcomes, refusals by limit, own statuses, deny-cache hits, leases.
+void render_routes(std::string& out, const Metrics& m, const Metrics::Tables& t) {
   help(out, "floodgate_requests_total", "counter", "Requests by route and limit decision.");
-  for (const auto& [name, r] : routes_)
+  for (const auto& [name, r] : t.routes)
     for (std::size_t i = 0; i < r->outcomes.size(); ++i)
       line(out, "floodgate_requests_total",
            label("route", name) + "," + label("outcome", to_string(static_cast<Outcome>(i))),
            r->outcomes[i].load(std::memory_order_relaxed));
   help(out, "floodgate_limit_refusals_total", "counter",
        "Requests a limit refused (mode enforced: answered 429) or would have (shadow).");
-  for (const auto& [names, c] : limits_) {
+  for (const auto& [names, c] : t.limits) {
     const auto labels = label("route", names.first) + "," + label("limit", names.second);
     line(out, "floodgate_limit_refusals_total", labels + ",mode=\"enforced\"",
          c->refused.load(std::memory_order_relaxed));
@@ -218,14 +137,14 @@ std::string Metrics::render() const {
                label("status", i < kOwnStatuses.size() ? std::to_string(kOwnStatuses[i]) : "other"),
            counts[i].load(std::memory_order_relaxed));
   };
-  own("", unrouted_statuses);
-  for (const auto& [name, r] : routes_) own(name, r->own_statuses);
+  own("", m.unrouted_statuses);
+  for (const auto& [name, r] : t.routes) own(name, r->own_statuses);
   help(out, "floodgate_deny_cache_hits_total", "counter",
        "Refusals answered from the local deny cache.");
-  for (const auto& [name, r] : routes_)
+  for (const auto& [name, r] : t.routes)
     line(out, "floodgate_deny_cache_hits_total", label("route", name), r->deny_cache_hits.load());
 
-  if (!leases_.empty()) {
+  if (!t.leases.empty()) {
     struct LeaseLine {
       const char* name;
       const char* help;
@@ -242,43 +161,48 @@ std::string Metrics::render() const {
          &LeaseCounters::local}};
     for (const auto& l : lease_lines) {
       help(out, l.name, "counter", l.help);
-      for (const auto& [names, c] : leases_)
+      for (const auto& [names, c] : t.leases)
         line(out, l.name, label("route", names.first) + "," + label("limit", names.second),
              ((*c).*l.counter).load(std::memory_order_relaxed));
     }
   }
+}
+
+void render_store(std::string& out, const Metrics& m) {
   help(out, "floodgate_decision_seconds", "histogram", "Time for a store decision, by backend.");
-  decision_memory.render(out, "floodgate_decision_seconds", label("backend", "memory"));
-  decision_redis.render(out, "floodgate_decision_seconds", label("backend", "redis"));
+  render(m.decision_memory, out, "floodgate_decision_seconds", label("backend", "memory"));
+  render(m.decision_redis, out, "floodgate_decision_seconds", label("backend", "redis"));
   help(out, "floodgate_store_errors_total", "counter", "Store decisions that failed, by kind.");
   static constexpr const char* kinds[] = {"timeout", "unavailable", "protocol"};
-  for (std::size_t i = 0; i < store_errors.size(); ++i)
-    line(out, "floodgate_store_errors_total", label("kind", kinds[i]), store_errors[i].load());
-  if (store_health) {
-    auto [healthy, total] = store_health();
+  for (std::size_t i = 0; i < m.store_errors.size(); ++i)
+    line(out, "floodgate_store_errors_total", label("kind", kinds[i]), m.store_errors[i].load());
+  if (m.store_health) {
+    auto [healthy, total] = m.store_health();
     help(out, "floodgate_store_healthy_connections", "gauge",
          "Workers whose store connection is up with its circuit breaker closed.");
-    line(out, "floodgate_store_healthy_connections", label("backend", backend),
+    line(out, "floodgate_store_healthy_connections", label("backend", m.backend),
          static_cast<std::uint64_t>(healthy));
     help(out, "floodgate_store_circuit_open", "gauge",
          "Workers whose store circuit breaker is open or disconnected.");
-    line(out, "floodgate_store_circuit_open", label("backend", backend),
+    line(out, "floodgate_store_circuit_open", label("backend", m.backend),
          static_cast<std::uint64_t>(total - healthy));
   }
   help(out, "floodgate_memory_store_evictions_total", "counter",
        "Keys evicted from the embedded store at its cap.");
   line(out, "floodgate_memory_store_evictions_total", "",
-       memory_evictions ? memory_evictions() : 0);
+       m.memory_evictions ? m.memory_evictions() : 0);
+}
 
+void render_upstreams(std::string& out, const Metrics& m, const Metrics::Tables& t) {
   help(out, "floodgate_upstream_responses_total", "counter", "Upstream responses by status class.");
-  for (const auto& [name, u] : upstreams_)
+  for (const auto& [name, u] : t.upstreams)
     for (std::size_t c = 1; c <= 5; ++c)
       line(out, "floodgate_upstream_responses_total",
            label("upstream", name) + "," + label("class", std::to_string(c) + "xx"),
            u->by_class[c].load());
   help(out, "floodgate_upstream_errors_total", "counter",
        "Upstream failures: connect errors and timeouts.");
-  for (const auto& [name, u] : upstreams_) {
+  for (const auto& [name, u] : t.upstreams) {
     line(out, "floodgate_upstream_errors_total", label("upstream", name) + ",kind=\"connect\"",
          u->connect_errors.load());
     line(out, "floodgate_upstream_errors_total", label("upstream", name) + ",kind=\"timeout\"",
@@ -286,15 +210,15 @@ std::string Metrics::render() const {
   }
   help(out, "floodgate_upstream_retries_total", "counter",
        "Requests sent to another server after a connection to the first could not be made.");
-  for (const auto& [name, u] : upstreams_)
+  for (const auto& [name, u] : t.upstreams)
     line(out, "floodgate_upstream_retries_total", label("upstream", name), u->retries.load());
   help(out, "floodgate_upstream_latency_seconds", "histogram",
        "Request sent to response header, by upstream.");
-  for (const auto& [name, u] : upstreams_)
-    u->latency.render(out, "floodgate_upstream_latency_seconds", label("upstream", name));
+  for (const auto& [name, u] : t.upstreams)
+    render(u->latency, out, "floodgate_upstream_latency_seconds", label("upstream", name));
 
-  if (upstream_servers) {
-    auto servers = upstream_servers();
+  if (m.upstream_servers) {
+    auto servers = m.upstream_servers();
     struct ServerLine {
       const char* name;
       const char* type;
@@ -325,61 +249,83 @@ std::string Metrics::render() const {
       line(out, "floodgate_upstream_server_up",
            label("upstream", s.upstream) + "," + label("server", s.server), s.up ? 1 : 0);
   }
+}
 
-  help(out, "floodgate_active_connections", "gauge", "Open downstream connections.");
-  line(out, "floodgate_active_connections", "",
-       static_cast<std::uint64_t>(std::max<std::int64_t>(0, active_connections.load())));
-  help(out, "floodgate_active_websockets", "gauge", "Open WebSocket tunnels.");
-  line(out, "floodgate_active_websockets", "",
-       static_cast<std::uint64_t>(std::max<std::int64_t>(0, active_tunnels.load())));
+// The listeners, delays, JWKS, HTTP/2 floods, the admin API and reloads.
+void render_server(std::string& out, const Metrics& m) {
   help(out, "floodgate_accept_pauses_total", "counter",
        "Times accepting paused: at server.max_connections (new connections wait in the "
        "listen queue), or out of descriptors or memory.");
   line(out, "floodgate_accept_pauses_total", "reason=\"max_connections\"",
-       accept_pauses[static_cast<std::size_t>(AcceptPause::max_connections)].load());
+       m.accept_pauses[static_cast<std::size_t>(Metrics::AcceptPause::max_connections)].load());
   line(out, "floodgate_accept_pauses_total", "reason=\"resources\"",
-       accept_pauses[static_cast<std::size_t>(AcceptPause::resources)].load());
-  help(out, "floodgate_tls_handshake_failures_total", "counter",
-       "Downstream TLS handshakes that failed (protocol, version, timeout or closed).");
-  line(out, "floodgate_tls_handshake_failures_total", "", tls_handshake_failures.load());
-  help(out, "floodgate_delayed_requests_total", "counter",
-       "Requests an on_exceed: delay limit held until their units had refilled.");
-  line(out, "floodgate_delayed_requests_total", "", delayed_total.load());
-  help(out, "floodgate_delayed_requests", "gauge",
-       "Requests held by on_exceed: delay limits now, or being decided with a place to be "
-       "held (at most server.max_delayed).");
-  line(out, "floodgate_delayed_requests", "", delayed_now.load());
+       m.accept_pauses[static_cast<std::size_t>(Metrics::AcceptPause::resources)].load());
+  // One series each, without labels.
+  for (const auto& s : std::initializer_list<Scalar>{
+           {"floodgate_active_connections", "gauge", "Open downstream connections.",
+            count(m.active_connections.load())},
+           {"floodgate_active_websockets", "gauge", "Open WebSocket tunnels.",
+            count(m.active_tunnels.load())},
+           {"floodgate_tls_handshake_failures_total", "counter",
+            "Downstream TLS handshakes that failed (protocol, version, timeout or closed).",
+            count(m.tls_handshake_failures.load())},
+           {"floodgate_delayed_requests_total", "counter",
+            "Requests an on_exceed: delay limit held until their units had refilled.",
+            count(m.delayed_total.load())},
+           {"floodgate_delayed_requests", "gauge",
+            "Requests held by on_exceed: delay limits now, or being decided with a place to be "
+            "held (at most server.max_delayed).",
+            count(m.delayed_now.load())},
+           {"floodgate_jwks_keys", "gauge", "Signature keys in the JWKS in use.",
+            count(m.jwks_keys.load())},
+           {"floodgate_jwks_updated_timestamp_seconds", "gauge",
+            "When the JWKS in use was fetched (Unix time; 0: none yet).",
+            count(m.jwks_updated_seconds.load())},
+           {"floodgate_unexpected_exceptions_total", "counter",
+            "Exceptions caught at a worker's boundary (a bug: the log has each one).",
+            count(m.unexpected_exceptions.load())},
+           {"floodgate_http2_flood_goaways_total", "counter",
+            "HTTP/2 connections ended with GOAWAY ENHANCE_YOUR_CALM (resets past "
+            "max_resets_per_second, empty DATA frames).",
+            count(m.http2_flood_goaways.load())},
+           {"floodgate_http2_stalled_streams_total", "counter",
+            "HTTP/2 streams reset because the client took none of the response for timeouts.idle.",
+            count(m.http2_stalled_streams.load())},
+           {"floodgate_admin_unauthorized_total", "counter",
+            "Admin API requests refused for a missing or wrong bearer token.",
+            count(m.admin_unauthorized.load())},
+       })
+    scalar(out, s);
   help(out, "floodgate_jwks_fetches_total", "counter",
        "Fetches of jwt.jwks by result (a failed one keeps the last good key set).");
-  line(out, "floodgate_jwks_fetches_total", "result=\"ok\"", jwks_fetches_ok.load());
-  line(out, "floodgate_jwks_fetches_total", "result=\"error\"", jwks_fetches_failed.load());
-  help(out, "floodgate_jwks_keys", "gauge", "Signature keys in the JWKS in use.");
-  line(out, "floodgate_jwks_keys", "", jwks_keys.load());
-  help(out, "floodgate_jwks_updated_timestamp_seconds", "gauge",
-       "When the JWKS in use was fetched (Unix time; 0: none yet).");
-  line(out, "floodgate_jwks_updated_timestamp_seconds", "", jwks_updated_seconds.load());
-  help(out, "floodgate_unexpected_exceptions_total", "counter",
-       "Exceptions caught at a worker's boundary (a bug: the log has each one).");
-  line(out, "floodgate_unexpected_exceptions_total", "", unexpected_exceptions.load());
-  help(out, "floodgate_http2_flood_goaways_total", "counter",
-       "HTTP/2 connections ended with GOAWAY ENHANCE_YOUR_CALM (resets past "
-       "max_resets_per_second, empty DATA frames).");
-  line(out, "floodgate_http2_flood_goaways_total", "", http2_flood_goaways.load());
-  help(out, "floodgate_http2_stalled_streams_total", "counter",
-       "HTTP/2 streams reset because the client took none of the response for timeouts.idle.");
-  line(out, "floodgate_http2_stalled_streams_total", "", http2_stalled_streams.load());
+  line(out, "floodgate_jwks_fetches_total", "result=\"ok\"", m.jwks_fetches_ok.load());
+  line(out, "floodgate_jwks_fetches_total", "result=\"error\"", m.jwks_fetches_failed.load());
   help(out, "floodgate_admin_changes_total", "counter",
        "Changes made through the admin API, by action.");
   static constexpr const char* kChanges[] = {"key_reset", "override_set", "override_removed"};
-  for (std::size_t i = 0; i < admin_changes.size(); ++i)
+  for (std::size_t i = 0; i < m.admin_changes.size(); ++i)
     line(out, "floodgate_admin_changes_total", label("action", kChanges[i]),
-         admin_changes[i].load());
-  help(out, "floodgate_admin_unauthorized_total", "counter",
-       "Admin API requests refused for a missing or wrong bearer token.");
-  line(out, "floodgate_admin_unauthorized_total", "", admin_unauthorized.load());
+         m.admin_changes[i].load());
   help(out, "floodgate_config_reloads_total", "counter", "Config reloads by result.");
-  line(out, "floodgate_config_reloads_total", "result=\"ok\"", reloads_ok.load());
-  line(out, "floodgate_config_reloads_total", "result=\"rejected\"", reloads_failed.load());
+  line(out, "floodgate_config_reloads_total", "result=\"ok\"", m.reloads_ok.load());
+  line(out, "floodgate_config_reloads_total", "result=\"rejected\"", m.reloads_failed.load());
+}
+
+}  // namespace
+
+std::string render_prometheus(const Metrics& m) {
+  std::string out;
+  out.reserve(8192);
+  help(out, "floodgate_build_info", "gauge", "Version and PoP of this instance.");
+  line(out, "floodgate_build_info", label("version", m.version()) + "," + label("pop", m.pop()), 1);
+
+  render_process(out);
+  m.with_tables([&](const Metrics::Tables& t) {
+    render_routes(out, m, t);
+    render_store(out, m);
+    render_upstreams(out, m, t);
+    render_server(out, m);
+  });
   return out;
 }
 

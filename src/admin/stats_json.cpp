@@ -11,6 +11,8 @@
 namespace floodgate::admin {
 
 namespace json = boost::json;
+using metrics::Histogram;
+using metrics::Outcome;
 
 namespace {
 

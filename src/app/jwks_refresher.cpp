@@ -101,7 +101,7 @@ Fetched https_get(const config::JwksSettings& s, std::chrono::milliseconds timeo
 
 }  // namespace
 
-JwksRefresher::JwksRefresher(config::ConfigSource& source, admin::Metrics& metrics,
+JwksRefresher::JwksRefresher(config::ConfigSource& source, metrics::Metrics& metrics,
                              std::shared_ptr<spdlog::logger> log)
     : source_(source), metrics_(metrics), log_(std::move(log)) {}
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/keys/jwks.hpp"
 
@@ -29,7 +29,7 @@ class JwksRefresher {
   static constexpr auto kRetry = std::chrono::seconds(10);
   static constexpr auto kTimeout = std::chrono::seconds(5);  // one fetch, connect to body
 
-  JwksRefresher(config::ConfigSource& source, admin::Metrics& metrics,
+  JwksRefresher(config::ConfigSource& source, metrics::Metrics& metrics,
                 std::shared_ptr<spdlog::logger> log);
   ~JwksRefresher();
   JwksRefresher(const JwksRefresher&) = delete;
@@ -47,7 +47,7 @@ class JwksRefresher {
   void run();
 
   config::ConfigSource& source_;
-  admin::Metrics& metrics_;
+  metrics::Metrics& metrics_;
   std::shared_ptr<spdlog::logger> log_;
   keys::JwksCell cell_;
   std::string url_;   // the one fetched last

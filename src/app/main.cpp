@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "admin/admin_server.hpp"
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/http/server.hpp"
@@ -59,7 +59,7 @@ int check_config(const std::string& path) {
 
 // SIGHUP reloads: the new file is validated aside and published only when valid.
 void reload(const std::string& path, config::ConfigSource& source, spdlog::logger& log,
-            admin::Metrics& metrics) {
+            metrics::Metrics& metrics) {
   auto r = config::load_config_file(path);
   if (!r.config) {
     metrics.reloads_failed.fetch_add(1);
@@ -91,7 +91,7 @@ int run(const std::string& path) {
   store::MemoryState memory(clock, r.config->store.max_keys);
   // And one book of leased units: every worker spends from it (SPEC "Leased decisions").
   store::LeaseBook leases;
-  admin::Metrics metrics(version(), r.config->server.pop);
+  metrics::Metrics metrics(version(), r.config->server.pop);
   metrics.backend = config::to_string(r.config->store.backend);
   metrics.memory_evictions = [&memory] { return memory.evictions(); };
   admin::AdminState admin_state;

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "floodgate/config/bounds.hpp"
-#include "floodgate/http/path_normalize.hpp"
+#include "floodgate/uri/path_normalize.hpp"
 #include "sections.hpp"
 
 namespace floodgate::config {
@@ -267,7 +267,7 @@ std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string
         }
         // Requests are matched by their normalized path, so a path written otherwise
         // ("/api//x", "/api/./x", "%7e") would silently never match.
-        auto normal = http::normalize_path(*v, {.allow_encoded_separators = true});
+        auto normal = uri::normalize_path(*v, {.allow_encoded_separators = true});
         if (!normal)
           r.error(m[key], m.at(key), "has a '%' that is not followed by two hex digits");
         else if (normal.path != *v)

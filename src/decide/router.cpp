@@ -1,16 +1,16 @@
-#include "floodgate/http/router.hpp"
+#include "floodgate/decide/router.hpp"
 
 #include <algorithm>
 
 #include "floodgate/ascii.hpp"
-#include "floodgate/http/path_normalize.hpp"
+#include "floodgate/uri/host.hpp"
 
-namespace floodgate::http {
+namespace floodgate::decide {
 namespace {
 
 bool matches(const config::RouteMatch& m, std::string_view method, std::string_view host,
              std::string_view path) {
-  if (!m.host.empty() && !iequals(m.host, host_name(host))) return false;
+  if (!m.host.empty() && !iequals(m.host, uri::host_name(host))) return false;
   if (!m.methods.empty() &&
       std::find(m.methods.begin(), m.methods.end(), method) == m.methods.end())
     return false;
@@ -20,15 +20,6 @@ bool matches(const config::RouteMatch& m, std::string_view method, std::string_v
 
 }  // namespace
 
-std::string_view host_without_port(std::string_view host) {
-  if (!host.empty() && host.front() == '[') {
-    auto close = host.find(']');
-    return close == std::string_view::npos ? host : host.substr(0, close + 1);
-  }
-  auto colon = host.rfind(':');
-  return colon == std::string_view::npos ? host : host.substr(0, colon);
-}
-
 const config::Route* match_route(const config::Config& config, std::string_view method,
                                  std::string_view host, std::string_view path) {
   for (const auto& r : config.routes)
@@ -36,4 +27,8 @@ const config::Route* match_route(const config::Config& config, std::string_view 
   return nullptr;
 }
 
-}  // namespace floodgate::http
+bool refuses_encoded_separators(const uri::NormalizedPath& p, const config::Route* route) {
+  return p.encoded_separator && !(route && route->allow_encoded_slashes);
+}
+
+}  // namespace floodgate::decide

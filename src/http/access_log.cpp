@@ -4,7 +4,8 @@
 #include <cstdio>
 #include <ctime>
 
-#include "floodgate/http/path_normalize.hpp"
+#include "floodgate/uri/host.hpp"
+#include "floodgate/uri/target.hpp"
 #include "floodgate/keys/client_ip.hpp"
 #include "floodgate/limit/utc_time.hpp"
 #include "pipeline.hpp"
@@ -78,7 +79,7 @@ void append_replay_fields(std::string& out, Exchange& x, const RequestLine& line
         append_pair(out, first, f.text(), logged_client(x, f.hashed, hasher));
         continue;
       case config::ReplayField::Kind::host:
-        value = std::string(host_name(line.host));  // keys lower-case it
+        value = std::string(uri::host_name(line.host));  // keys lower-case it
         break;
       case config::ReplayField::Kind::header:
         if (auto v = headers.header(f.name)) value = std::string(*v);

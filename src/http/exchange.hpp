@@ -18,6 +18,7 @@
 #include "floodgate/keys/jwks.hpp"
 #include "floodgate/limit/policy.hpp"
 #include "floodgate/tls/fingerprint.hpp"
+#include "floodgate/uri/target.hpp"
 #include "forwarding.hpp"
 #include "request_sources.hpp"
 
@@ -79,7 +80,7 @@ struct Exchange {
 
   // Derived once by route_exchange().
   bool target_parsed = false;
-  Target target;          // normalized path, query; origin_form is what the upstream receives
+  uri::Target target;          // normalized path, query; origin_form is what the upstream receives
   std::string_view host;  // the authority of an absolute-form target, else Host; with port
   const config::Route* route = nullptr;
   std::optional<LazyClaims> claims;         // verified on the first claim asked for

@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include "floodgate/config/config.hpp"
-#include "floodgate/http/path_normalize.hpp"
 
 namespace floodgate::http {
 
@@ -53,24 +52,5 @@ struct ForwardedFor {
 // X-Forwarded-For gains the peer (after any it already had), X-Forwarded-Proto is set, and
 // Via gains "1.1 <pop>".
 void add_forwarding_headers(boost::beast::http::fields& fields, const ForwardedFor& info);
-
-// A request target split for routing. Origin-form ("/a?b") keeps its authority empty;
-// absolute-form ("http://h/a?b") fills it (it then overrides Host, RFC 9112 section 3.2.2).
-struct Target {
-  std::string_view authority;
-  std::string_view path;         // starts with '/'
-  std::string_view query;        // without '?'
-  std::string_view origin_form;  // path + query, what the upstream receives
-};
-// nullopt for targets a proxy must refuse: empty, relative, authority-form, or with bytes
-// that are not allowed in a target.
-std::optional<Target> parse_target(std::string_view target);
-
-// Puts `t` in the form it is routed, keyed, logged and forwarded in, so that the origin serves
-// exactly what was limited: `path` normalized (normalize_path, with encoded separators kept for
-// the route to allow or refuse), `origin_form` that path and then the query exactly as
-// received. `storage` owns the new text. Returns the normalizer's verdict (its `path` moved
-// into `storage`); on an error `t` is unchanged.
-NormalizedPath normalize_target(Target& t, std::string& storage);
 
 }  // namespace floodgate::http

@@ -9,7 +9,7 @@
 #include <atomic>
 
 #include "floodgate/config/loader.hpp"
-#include "floodgate/http/path_normalize.hpp"
+#include "floodgate/uri/host.hpp"
 #include "floodgate/keys/list_match.hpp"
 #include "pipeline.hpp"
 
@@ -20,7 +20,7 @@
 namespace floodgate::http {
 
 LimitGate::LimitGate(std::unique_ptr<store::LimitStore> store,
-                     std::unique_ptr<store::LimitStore> local, admin::Metrics& metrics,
+                     std::unique_ptr<store::LimitStore> local, metrics::Metrics& metrics,
                      spdlog::logger& log, std::string lease_prefix,
                      const limit::OverrideBoard* overrides)
     : store_(std::move(store)),
@@ -131,7 +131,7 @@ void LimitGate::count_callers(const Exchange& x, const limit::Plan& plan,
   }
 }
 
-admin::RouteMetrics& LimitGate::route_cells(const Exchange& x) {
+metrics::RouteMetrics& LimitGate::route_cells(const Exchange& x) {
   // Without binding: a request of an older snapshot must not rebuild the gate's tables (and
   // give its leases back) for a count; the registry's lock is taken then, rarely.
   if (x.config == bound_.config)
@@ -140,15 +140,15 @@ admin::RouteMetrics& LimitGate::route_cells(const Exchange& x) {
 }
 
 void LimitGate::count_ungated(const Exchange& x) {
-  route_cells(x).count(admin::Outcome::unlimited);
+  route_cells(x).count(metrics::Outcome::unlimited);
 }
 
 void LimitGate::count_own_status(const Exchange* x, int status) {
   if (!x || !x->route || !x->config) {
-    admin::count_own_status(metrics_.unrouted_statuses, status);
+    metrics::count_own_status(metrics_.unrouted_statuses, status);
     return;
   }
-  admin::count_own_status(route_cells(*x).own_statuses, status);
+  metrics::count_own_status(route_cells(*x).own_statuses, status);
 }
 
 void LimitGate::top(const config::Config& current, limit::Micros now,
@@ -159,13 +159,13 @@ void LimitGate::top(const config::Config& current, limit::Micros now,
 // The route's on_store_error when the store could not decide.
 boost::asio::awaitable<std::optional<store::Outcome>> LimitGate::degraded(
     const config::Config& c, const config::Route& route, limit::Plan& plan,
-    admin::RouteMetrics& stats) {
+    metrics::RouteMetrics& stats) {
   switch (route.on_store_error) {
     case config::OnStoreError::fail_open:
-      stats.count(admin::Outcome::store_error_open);
+      stats.count(metrics::Outcome::store_error_open);
       co_return std::nullopt;
     case config::OnStoreError::fail_closed:
-      stats.count(admin::Outcome::store_error_closed);
+      stats.count(metrics::Outcome::store_error_closed);
       co_return std::nullopt;
     case config::OnStoreError::local:  // counted once decided: local, or limited
       for (auto& item : plan.items) {
@@ -176,7 +176,7 @@ boost::asio::awaitable<std::optional<store::Outcome>> LimitGate::degraded(
       {
         auto local = co_await local_->acquire(plan.items, boost::asio::use_awaitable);
         if (auto* o = std::get_if<store::Outcome>(&local)) co_return std::move(*o);
-        stats.count(admin::Outcome::local);
+        stats.count(metrics::Outcome::local);
         co_return std::nullopt;  // the in-process store cannot fail; if it did, fail open
       }
   }
@@ -194,7 +194,7 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   const auto now = x.arrived;
   FieldHeaders headers(*x.fields);
   // Routes compare the host case-insensitively and keys lower-case it: the name part is enough.
-  keys::RequestFacts facts{route.name,    x.method,       host_name(x.host),
+  keys::RequestFacts facts{route.name,    x.method,       uri::host_name(x.host),
                            x.target.path, x.target.query, client_of(x),
                            &headers,      &claims_of(x),  x.tls_fingerprints};
   facts.ipv6_prefix = config.server.client_ip.ipv6_prefix;
@@ -203,18 +203,18 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   if (!config.lists.empty() || !route.lists.empty())
     switch (keys::listed(config.lists, route.lists, facts)) {
       case keys::Listed::denied:
-        stats.count(admin::Outcome::denied);
+        stats.count(metrics::Outcome::denied);
         a.decision = "denied";
         co_return Reply{403};
       case keys::Listed::allowed:
-        stats.count(admin::Outcome::allowed);
+        stats.count(metrics::Outcome::allowed);
         a.decision = "allowed";
         co_return std::nullopt;
       case keys::Listed::none:
         break;
     }
   if (route.limits.empty()) {
-    stats.count(admin::Outcome::unlimited);
+    stats.count(metrics::Outcome::unlimited);
     co_return std::nullopt;
   }
   auto plan = limit::plan(config, route, facts, hasher(config));
@@ -222,7 +222,7 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
     if (x.claims && x.claims->error() != keys::JwtError::none)  // why, for whoever debugs it
       log_.debug("route {}: limit {} rejected the request ({}): JWT {}", route.name,
                  plan.rejected_by->name, plan.reject_status, keys::to_string(x.claims->error()));
-    stats.count(admin::Outcome::rejected);
+    stats.count(metrics::Outcome::rejected);
     a.decision = "rejected";
     a.limit = plan.rejected_by->name;
     co_return Reply{plan.reject_status};
@@ -230,13 +230,13 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   if (board_ && !plan.items.empty()) {
     overrides(x.config).apply(plan, now);
     if (plan.items.empty()) {  // exempt from every limit it had
-      stats.count(admin::Outcome::allowed);
+      stats.count(metrics::Outcome::allowed);
       a.decision = "exempt";
       co_return std::nullopt;
     }
   }
   if (plan.items.empty()) {  // every limit skipped it (on_missing_key: skip)
-    stats.count(admin::Outcome::unlimited);
+    stats.count(metrics::Outcome::unlimited);
     co_return std::nullopt;
   }
   {
@@ -249,7 +249,7 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
       plan.items[i].refusals = bound.limits[ri][li];
     }
   }
-  auto limit_cell = [&](std::size_t item) -> admin::LimitCounters& {
+  auto limit_cell = [&](std::size_t item) -> metrics::LimitCounters& {
     return *plan.items[item].refusals;
   };
   if (limit::needs_lease(plan))
@@ -257,7 +257,7 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
 
   a.key = plan.items.front().key;
   if (auto hit = deny_.check(plan.items, now)) {
-    stats.count(admin::Outcome::limited);
+    stats.count(metrics::Outcome::limited);
     stats.deny_cache_hits.fetch_add(1, std::memory_order_relaxed);
     limit_cell(hit->item).refused.fetch_add(1, std::memory_order_relaxed);
     count_callers(x, plan, facts, nullptr, static_cast<int>(hit->item));
@@ -319,13 +319,13 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   if (v.shown >= 0) a.limit = plan.limits[v.shown]->name;
   // A store that says "refused" without an enforcing refusal is inconsistent: fail safe.
   if (!v.admitted && v.shown < 0) {
-    stats.count(admin::Outcome::store_error_closed);
+    stats.count(metrics::Outcome::store_error_closed);
     co_return Reply{503, "1"};
   }
   // Reset times are counted from the store's clock (Redis's TIME), not this PoP's.
   const auto decided_at = outcome->now != 0 ? outcome->now : now;
   if (!v.admitted) {
-    stats.count(admin::Outcome::limited);
+    stats.count(metrics::Outcome::limited);
     limit_cell(static_cast<std::size_t>(v.shown)).refused.fetch_add(1, std::memory_order_relaxed);
     a.decision = "limited";
     if (!no_places) deny_.remember(plan.items[v.shown], v.decision, now);
@@ -336,9 +336,9 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   // One outcome per request: a degraded admission is its policy's, one a shadow limit would
   // have refused is shadow_limited.
   if (a.degraded) {
-    if (route.on_store_error == config::OnStoreError::local) stats.count(admin::Outcome::local);
+    if (route.on_store_error == config::OnStoreError::local) stats.count(metrics::Outcome::local);
   } else {
-    stats.count(shadow_refused ? admin::Outcome::shadow_limited : admin::Outcome::admitted);
+    stats.count(shadow_refused ? metrics::Outcome::shadow_limited : metrics::Outcome::admitted);
     a.decision = "admitted";
   }
   if (v.shown >= 0)

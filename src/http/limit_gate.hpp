@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "exchange.hpp"
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/caller_overrides.hpp"
 #include "floodgate/limit/deny_cache.hpp"
@@ -34,7 +34,7 @@ class LimitGate {
   // `lease_prefix` ("<instance>:<worker>:") makes lease ids unique across instances.
   // `overrides`: the instance's per-caller overrides (admin API), or null.
   LimitGate(std::unique_ptr<store::LimitStore> store, std::unique_ptr<store::LimitStore> local,
-            admin::Metrics& metrics, spdlog::logger& log, std::string lease_prefix,
+            metrics::Metrics& metrics, spdlog::logger& log, std::string lease_prefix,
             const limit::OverrideBoard* overrides = nullptr);
   LimitGate(const LimitGate&) = delete;
   LimitGate& operator=(const LimitGate&) = delete;
@@ -89,18 +89,18 @@ class LimitGate {
   // that snapshot (the registry's lock is taken then, never per request).
   struct Bound {
     config::ConfigPtr config;  // held, so that a new snapshot is never mistaken for this one
-    std::vector<admin::RouteMetrics*> routes;  // by route index
-    admin::Histogram* decision = nullptr;      // seconds per store decision, by backend
+    std::vector<metrics::RouteMetrics*> routes;  // by route index
+    metrics::Histogram* decision = nullptr;      // seconds per store decision, by backend
     // By route index, then limit index: each limit's top offenders; empty when none are kept.
     std::vector<std::vector<limit::TopWindow*>> top;
     // By route index, then limit index: each leased limit's counters (null: not leased).
-    std::vector<std::vector<admin::LeaseCounters*>> leases;
+    std::vector<std::vector<metrics::LeaseCounters*>> leases;
     // By route index, then limit index: each limit's refusals.
-    std::vector<std::vector<admin::LimitCounters*>> limits;
+    std::vector<std::vector<metrics::LimitCounters*>> limits;
   };
   const Bound& bind(const config::ConfigPtr& c);
   // x's route's counters, bound or not (never rebinds).
-  admin::RouteMetrics& route_cells(const Exchange& x);
+  metrics::RouteMetrics& route_cells(const Exchange& x);
   // Counts the request's callers in their limits' top offenders: refused by the limits whose
   // decision in `outcome` refused, or (a deny cache answer, no outcome) by item `refused_item`.
   // Holds a request an on_exceed: delay limit admitted into its allowance for `delay`.
@@ -121,11 +121,11 @@ class LimitGate {
   boost::asio::awaitable<std::optional<store::Outcome>> degraded(const config::Config& c,
                                                                  const config::Route& route,
                                                                  limit::Plan& plan,
-                                                                 admin::RouteMetrics& stats);
+                                                                 metrics::RouteMetrics& stats);
 
   std::unique_ptr<store::LimitStore> store_;
   std::unique_ptr<store::LimitStore> local_;
-  admin::Metrics& metrics_;
+  metrics::Metrics& metrics_;
   spdlog::logger& log_;
   limit::DenyCache deny_;
   std::unique_ptr<keys::KeyHasher> hasher_;

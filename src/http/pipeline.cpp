@@ -3,8 +3,8 @@
 #include <boost/beast/http/field.hpp>
 
 #include "access_log.hpp"
-#include "floodgate/http/path_normalize.hpp"
-#include "floodgate/http/router.hpp"
+#include "floodgate/decide/router.hpp"
+#include "floodgate/uri/target.hpp"
 #include "floodgate/keys/client_ip.hpp"
 #include "request_id.hpp"
 
@@ -20,15 +20,15 @@ std::optional<Unrouted> route_exchange(Exchange& x) {
     x.target_copy.assign(raw);
     raw = x.target_copy;
   }
-  auto target = parse_target(raw);
+  auto target = uri::parse_target(raw);
   if (!target) return Unrouted{400, true};
   x.target = *target;
   x.target_parsed = true;
   x.host = x.target.authority.empty() ? x.host_field : x.target.authority;
-  auto normal = normalize_target(x.target, x.normalized);
+  auto normal = uri::normalize_target(x.target, x.normalized);
   if (!normal) return Unrouted{400, false};
-  const auto* route = match_route(*x.config, x.method, x.host, x.target.path);
-  if (refuses_encoded_separators(normal, route)) return Unrouted{400, false};
+  const auto* route = decide::match_route(*x.config, x.method, x.host, x.target.path);
+  if (decide::refuses_encoded_separators(normal, route)) return Unrouted{400, false};
   if (!route) return Unrouted{404, false};
   x.route = route;
   return std::nullopt;

@@ -29,7 +29,7 @@ struct Unrouted {
 };
 
 // Parses the target, puts its path in the one form it is routed, keyed, logged and forwarded
-// in (path_normalize.hpp), names the host (an absolute-form target's authority overrides
+// in (uri/target.hpp), names the host (an absolute-form target's authority overrides
 // Host) and matches the route.
 std::optional<Unrouted> route_exchange(Exchange& x);
 

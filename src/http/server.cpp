@@ -253,7 +253,7 @@ class Worker {
   }
 
   void note_full() {
-    ctx_.metrics.count(admin::Metrics::AcceptPause::max_connections);
+    ctx_.metrics.count(metrics::Metrics::AcceptPause::max_connections);
     if (auto quiet = full_log_.allow(); quiet >= 0)
       ctx_.log.warn(
           "server.max_connections ({}) reached: new connections wait until one closes ({} "
@@ -269,7 +269,7 @@ class Worker {
     const bool resources = ec == errc::too_many_files_open ||
                            ec == errc::too_many_files_open_in_system ||
                            ec == errc::no_buffer_space || ec == errc::not_enough_memory;
-    if (resources) ctx_.metrics.count(admin::Metrics::AcceptPause::resources);
+    if (resources) ctx_.metrics.count(metrics::Metrics::AcceptPause::resources);
     if (auto quiet = accept_log_.allow(); quiet >= 0)
       ctx_.log.warn("accept failed: {}{} ({} similar lines suppressed)", ec.message(),
                     resources ? ": accepting again in 100ms" : "", quiet);
@@ -392,7 +392,7 @@ std::vector<std::uint16_t> Server::ports() const {
   return impl_->ports;
 }
 
-std::vector<admin::UpstreamServerSample> Server::upstream_servers() const {
+std::vector<metrics::UpstreamServerSample> Server::upstream_servers() const {
   return impl_->health.samples(*impl_->config.get());
 }
 

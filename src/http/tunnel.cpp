@@ -58,7 +58,7 @@ asio::awaitable<void> idle_watch(std::chrono::milliseconds idle,
 }  // namespace
 
 asio::awaitable<void> run_tunnel(Http1Client client, bhttp::response_header<>& res,
-                                 UpstreamConnection& conn, Exchange& x, admin::Metrics& metrics) {
+                                 UpstreamConnection& conn, Exchange& x, metrics::Metrics& metrics) {
   using namespace asio::experimental::awaitable_operators;
   const auto idle = x.config->server.timeouts.idle;
   strip_hop_by_hop(res);

@@ -7,7 +7,7 @@
 #include <boost/beast/http/message.hpp>
 
 #include "exchange.hpp"
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "http1_client.hpp"
 #include "upstream_pool.hpp"
 
@@ -18,6 +18,6 @@ namespace floodgate::http {
 boost::asio::awaitable<void> run_tunnel(Http1Client client,
                                         boost::beast::http::response_header<>& response,
                                         UpstreamConnection& upstream, Exchange& x,
-                                        admin::Metrics& metrics);
+                                        metrics::Metrics& metrics);
 
 }  // namespace floodgate::http

@@ -35,11 +35,11 @@ bool UpstreamHealth::record(ServerHealth& h, const config::Ejection& e, bool fai
   return true;
 }
 
-std::vector<admin::UpstreamServerSample> UpstreamHealth::samples(
+std::vector<metrics::UpstreamServerSample> UpstreamHealth::samples(
     const config::Config& current) const {
   const auto now = ServerHealth::clock::now();
   std::lock_guard lock(mutex_);
-  std::vector<admin::UpstreamServerSample> out;
+  std::vector<metrics::UpstreamServerSample> out;
   for (const auto& up : current.upstreams)
     for (const auto& s : up.servers) {
       auto it = servers_.find(s.name + ' ' + s.pool_key);

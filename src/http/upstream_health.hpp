@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config.hpp"
 
 namespace floodgate::http {
@@ -62,7 +62,7 @@ class UpstreamHealth {
               ServerHealth::clock::time_point now);
   // The counters of `current`'s servers, for the metrics (a server a reload removed is left
   // out: its last state would alert for ever).
-  std::vector<admin::UpstreamServerSample> samples(const config::Config& current) const;
+  std::vector<metrics::UpstreamServerSample> samples(const config::Config& current) const;
 
  private:
   mutable std::mutex mutex_;

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/keys/jwks.hpp"
 #include "floodgate/limit/clock.hpp"
@@ -54,7 +54,7 @@ struct WorkerContext {
   const limit::Clock& clock;
   UpstreamPool pool;
   LimitGate gate;
-  admin::Metrics& metrics;
+  metrics::Metrics& metrics;
   UpstreamBalancer balancer;  // which server of an upstream a request goes to
   RequestIds request_ids;     // X-Request-Id and trace ids
   spdlog::logger* access_log = nullptr;
@@ -64,8 +64,8 @@ struct WorkerContext {
   config::SnapshotCache snapshots{config};
   config::ConfigPtr snapshot() { return snapshots.get(); }
   // Per-worker lookups of the shared metric cells (the registry's lock is taken once per name).
-  std::unordered_map<std::string, admin::UpstreamMetrics*> upstream_metrics;
-  admin::UpstreamMetrics& upstream_stats(const std::string& name) {
+  std::unordered_map<std::string, metrics::UpstreamMetrics*> upstream_metrics;
+  metrics::UpstreamMetrics& upstream_stats(const std::string& name) {
     auto& slot = upstream_metrics[name];
     if (!slot) slot = &metrics.upstream(name);
     return *slot;
@@ -132,7 +132,7 @@ struct WorkerContext {
 
 // A coroutine of the worker's that throws (it should not) is reported and counted; the
 // worker goes on.
-inline void report_exception(spdlog::logger& log, admin::Metrics& metrics, const char* what,
+inline void report_exception(spdlog::logger& log, metrics::Metrics& metrics, const char* what,
                              std::exception_ptr e) {
   metrics.unexpected_exceptions.fetch_add(1, std::memory_order_relaxed);
   try {

@@ -6,7 +6,8 @@
 #endif
 #include <cstring>
 
-#include "floodgate/http/router.hpp"
+#include "floodgate/uri/host.hpp"
+#include "floodgate/uri/target.hpp"
 #include "floodgate/limit/utc_time.hpp"
 #include "log_record.hpp"
 
@@ -334,16 +335,13 @@ ParseResult parse_nginx_combined(std::string_view s, LogRecord& out) {
   if (sp1 == std::string_view::npos || sp1 == 0) return {LineKind::skipped, "no request line"};
   out.method = request.substr(0, sp1);
   auto target = request.substr(sp1 + 1, sp2 == std::string_view::npos ? sp2 : sp2 - sp1 - 1);
-  if (auto scheme = target.find("://"); scheme != std::string_view::npos && target[0] != '/') {
-    auto slash = target.find('/', scheme + 3);
-    out.host = http::host_without_port(
-        target.substr(scheme + 3, slash == std::string_view::npos ? slash : slash - scheme - 3));
-    target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
-  }
-  if (target.empty() || target[0] != '/') return {LineKind::skipped, "not an origin-form target"};
-  auto qm = target.find('?');
-  out.path = target.substr(0, qm);
-  if (qm != std::string_view::npos) out.query = target.substr(qm + 1);
+  // Split as the proxy splits a target; an absolute form's authority names the host, as
+  // for the proxy (spelled as the proxy's keys spell it: uri::host_name).
+  auto split = uri::split_target(target);
+  if (!split) return {LineKind::skipped, "not an origin-form target"};
+  if (!split->authority.empty()) out.host = uri::host_name(split->authority);
+  out.path = split->path;
+  out.query = split->query;
   auto rest = s.substr(q2 + 1);
   std::size_t i = 0;
   while (i < rest.size() && rest[i] == ' ') ++i;

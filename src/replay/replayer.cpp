@@ -5,8 +5,9 @@
 #include <cstring>
 
 #include "floodgate/config/loader.hpp"
-#include "floodgate/http/path_normalize.hpp"
-#include "floodgate/http/router.hpp"
+#include "floodgate/decide/router.hpp"
+#include "floodgate/uri/host.hpp"
+#include "floodgate/uri/path_normalize.hpp"
 #include "floodgate/keys/list_match.hpp"
 #include "floodgate/limit/policy.hpp"
 #include "lease_fleet.hpp"
@@ -200,14 +201,14 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
   // As the proxy decides: on the normalized path, and a path it answers 400 is rejected.
   // (floodgate's own log already has normalized paths; an nginx log has them as received.)
   std::string_view path = r.path;
-  http::NormalizedPath normal;
-  if (!http::is_normal_path(path)) {
-    normal = http::normalize_path(path, {.allow_encoded_separators = true});
+  uri::NormalizedPath normal;
+  if (!uri::is_normal_path(path)) {
+    normal = uri::normalize_path(path, {.allow_encoded_separators = true});
     path_ = normal.path;
     path = path_;
   }
-  const auto* route = normal ? http::match_route(*config_, r.method, r.host, path) : nullptr;
-  if (!normal || http::refuses_encoded_separators(normal, route)) {
+  const auto* route = normal ? decide::match_route(*config_, r.method, r.host, path) : nullptr;
+  if (!normal || decide::refuses_encoded_separators(normal, route)) {
     ++report_.rejected;
     d.verdict = Verdict::rejected;
     return d;
@@ -232,7 +233,7 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     query = query_;
   }
   RecordInputs inputs(r);
-  keys::RequestFacts facts{route->name, r.method, r.host,
+  keys::RequestFacts facts{route->name, r.method, uri::host_name(r.host),
                            path,        query,    client_of(r),
                            &inputs,     &inputs,  inputs.fingerprints()};
   // The log has the whole address (lists match it); keys fold it as the candidate says.

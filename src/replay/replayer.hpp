@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/caller_overrides.hpp"
@@ -49,7 +49,7 @@ struct LeaseReport {
   // Requests admitted that the exact limit, given every admission, would refuse: 0 by design.
   std::uint64_t over_admitted = 0;
   // Grants, units granted and returned, requests decided from units in hand.
-  std::shared_ptr<admin::LeaseCounters> counters = std::make_shared<admin::LeaseCounters>();
+  std::shared_ptr<metrics::LeaseCounters> counters = std::make_shared<metrics::LeaseCounters>();
 };
 
 struct LimitReport {

@@ -1,13 +1,11 @@
-#include "floodgate/http/path_normalize.hpp"
-
-#include "floodgate/config/config.hpp"
+#include "floodgate/uri/path_normalize.hpp"
 
 #include <cctype>
 #include <vector>
 
 #include "floodgate/ascii.hpp"
 
-namespace floodgate::http {
+namespace floodgate::uri {
 namespace {
 
 // ASCII only, whatever the locale says.
@@ -107,10 +105,6 @@ bool is_normal_path(std::string_view path) {
   return true;
 }
 
-bool refuses_encoded_separators(const NormalizedPath& p, const config::Route* route) {
-  return p.encoded_separator && !(route && route->allow_encoded_slashes);
-}
-
 NormalizedPath normalize_path(std::string_view raw, PathOptions options) {
   NormalizedPath result;
   std::string decoded;
@@ -128,22 +122,4 @@ NormalizedPath normalize_path(std::string_view raw, PathOptions options) {
   return result;
 }
 
-std::string_view host_name(std::string_view host) {
-  if (!host.empty() && host.front() == '[') {
-    auto close = host.find(']');
-    return close == std::string_view::npos ? host : host.substr(0, close + 1);
-  }
-  auto colon = host.rfind(':');
-  if (colon != std::string_view::npos) host = host.substr(0, colon);
-  // "shop.example." is the same name as "shop.example" (RFC 1034 section 3.1).
-  while (host.size() > 1 && host.back() == '.') host.remove_suffix(1);
-  return host;
-}
-
-std::string normalize_host(std::string_view host) {
-  std::string out(host_name(host));
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-}  // namespace floodgate::http
+}  // namespace floodgate::uri

@@ -41,7 +41,7 @@ TEST(Abuse, MaxConnectionsHoldsTheExtraConnectionUntilOneCloses) {
   extra.send(kRequest);
   EXPECT_FALSE(extra.read_response(400ms)) << "served beyond max_connections";
   EXPECT_FALSE(extra.closed_by_peer(0ms)) << "refused instead of held";
-  auto paused = metric(proxy.metrics().render(),
+  auto paused = metric(admin::render_prometheus(proxy.metrics()),
                        R"(floodgate_accept_pauses_total{reason="max_connections"})");
   EXPECT_TRUE(paused >= 1 && paused != UINT64_MAX) << paused;
 
@@ -98,7 +98,7 @@ TEST(Abuse, OutOfDescriptorsPausesAcceptingAndLogsOncePerSecond) {
 
   // Paused, not spinning: a few pauses a second, a line at most once a second.
   auto pauses =
-      metric(proxy.metrics().render(), R"(floodgate_accept_pauses_total{reason="resources"})");
+      metric(admin::render_prometheus(proxy.metrics()), R"(floodgate_accept_pauses_total{reason="resources"})");
   EXPECT_TRUE(pauses >= 1 && pauses <= 20) << pauses;
   auto lines = count_containing(log.lines(), "accept failed");
   EXPECT_GE(lines, 1u);

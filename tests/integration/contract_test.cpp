@@ -80,7 +80,7 @@ TEST(DenyCache, ARememberedRefusalAnswersAsTheStoreDidAndIsForgottenWhenItsLimit
   limit::FakeClock clock(hour_start + 600 * s);  // 10 minutes into the window: 50 to go
   Proxy proxy(deny_config(origin, 2), &clock);
   auto counters = [&] {
-    auto m = proxy.metrics().render();
+    auto m = admin::render_prometheus(proxy.metrics());
     return std::pair(metric(m, R"(floodgate_decision_seconds_count{backend="memory"})"),
                      metric(m, R"(floodgate_deny_cache_hits_total{route="api"})"));
   };

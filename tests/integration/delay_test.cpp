@@ -77,7 +77,7 @@ TEST(Delay, ABurstIsForwardedInTurnUpToMaxDelayThenRefused) {
   EXPECT_LT(admitted.back(), 1.6);
   for (std::size_t i = 1; i < admitted.size(); ++i) EXPECT_GT(admitted[i] - admitted[i - 1], 0.1);
   EXPECT_EQ(origin.requests(), 6u);
-  const auto text = proxy.metrics().render();
+  const auto text = admin::render_prometheus(proxy.metrics());
   EXPECT_NE(text.find("\nfloodgate_delayed_requests_total 5\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nfloodgate_delayed_requests 0\n"), std::string::npos);
 }

@@ -16,10 +16,11 @@
 #include <vector>
 
 #include "app/jwks_refresher.hpp"
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/admin/prometheus.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/http/server.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/store/leased_store.hpp"
 #include "floodgate/store/memory_store.hpp"
 
@@ -102,12 +103,12 @@ class Proxy {
   std::uint16_t port() const { return port_; }
   config::ConfigSource& source() { return *source_; }
   store::MemoryState& memory() { return *memory_; }
-  admin::Metrics& metrics() { return metrics_; }
+  metrics::Metrics& metrics() { return metrics_; }
   http::Server& server() { return *server_; }
 
  private:
   limit::SystemClock system_clock_;
-  admin::Metrics metrics_{"test", "itest"};
+  metrics::Metrics metrics_{"test", "itest"};
   std::unique_ptr<config::ConfigSource> source_;
   std::shared_ptr<spdlog::logger> access_log_;
   std::unique_ptr<store::MemoryState> memory_;

@@ -88,12 +88,12 @@ TEST(Jwks, KeysAreFetchedChosenByKidRotatedAndKeptWhileTheProviderIsDown) {
   for (int i = 0; i < 40 && !failed; ++i) {
     std::this_thread::sleep_for(100ms);
     failed =
-        metric(proxy.metrics().render(), R"(floodgate_jwks_fetches_total{result="error"})") == 1;
+        metric(admin::render_prometheus(proxy.metrics()), R"(floodgate_jwks_fetches_total{result="error"})") == 1;
   }
   EXPECT_TRUE(failed);
   EXPECT_EQ(status(port, token(first, "2026-11", "acme")), 200);
   EXPECT_EQ(status(port, token(second, "2026-12", "globex")), 200);
-  auto text = proxy.metrics().render();
+  auto text = admin::render_prometheus(proxy.metrics());
   EXPECT_EQ(metric(text, R"(floodgate_jwks_fetches_total{result="ok"})"), 2u);
   EXPECT_EQ(metric(text, "floodgate_jwks_keys"), 2u);
   bool warned = false;

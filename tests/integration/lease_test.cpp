@@ -48,7 +48,7 @@ double median(std::vector<double> v) {
 }
 
 std::uint64_t metric(Proxy& p, const std::string& line_start) {
-  auto text = p.metrics().render();
+  auto text = admin::render_prometheus(p.metrics());
   auto at = text.find(line_start);
   if (at == std::string::npos) return 0;
   return std::stoull(text.substr(text.find(' ', at + line_start.size()) + 1));

@@ -572,7 +572,7 @@ TEST(Limits, ARolloutEnforcesAStableShareOfKeys) {
   EXPECT_EQ(std::count(second.begin(), second.end(), 200), kCallers - refused);
   EXPECT_GT(refused, kCallers / 2 - 30);  // 50% of 200, give or take the hash
   EXPECT_LT(refused, kCallers / 2 + 30);
-  auto text = proxy.metrics().render();
+  auto text = admin::render_prometheus(proxy.metrics());
   const std::string series = R"(floodgate_limit_refusals_total{route="api",limit="per-ip",mode=")";
   EXPECT_EQ(metric(text, series + R"(enforced"})"), static_cast<std::uint64_t>(2 * refused));
   EXPECT_EQ(metric(text, series + R"(shadow"})"),

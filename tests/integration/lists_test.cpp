@@ -81,7 +81,7 @@ TEST(Lists, DenyAnswers403BeforeAnyLimitAndAllowSkipsThem) {
   EXPECT_EQ(status(port, "/api/x", from("192.0.2.77")), 429);
 
   // Counted by route and outcome, and in the access log.
-  const auto text = proxy.metrics().render();
+  const auto text = admin::render_prometheus(proxy.metrics());
   EXPECT_EQ(metric(text, R"(floodgate_requests_total{route="api",outcome="denied"})"), 2u) << text;
   EXPECT_EQ(metric(text, R"(floodgate_requests_total{route="open",outcome="denied"})"), 2u);
   EXPECT_EQ(metric(text, R"(floodgate_requests_total{route="api",outcome="allowed"})"), 10u);

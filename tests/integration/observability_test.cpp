@@ -58,7 +58,7 @@ TEST(Observability, TheDashboardReadsOnlyExportedSeriesAndParses) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("fg-observability-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "metrics.txt") << proxy.metrics().render();
+  std::ofstream(dir / "metrics.txt") << admin::render_prometheus(proxy.metrics());
   auto checked = run({"/usr/bin/python3", kSource + "/tests/integration/dashboard_check.py",
                       kSource + "/docs/grafana-dashboard.json", (dir / "metrics.txt").string(),
                       (dir / "rules.yml").string()});

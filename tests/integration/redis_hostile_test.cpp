@@ -326,7 +326,7 @@ TEST(RedisHostile, ALeaseGrantAboveWhatWasAskedIsAStoreError) {
   EXPECT_EQ(admitted, 0);
   EXPECT_EQ(refused, 60);
   EXPECT_EQ(origin.requests(), 0u);
-  auto errors = metric(proxy.metrics().render(), "floodgate_store_errors_total{kind=\"protocol\"}");
+  auto errors = metric(admin::render_prometheus(proxy.metrics()), "floodgate_store_errors_total{kind=\"protocol\"}");
   EXPECT_GE(errors, 1u);
   EXPECT_NE(errors, UINT64_MAX);
 }

@@ -67,7 +67,7 @@ TEST(UpstreamPool, RequestsSpreadByWeight) {
   EXPECT_EQ(a.requests(), 10u);
   EXPECT_EQ(b.requests(), 20u);
   EXPECT_EQ(c.requests(), 10u);
-  const auto m = proxy.metrics().render();
+  const auto m = admin::render_prometheus(proxy.metrics());
   EXPECT_EQ(metric(m, series("floodgate_upstream_server_requests_total", b.port())), 20u);
   EXPECT_EQ(metric(m, series("floodgate_upstream_server_up", a.port())), 1u);
 }
@@ -90,7 +90,7 @@ TEST(UpstreamPool, AServerLostIsRetriedAroundTakenOutAndBackWhenItServesAgain) {
     nc = c.requests();
   };
   auto m = [&](const char* name, std::uint16_t port) {
-    return metric(proxy.metrics().render(), series(name, port));
+    return metric(admin::render_prometheus(proxy.metrics()), series(name, port));
   };
   std::uint64_t a0, b0, c0;
 
@@ -109,17 +109,17 @@ TEST(UpstreamPool, AServerLostIsRetriedAroundTakenOutAndBackWhenItServesAgain) {
   counts(a1, b1, c1);
   std::printf("[ pool     ] b down, before its checks fail: a +%llu, c +%llu, retries %llu\n",
               (unsigned long long)(a1 - a0), (unsigned long long)(c1 - c0),
-              (unsigned long long)metric(proxy.metrics().render(),
+              (unsigned long long)metric(admin::render_prometheus(proxy.metrics()),
                                          "floodgate_upstream_retries_total{upstream=\"pool\"}"));
   EXPECT_EQ(a1 - a0 + c1 - c0, 60u);
 
   // Two failed checks take it out; then no request goes its way (no retries either).
   ASSERT_TRUE(eventually([&] { return m("floodgate_upstream_server_up", b_port) == 0; }, 3s));
   const auto retries =
-      metric(proxy.metrics().render(), "floodgate_upstream_retries_total{upstream=\"pool\"}");
+      metric(admin::render_prometheus(proxy.metrics()), "floodgate_upstream_retries_total{upstream=\"pool\"}");
   const auto b_requests = m("floodgate_upstream_server_requests_total", b_port);
   EXPECT_EQ(send(proxy.port(), 60), (std::map<int, int>{{200, 60}}));
-  EXPECT_EQ(metric(proxy.metrics().render(), "floodgate_upstream_retries_total{upstream=\"pool\"}"),
+  EXPECT_EQ(metric(admin::render_prometheus(proxy.metrics()), "floodgate_upstream_retries_total{upstream=\"pool\"}"),
             retries);
   EXPECT_EQ(m("floodgate_upstream_server_requests_total", b_port), b_requests);
   EXPECT_GE(m("floodgate_upstream_server_checks_failed_total", b_port), 2u);
@@ -196,7 +196,7 @@ TEST(UpstreamPool, ARequestThatReachedAServerIsNeverSentToAnother) {
   ASSERT_TRUE(eventually([&] { return swallower.requests() == statuses[502]; }, 2s));
   EXPECT_EQ(statuses[200] + statuses[502], 12);
   EXPECT_EQ(origin.requests(), static_cast<std::uint64_t>(statuses[200]));
-  EXPECT_EQ(metric(proxy.metrics().render(), "floodgate_upstream_retries_total{upstream=\"pool\"}"),
+  EXPECT_EQ(metric(admin::render_prometheus(proxy.metrics()), "floodgate_upstream_retries_total{upstream=\"pool\"}"),
             4u);  // the dead port's four turns, each sent on once
   EXPECT_GE(statuses[502], 4);
 }
@@ -210,7 +210,7 @@ TEST(UpstreamPool, ConsecutiveFailuresEjectAServerForItsCoolDown) {
                           "    ejection: { consecutive_failures: 2, cool_down: 1s }\n"),
               nullptr, nullptr, log.logger());
   EXPECT_EQ(send(proxy.port(), 10), (std::map<int, int>{{200, 10}}));
-  auto m = [&](const char* name) { return metric(proxy.metrics().render(), series(name, dead)); };
+  auto m = [&](const char* name) { return metric(admin::render_prometheus(proxy.metrics()), series(name, dead)); };
   // Two refused connections (each retried on the origin) eject it: then it gets none.
   EXPECT_EQ(m("floodgate_upstream_server_requests_total"), 2u);
   EXPECT_EQ(m("floodgate_upstream_server_ejections_total"), 1u);
@@ -243,7 +243,7 @@ TEST(UpstreamPool, AnH2UpstreamsServersAreCheckedOverHttp2) {
                           "    health_check: { path: /health, interval: 300ms, timeout: 300ms, "
                           "healthy: 1, unhealthy: 2 }\n"));
   auto m = [&](const char* name, std::uint16_t p) {
-    return metric(proxy.metrics().render(), series(name, p));
+    return metric(admin::render_prometheus(proxy.metrics()), series(name, p));
   };
   ASSERT_TRUE(eventually([&] { return m("floodgate_upstream_server_up", dead) == 0; }, 3s));
   EXPECT_EQ(m("floodgate_upstream_server_up", port), 1u);

@@ -8,15 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "floodgate/decide/router.hpp"
+#include "floodgate/uri/target.hpp"
 #include "http/forwarding.hpp"
 
 namespace bhttp = boost::beast::http;
 using floodgate::http::add_forwarding_headers;
 using floodgate::http::ForwardedFor;
 using floodgate::http::is_websocket_upgrade;
-using floodgate::http::normalize_target;
-using floodgate::http::parse_target;
-using floodgate::http::refuses_encoded_separators;
+using floodgate::decide::refuses_encoded_separators;
+using floodgate::uri::normalize_target;
+using floodgate::uri::parse_target;
 using floodgate::http::strip_hop_by_hop;
 
 namespace {
@@ -319,7 +321,7 @@ TEST(NormalizeTarget, EncodedSeparatorsOnlyForARouteThatAllowsThem) {
 
   t = parse_target("/a%zz?q");  // refused: the target is left as it was
   auto bad = normalize_target(*t, storage);
-  EXPECT_EQ(bad.error, floodgate::http::PathError::bad_escape);
+  EXPECT_EQ(bad.error, floodgate::uri::PathError::bad_escape);
   EXPECT_EQ(t->origin_form, "/a%zz?q");
 }
 

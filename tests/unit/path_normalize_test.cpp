@@ -6,12 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "floodgate/http/path_normalize.hpp"
+#include "floodgate/uri/host.hpp"
+#include "floodgate/uri/path_normalize.hpp"
 
-using floodgate::http::host_name;
-using floodgate::http::normalize_host;
-using floodgate::http::normalize_path;
-using floodgate::http::PathError;
+using floodgate::uri::host_name;
+using floodgate::uri::normalize_host;
+using floodgate::uri::normalize_path;
+using floodgate::uri::PathError;
 
 namespace {
 

@@ -227,7 +227,7 @@ struct Gate {
   boost::asio::io_context ioc;
   store::MemoryState state;
   store::MemoryState local_state;
-  admin::Metrics metrics;
+  metrics::Metrics metrics;
   std::shared_ptr<spdlog::logger> log;
   std::unique_ptr<http::LimitGate> gate;
 };
@@ -290,8 +290,8 @@ TEST(LimitGate, ADegradedAdmissionIsReturnedToTheStoreThatCharged) {
   }
   // One outcome per request: the local share's admissions are local, its refusals limited.
   const auto& counts = g.metrics.route("api").outcomes;
-  EXPECT_EQ(counts[static_cast<std::size_t>(admin::Outcome::local)].load(), 3u);
-  EXPECT_EQ(counts[static_cast<std::size_t>(admin::Outcome::limited)].load(), 3u);
+  EXPECT_EQ(counts[static_cast<std::size_t>(metrics::Outcome::local)].load(), 3u);
+  EXPECT_EQ(counts[static_cast<std::size_t>(metrics::Outcome::limited)].load(), 3u);
 }
 
 }  // namespace

@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "floodgate/config/loader.hpp"
-#include "floodgate/http/router.hpp"
+#include "floodgate/decide/router.hpp"
+#include "floodgate/uri/host.hpp"
 
 using floodgate::config::Config;
 using floodgate::config::Route;
 using floodgate::config::RouteMatch;
-using floodgate::http::host_without_port;
-using floodgate::http::match_route;
+using floodgate::decide::match_route;
+using floodgate::uri::host_name;
 
 namespace {
 
@@ -199,16 +200,20 @@ routes:
   EXPECT_EQ(chosen(*r.config, "GET", "shop.example", "/api/checkout"), "default");
 }
 
-TEST(HostWithoutPort, StripsOnlyThePort) {
-  EXPECT_EQ(host_without_port("shop.example:8080"), "shop.example");
-  EXPECT_EQ(host_without_port("shop.example"), "shop.example");
-  EXPECT_EQ(host_without_port("Shop.Example:1"), "Shop.Example");  // case is left alone
-  EXPECT_EQ(host_without_port("10.0.0.1:80"), "10.0.0.1");
-  EXPECT_EQ(host_without_port("[::1]:80"), "[::1]");
-  EXPECT_EQ(host_without_port("[2001:db8::1]"), "[2001:db8::1]");
-  EXPECT_EQ(host_without_port("[::1"), "[::1");  // malformed: unchanged
-  EXPECT_EQ(host_without_port("host:"), "host");
-  EXPECT_EQ(host_without_port(""), "");
+// The one spelling the proxy's keys and the replay share (the replay once kept a trailing dot
+// the proxy dropped, so the two could key one caller differently).
+TEST(HostName, StripsThePortAndATrailingDotAndKeepsTheCase) {
+  EXPECT_EQ(host_name("shop.example.:8080"), "shop.example");
+  EXPECT_EQ(host_name("shop.example."), "shop.example");
+  EXPECT_EQ(host_name("shop.example:8080"), "shop.example");
+  EXPECT_EQ(host_name("shop.example"), "shop.example");
+  EXPECT_EQ(host_name("Shop.Example:1"), "Shop.Example");  // case is left alone
+  EXPECT_EQ(host_name("10.0.0.1:80"), "10.0.0.1");
+  EXPECT_EQ(host_name("[::1]:80"), "[::1]");
+  EXPECT_EQ(host_name("[2001:db8::1]"), "[2001:db8::1]");
+  EXPECT_EQ(host_name("[::1"), "[::1");  // malformed: unchanged
+  EXPECT_EQ(host_name("host:"), "host");
+  EXPECT_EQ(host_name(""), "");
 }
 
 }  // namespace

@@ -28,10 +28,10 @@ class JwksCell;
 namespace floodgate::store {
 class LimitStore;
 }
-namespace floodgate::admin {
+namespace floodgate::metrics {
 class Metrics;
 struct UpstreamServerSample;
-}  // namespace floodgate::admin
+}  // namespace floodgate::metrics
 
 namespace floodgate::http {
 
@@ -43,7 +43,7 @@ struct ServerDeps {
   const limit::Clock& clock;
   StoreFactory make_store;
   StoreFactory make_local;
-  admin::Metrics& metrics;
+  metrics::Metrics& metrics;
   spdlog::logger* access_log = nullptr;  // one JSON line per request when log.access_log is on
   const limit::OverrideBoard* overrides = nullptr;  // per-caller overrides (admin API), or none
   keys::JwksCell* jwks = nullptr;  // jwt.jwks's keys, fetched by the app (JwksRefresher)
@@ -79,7 +79,7 @@ class Server {
   // and joins their threads.
   void drain(std::chrono::milliseconds grace);
   // Every upstream server's counters and state (the metrics).
-  std::vector<admin::UpstreamServerSample> upstream_servers() const;
+  std::vector<metrics::UpstreamServerSample> upstream_servers() const;
   // How many workers' store connections are healthy, of how many (memory: always all).
   std::pair<int, int> store_health() const;
   // Every worker's top offenders summaries (admin.top), each limit once per worker; a worker

@@ -1,5 +1,7 @@
 #pragma once
-// Counters the data plane bumps and /metrics renders in the Prometheus text format.
+// Counters the data plane bumps; admin/ renders them (/metrics, in the Prometheus text format:
+// admin/prometheus.hpp) and reads nothing else of the workers. Layer metrics/: below everything
+// but uri and base, so any component may own counters here.
 // Workers write with relaxed atomic increments (no locks on the request path); the admin
 // thread reads. Label values are bounded: route, upstream and limit names from the config,
 // outcomes and kinds from fixed lists; never a client identifier.
@@ -15,15 +17,15 @@
 #include <string_view>
 #include <vector>
 
-namespace floodgate::admin {
+namespace floodgate::metrics {
 
 class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds_seconds);
   void observe(double seconds);
-  // Appends the _bucket / _sum / _count lines; `labels` is "" or `a="b",c="d"`.
-  void render(std::string& out, std::string_view name, std::string_view labels) const;
   const std::vector<double>& bounds() const { return bounds_; }
+  std::uint64_t count() const { return count_.load(std::memory_order_relaxed); }
+  double sum_seconds() const { return static_cast<double>(sum_micros_.load()) / 1e6; }
   // Observations per bucket (not cumulative), the last one above every bound.
   std::vector<std::uint64_t> buckets() const;
 
@@ -159,7 +161,18 @@ class Metrics {
   std::function<std::vector<UpstreamServerSample>()> upstream_servers;
   std::string backend = "memory";
 
-  std::string render() const;
+  // The tables of counters created on first use, read under their lock (for rendering).
+  struct Tables {
+    const std::map<std::string, std::unique_ptr<RouteMetrics>, std::less<>>& routes;
+    const std::map<std::string, std::unique_ptr<UpstreamMetrics>, std::less<>>& upstreams;
+    const std::map<std::pair<std::string, std::string>, std::unique_ptr<LeaseCounters>>& leases;
+    const std::map<std::pair<std::string, std::string>, std::unique_ptr<LimitCounters>>& limits;
+  };
+  template <typename F>
+  void with_tables(F&& f) const {
+    std::lock_guard lock(mutex_);
+    f(Tables{routes_, upstreams_, leases_, limits_});
+  }
 
   // Each route's outcome counters, deny cache hits last, by route name.
   using RouteCounts = std::array<std::uint64_t, static_cast<std::size_t>(Outcome::kCount) + 1>;
@@ -177,4 +190,4 @@ class Metrics {
   std::map<std::pair<std::string, std::string>, std::unique_ptr<LimitCounters>> limits_;
 };
 
-}  // namespace floodgate::admin
+}  // namespace floodgate::metrics

@@ -10,10 +10,10 @@
 
 #include "floodgate/limit/algorithm.hpp"
 
-namespace floodgate::admin {
+namespace floodgate::metrics {
 struct LeaseCounters;
 struct LimitCounters;
-}  // namespace floodgate::admin
+}  // namespace floodgate::metrics
 
 namespace floodgate::store {
 
@@ -21,7 +21,7 @@ namespace floodgate::store {
 struct LeaseTerms {
   std::int64_t size = 0;
   limit::Micros ttl = 0;
-  admin::LeaseCounters* counters = nullptr;  // the limit's, in admin::Metrics; may be null
+  metrics::LeaseCounters* counters = nullptr;  // the limit's, in metrics::Metrics; may be null
   // Set by the leasing store on what it sends (lua/prelude.lua): the instance holding the
   // units, the units of its earlier leases it has spent since it last said so, and whether an
   // adjustment gives unused units back.
@@ -41,9 +41,9 @@ struct Item {
   // decision's `granted` says how many were taken. 0: an ordinary decision of `cost`.
   // (Redis stores send it only with a holder, `leased.holder`: a lease is always someone's.)
   std::int64_t take_up_to = 0;
-  // Its limit's refusal counters (admin::Metrics; stable): the request counts a refusal in
+  // Its limit's refusal counters (metrics::Metrics; stable): the request counts a refusal in
   // them after the store answered, when the gate's own tables may have been rebuilt.
-  admin::LimitCounters* refusals = nullptr;
+  metrics::LimitCounters* refusals = nullptr;
   // A counting limit's (`count:`): what it holds may be given back by any response, on any
   // worker, so a refusal of it is never cached (limit::DenyCache).
   bool refundable = false;

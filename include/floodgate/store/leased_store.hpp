@@ -95,7 +95,7 @@ class LeaseBook {
     limit::Params params;
     std::int64_t size = 0;
     limit::Micros ttl = 0;
-    admin::LeaseCounters* counters = nullptr;
+    metrics::LeaseCounters* counters = nullptr;
     std::int64_t units = 0;        // in hand
     std::int64_t spent = 0;        // taken from the store and spent, not reported yet
     std::int64_t pending = 0;      // asked for, not answered yet

@@ -3,15 +3,12 @@
 // upstream all see, so that no variant of a path walks around a limit: `//api/checkout`,
 // `/api/./checkout`, `/x/../api/checkout` and `/api/%63heckout` are all `/api/checkout`.
 // Pure, no Asio: the config loader uses it too, to refuse route paths that could never match.
+// (Layer uri/: below everything but base; it includes nothing of floodgate but ascii.hpp.)
 
 #include <string>
 #include <string_view>
 
-namespace floodgate::config {
-struct Route;
-}
-
-namespace floodgate::http {
+namespace floodgate::uri {
 
 enum class PathError {
   none,
@@ -48,17 +45,4 @@ NormalizedPath normalize_path(std::string_view raw, PathOptions options = {});
 // normalized anyway). The common case on the request path and in a replay of millions of lines.
 bool is_normal_path(std::string_view path);
 
-// A path keeping %2F, %5C or %00 goes only to a route that allows them (allow_encoded_slashes);
-// `route` null: no route matched.
-bool refuses_encoded_separators(const NormalizedPath& p, const config::Route* route);
-
-// A Host value (or an absolute-form authority) as routes and keys compare it: lower case,
-// without port and without the trailing dot of a fully qualified name.
-// "Shop.Example.:8080" -> "shop.example", "[::1]:80" -> "[::1]".
-std::string normalize_host(std::string_view host);
-
-// The name part of normalize_host without the case change or a copy: "Shop.Example.:8080" ->
-// "Shop.Example" (for comparisons that ignore case anyway).
-std::string_view host_name(std::string_view host);
-
-}  // namespace floodgate::http
+}  // namespace floodgate::uri

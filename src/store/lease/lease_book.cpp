@@ -5,7 +5,7 @@
 #include <random>
 #include <utility>
 
-#include "floodgate/admin/metrics.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/store/leased_store.hpp"
 
 namespace floodgate::store {
@@ -22,7 +22,7 @@ bool is_window(const limit::Params& p) {
 // the next window would pay for). Later, they are dropped instead.
 constexpr limit::Micros kWindowReturnMargin = limit::kMicrosPerSecond;
 
-void bump(std::atomic<std::uint64_t> admin::LeaseCounters::*counter, admin::LeaseCounters* c,
+void bump(std::atomic<std::uint64_t> metrics::LeaseCounters::*counter, metrics::LeaseCounters* c,
           std::int64_t n) {
   if (c && n > 0) (c->*counter).fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
 }
@@ -66,7 +66,7 @@ LeaseBook::GiveBack LeaseBook::returned(Item item, std::int64_t units, std::int6
   item.leased.holder = holder_;
   item.leased.settled = settled;
   item.leased.returning = returning;
-  bump(&admin::LeaseCounters::returned, item.leased.counters, units);
+  bump(&metrics::LeaseCounters::returned, item.leased.counters, units);
   return {std::move(item), std::max<std::int64_t>(0, units)};
 }
 
@@ -137,7 +137,7 @@ LeaseBook::Take LeaseBook::take(const Item& item, limit::Micros now, GiveBacks& 
     l.spent += item.cost;
     t.local = true;
     t.decision = local_decision(l, item.cost, now);
-    bump(&admin::LeaseCounters::local, l.counters, 1);
+    bump(&metrics::LeaseCounters::local, l.counters, 1);
     // Below half: more is asked for in the background, so a hot key never waits.
     if (!closed_ && l.pending == 0 && l.units * 2 < l.size) {
       t.top_up = l.size - l.units;
@@ -186,8 +186,8 @@ std::vector<LeaseBook::Wake> LeaseBook::granted(const Item& item, std::int64_t n
     return wake;
   }
   const std::int64_t extra = std::max<std::int64_t>(0, answer->granted - need);
-  bump(&admin::LeaseCounters::leases, item.leased.counters, 1);
-  bump(&admin::LeaseCounters::granted, item.leased.counters, answer->granted);
+  bump(&metrics::LeaseCounters::leases, item.leased.counters, 1);
+  bump(&metrics::LeaseCounters::granted, item.leased.counters, answer->granted);
   if (!l || closed_) {
     // Nobody keeps them (a drain, or the limit changed meanwhile): back at once, and the
     // request's own units reported spent.

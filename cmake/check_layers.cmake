@@ -1,0 +1,77 @@
+# Includes point down the layers (docs/architecture.md, "Layers"): a file may include its own
+# layer's files and those of the layers below it, never one above it or beside it. Run as
+# `cmake -DROOT=<source dir> -P cmake/check_layers.cmake`; the build runs it before compiling
+# (src/CMakeLists.txt), so a wrong include fails the build with the file, line and why.
+#
+# The layers, lowest first (a layer's rank is its number; two layers of one rank are peers and
+# may not include each other). The folder of a file under src/ or include/floodgate/ is its
+# layer; a header directly in include/floodgate/ (ascii.hpp, version.hpp) is `base`. One header
+# is placed by what it is rather than where it sits: store/item.hpp (the plain values a limit
+# decides over, no Asio) is `limit`.
+set(RANK_base 0)
+set(RANK_uri 1)
+set(RANK_metrics 2)
+set(RANK_calendar 3)
+set(RANK_tls 4)
+set(RANK_config 5)
+set(RANK_keys 6)
+set(RANK_limit 7)
+set(RANK_store 8)
+set(RANK_decide 9)
+set(RANK_http 10)
+set(RANK_admin 11)
+set(RANK_replay 11)
+set(RANK_app 12)
+
+# The layer of a path relative to the source root ("" when it is in none).
+function(layer_of path out)
+  set(layer "")
+  if(path MATCHES "^include/floodgate/store/item\\.hpp$")
+    set(layer limit)
+  elseif(path MATCHES "^include/floodgate/([^/]+)/")
+    set(layer ${CMAKE_MATCH_1})
+  elseif(path MATCHES "^include/floodgate/[^/]+$")
+    set(layer base)
+  elseif(path MATCHES "^src/([^/]+)/")
+    set(layer ${CMAKE_MATCH_1})
+  endif()
+  if(NOT DEFINED RANK_${layer})
+    set(layer "")
+  endif()
+  set(${out} "${layer}" PARENT_SCOPE)
+endfunction()
+
+file(GLOB_RECURSE files RELATIVE ${ROOT}
+  ${ROOT}/src/*.cpp ${ROOT}/src/*.hpp ${ROOT}/include/floodgate/*.hpp)
+set(errors "")
+foreach(file IN LISTS files)
+  layer_of(${file} from)
+  if(from STREQUAL "")
+    continue()
+  endif()
+  get_filename_component(dir ${file} DIRECTORY)
+  file(STRINGS ${ROOT}/${file} lines REGEX "^#include \"")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" included "${line}")
+    # What it names, relative to the source root: floodgate/... is a public header; a path
+    # whose first folder is a layer is src-relative; anything else is beside the file.
+    if(included MATCHES "^floodgate/")
+      set(target "include/${included}")
+    elseif(included MATCHES "^([^/]+)/" AND DEFINED RANK_${CMAKE_MATCH_1})
+      set(target "src/${included}")
+    else()
+      set(target "${dir}/${included}")
+    endif()
+    layer_of(${target} to)
+    if(to STREQUAL "" OR to STREQUAL from)
+      continue()
+    endif()
+    if(NOT RANK_${to} LESS RANK_${from})
+      string(APPEND errors "${file}: includes \"${included}\": ${from} may include only the "
+                           "layers below it, and ${to} is not one\n")
+    endif()
+  endforeach()
+endforeach()
+if(errors)
+  message(FATAL_ERROR "An include points up the layers (docs/architecture.md):\n${errors}")
+endif()
