@@ -13,6 +13,10 @@ namespace floodgate::calendar {
 namespace {
 
 constexpr std::int64_t kLastRuleYear = 2200;  // the footer's rule is written out up to here
+// ... and from here at the earliest: a file whose last transition is far in the past (a
+// damaged or hostile one may put it at -2^63 s, 292 billion years ago) would otherwise have
+// the rule written out year by year for as long. Quotas ask about the present.
+constexpr std::int64_t kFirstRuleYear = 1900;
 
 // ---- the footer: a POSIX TZ string (RFC 8536 section 3.3, with its extensions) ------------
 
@@ -214,8 +218,9 @@ struct TzifReader {
       if (z.at_.empty()) z.initial_ = rule.std_offset;
       return;
     }
-    const std::int64_t from_year =
-        z.at_.empty() ? 1970 : civil_from_days(floor_div(z.at_.back(), kSecondsPerDay)).year;
+    const std::int64_t from_year = std::max(
+        kFirstRuleYear,
+        z.at_.empty() ? 1970 : civil_from_days(floor_div(z.at_.back(), kSecondsPerDay)).year);
     for (std::int64_t y = from_year; y <= kLastRuleYear; ++y) {
       std::pair<Seconds, std::int32_t> change[2] = {
           {rule_day(rule.start, y) * kSecondsPerDay + rule.start.time - rule.std_offset,

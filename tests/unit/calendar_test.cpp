@@ -104,6 +104,38 @@ TEST(TimeZone, AFooterRuleAloneDescribesTheZone) {
   EXPECT_EQ(z.offset_at(utc(2027, 4, 3, 16, 0)), 10 * 3600);   // 03:00 daylight -> 02:00
 }
 
+// The fuzz smoke's find: one transition 2^62 s before 1970 and a daylight rule had the rule
+// written out for every year since (a loop of 146 billion years). The rule is written out
+// from 1900 at the earliest, so the file reads at once and the present follows the rule.
+TEST(TimeZone, ATransitionAgesAgoDoesNotWriteTheRuleOutSinceThen) {
+  std::string file;
+  auto header = [&](char version, int time_size) {
+    file += "TZif";
+    file += version;
+    file += std::string(15, '\0');
+    const unsigned char counts[24] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                      0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 4};
+    file.append(reinterpret_cast<const char*>(counts), 24);
+    // One transition, at -2^30 s (32-bit block) or -2^62 s (64-bit block), to type 0.
+    std::string at(static_cast<std::size_t>(time_size), '\0');
+    at[0] = static_cast<char>(0xc0);
+    file += at;
+    file += '\0';
+    const unsigned char type[6] = {0x00, 0x00, 0x0e, 0x10, 0, 0};  // +01:00, "CET"
+    file.append(reinterpret_cast<const char*>(type), 6);
+    file += std::string("CET\0", 4);
+  };
+  header('2', 4);
+  header('2', 8);
+  file += "\nCET-1CEST,M3.5.0,M10.5.0/3\n";
+  auto parsed = TimeZone::parse(file, "Test/Ancient");
+  ASSERT_TRUE(std::holds_alternative<TimeZone>(parsed)) << std::get<std::string>(parsed);
+  const auto& z = std::get<TimeZone>(parsed);
+  auto berlin = zone("Europe/Berlin");
+  for (Seconds t = utc(2026, 1, 1); t < utc(2028, 1, 1); t += 5 * 3600 + 17)
+    ASSERT_EQ(z.offset_at(t), berlin->offset_at(t)) << t;
+}
+
 TEST(Period, ADayInBerlinIs23HoursWhenTheClocksGoForward) {
   Period p{PeriodUnit::day, 1, zone("Europe/Berlin")};
   auto s = p.at(micros(2026, 3, 29, 12, 0));
