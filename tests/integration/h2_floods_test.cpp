@@ -211,7 +211,10 @@ TEST(Http2Floods, EveryOtherFloodMeetsItsBound) {
   EXPECT_LE(number(pings, "ended_after_ms"), 4500);  // idle 2 s, plus a loaded machine
   // 100 entries in one SETTINGS frame (32 allowed): GOAWAY ENHANCE_YOUR_CALM.
   EXPECT_EQ(number(entries, "goaway"), 11);
+  // (Not under a sanitizer: ASan's quarantine keeps freed memory resident, 183 MiB here.)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   EXPECT_LT(peak.rss_kib, 64u * 1024);
+#endif
 }
 
 }  // namespace
