@@ -10,7 +10,6 @@
 
 #include "floodgate/config/loader.hpp"
 #include "floodgate/uri/host.hpp"
-#include "floodgate/keys/list_match.hpp"
 #include "pipeline.hpp"
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -27,16 +26,8 @@ LimitGate::LimitGate(std::unique_ptr<store::LimitStore> store,
       local_(std::move(local)),
       metrics_(metrics),
       log_(log),
-      lease_prefix_(std::move(lease_prefix)),
+      decider_(keys::KeyHasher::Kind::hmac, std::move(lease_prefix)),
       board_(overrides) {}
-
-keys::KeyHasher& LimitGate::hasher(const config::Config& c) {
-  static constexpr std::string_view kBuiltInSecret =
-      "floodgate built-in key secret: set store.key_secret";
-  std::string_view secret = c.store.key_secret.empty() ? kBuiltInSecret : c.store.key_secret;
-  if (!hasher_ || hasher_->secret() != secret) hasher_ = std::make_unique<keys::KeyHasher>(secret);
-  return *hasher_;
-}
 
 const LimitGate::Bound& LimitGate::bind(const config::ConfigPtr& c) {
   if (bound_.config == c) return bound_;
@@ -75,15 +66,15 @@ const limit::OverrideIndex& LimitGate::overrides(const config::ConfigPtr& c) {
   const auto version = board_ ? board_->version() : 0;
   if (o.built && o.version == version && o.config == c) return o.index;
   // What the deny cache remembers of a key whose override came or went is no longer true.
-  for (const auto& [key, found] : o.index.keys()) deny_.forget(key);
+  for (const auto& [key, found] : o.index.keys()) deny().forget(key);
   o.built = true;
   o.version = version;
   o.config = c;
   o.list = board_ ? board_->get() : std::make_shared<const limit::OverrideList>();
   o.index.build(*c, *o.list, hasher(*c));
-  for (const auto& [key, found] : o.index.keys()) deny_.forget(key);
+  for (const auto& [key, found] : o.index.keys()) deny().forget(key);
   if (board_)  // keys reset on another instance: what this worker remembers of them is untrue
-    for (const auto& key : *board_->resets()) deny_.forget(key);
+    for (const auto& key : *board_->resets()) deny().forget(key);
   return o.index;
 }
 
@@ -108,7 +99,7 @@ boost::asio::awaitable<store::AcquireResult> LimitGate::inspect(store::Item item
 
 void LimitGate::reset(const store::Item& item) {
   store_->reset(item);
-  deny_.forget(item.key);
+  deny().forget(item.key);
 }
 
 void LimitGate::count_callers(const Exchange& x, const limit::Plan& plan,
@@ -194,50 +185,40 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   const auto now = x.arrived;
   FieldHeaders headers(*x.fields);
   // Routes compare the host case-insensitively and keys lower-case it: the name part is enough.
-  keys::RequestFacts facts{route.name,    x.method,       uri::host_name(x.host),
-                           x.target.path, x.target.query, client_of(x),
-                           &headers,      &claims_of(x),  x.tls_fingerprints};
-  facts.ipv6_prefix = config.server.client_ip.ipv6_prefix;
-  if (!route.path_templates.empty())
-    facts.path_template = keys::matching_template(route, x.target.path);
-  if (!config.lists.empty() || !route.lists.empty())
-    switch (keys::listed(config.lists, route.lists, facts)) {
-      case keys::Listed::denied:
-        stats.count(metrics::Outcome::denied);
-        a.decision = "denied";
-        co_return Reply{403};
-      case keys::Listed::allowed:
-        stats.count(metrics::Outcome::allowed);
-        a.decision = "allowed";
-        co_return std::nullopt;
-      case keys::Listed::none:
-        break;
-    }
-  if (route.limits.empty()) {
-    stats.count(metrics::Outcome::unlimited);
-    co_return std::nullopt;
-  }
-  auto plan = limit::plan(config, route, facts, hasher(config));
-  if (plan.reject_status != 0) {
-    if (x.claims && x.claims->error() != keys::JwtError::none)  // why, for whoever debugs it
-      log_.debug("route {}: limit {} rejected the request ({}): JWT {}", route.name,
-                 plan.rejected_by->name, plan.reject_status, keys::to_string(x.claims->error()));
-    stats.count(metrics::Outcome::rejected);
-    a.decision = "rejected";
-    a.limit = plan.rejected_by->name;
-    co_return Reply{plan.reject_status};
-  }
-  if (board_ && !plan.items.empty()) {
-    overrides(x.config).apply(plan, now);
-    if (plan.items.empty()) {  // exempt from every limit it had
+  decide::Inquiry q{&config, &route,
+                    keys::RequestFacts{route.name, x.method, uri::host_name(x.host), x.target.path,
+                                       x.target.query, client_of(x), &headers, &claims_of(x),
+                                       x.tls_fingerprints},
+                    now};
+  decide::complete(q);
+  const auto& facts = q.facts;
+  limit::Plan plan;
+  switch (decider_.rule(q, plan, board_ ? &overrides(x.config) : nullptr)) {
+    case decide::Ruling::denied:
+      stats.count(metrics::Outcome::denied);
+      a.decision = "denied";
+      co_return Reply{403};
+    case decide::Ruling::allowed:
+      stats.count(metrics::Outcome::allowed);
+      a.decision = "allowed";
+      co_return std::nullopt;
+    case decide::Ruling::exempt:
       stats.count(metrics::Outcome::allowed);
       a.decision = "exempt";
       co_return std::nullopt;
-    }
-  }
-  if (plan.items.empty()) {  // every limit skipped it (on_missing_key: skip)
-    stats.count(metrics::Outcome::unlimited);
-    co_return std::nullopt;
+    case decide::Ruling::unlimited:
+      stats.count(metrics::Outcome::unlimited);
+      co_return std::nullopt;
+    case decide::Ruling::rejected:
+      if (x.claims && x.claims->error() != keys::JwtError::none)  // why, for whoever debugs it
+        log_.debug("route {}: limit {} rejected the request ({}): JWT {}", route.name,
+                   plan.rejected_by->name, plan.reject_status, keys::to_string(x.claims->error()));
+      stats.count(metrics::Outcome::rejected);
+      a.decision = "rejected";
+      a.limit = plan.rejected_by->name;
+      co_return Reply{plan.reject_status};
+    case decide::Ruling::ask:
+      break;
   }
   {
     // Pointers to the cells themselves, taken now: `bound` may be rebuilt (a reload, /top)
@@ -252,11 +233,9 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   auto limit_cell = [&](std::size_t item) -> metrics::LimitCounters& {
     return *plan.items[item].refusals;
   };
-  if (limit::needs_lease(plan))
-    limit::set_lease(plan, lease_prefix_ + std::to_string(++lease_seq_));
 
   a.key = plan.items.front().key;
-  if (auto hit = deny_.check(plan.items, now)) {
+  if (auto hit = deny().check(plan.items, now)) {
     stats.count(metrics::Outcome::limited);
     stats.deny_cache_hits.fetch_add(1, std::memory_order_relaxed);
     limit_cell(hit->item).refused.fetch_add(1, std::memory_order_relaxed);
@@ -307,18 +286,17 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
     count_callers(x, plan, facts, &*outcome);
   }
 
-  auto v = limit::verdict(plan, *outcome);
-  bool shadow_refused = false;
+  const auto conclusion = decide::Decider::conclude(plan, *outcome);
+  const auto& v = conclusion.verdict;
   for (std::size_t i = 0; i < plan.items.size(); ++i)
     if (!plan.items[i].enforce && !outcome->decisions[i].admitted) {
-      shadow_refused = true;
       limit_cell(i).shadow_refused.fetch_add(1, std::memory_order_relaxed);
       if (a.shadow_limit.empty()) a.shadow_limit = plan.limits[i]->name;
       log_.debug("shadow limit {} of route {} would refuse", plan.limits[i]->name, route.name);
     }
   if (v.shown >= 0) a.limit = plan.limits[v.shown]->name;
   // A store that says "refused" without an enforcing refusal is inconsistent: fail safe.
-  if (!v.admitted && v.shown < 0) {
+  if (conclusion.inconsistent) {
     stats.count(metrics::Outcome::store_error_closed);
     co_return Reply{503, "1"};
   }
@@ -328,17 +306,17 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
     stats.count(metrics::Outcome::limited);
     limit_cell(static_cast<std::size_t>(v.shown)).refused.fetch_add(1, std::memory_order_relaxed);
     a.decision = "limited";
-    if (!no_places) deny_.remember(plan.items[v.shown], v.decision, now);
+    if (!no_places) deny().remember(plan.items[v.shown], v.decision, now);
     co_return refused(route, *plan.limits[v.shown], plan.items[v.shown].params, v.decision,
                       decided_at);
   }
-  if (!no_places) deny_.admitted(plan.items, outcome->decisions, now);
+  if (!no_places) deny().admitted(plan.items, outcome->decisions, now);
   // One outcome per request: a degraded admission is its policy's, one a shadow limit would
   // have refused is shadow_limited.
   if (a.degraded) {
     if (route.on_store_error == config::OnStoreError::local) stats.count(metrics::Outcome::local);
   } else {
-    stats.count(shadow_refused ? metrics::Outcome::shadow_limited : metrics::Outcome::admitted);
+    stats.count(conclusion.shadow_refused ? metrics::Outcome::shadow_limited : metrics::Outcome::admitted);
     a.decision = "admitted";
   }
   if (v.shown >= 0)
@@ -391,7 +369,7 @@ void LimitGate::settle(Exchange& x, bool trailers, const FieldLookup& field) {
     charged_store(a).adjust(s.item, *actual - s.charged);
     // A refund may make room the deny cache does not know about (it may hold "refused until
     // refill" from this very admission, which took the last unit).
-    if (*actual < s.charged) deny_.forget(s.item.key);
+    if (*actual < s.charged) deny().forget(s.item.key);
   }
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "exchange.hpp"
+#include "floodgate/decide/decider.hpp"
 #include "floodgate/metrics/metrics.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/caller_overrides.hpp"
@@ -65,7 +66,7 @@ class LimitGate {
   void finish(Exchange& x);
 
   // The key hasher under the snapshot's key_secret (rebuilt when the secret changes).
-  keys::KeyHasher& hasher(const config::Config& c);
+  keys::KeyHasher& hasher(const config::Config& c) { return decider_.hasher(c); }
 
   bool store_healthy() const { return store_->healthy(); }
   // Drain: leased units go back to the store; `done` once they reached it.
@@ -75,7 +76,7 @@ class LimitGate {
   // lease), or its state reset; `forget` drops a key from this worker's deny cache.
   boost::asio::awaitable<store::AcquireResult> inspect(store::Item item);
   void reset(const store::Item& item);
-  void forget(const std::string& key) { deny_.forget(key); }
+  void forget(const std::string& key) { deny().forget(key); }
   // The override `c`'s requests under `key` get now, or null.
   const limit::CallerOverride* override_of(const config::ConfigPtr& c, const std::string& key,
                                            limit::Micros now);
@@ -127,12 +128,11 @@ class LimitGate {
   std::unique_ptr<store::LimitStore> local_;
   metrics::Metrics& metrics_;
   spdlog::logger& log_;
-  limit::DenyCache deny_;
-  std::unique_ptr<keys::KeyHasher> hasher_;
+  limit::DenyCache& deny() { return decider_.deny_cache(); }
+
+  decide::Decider decider_;
   Bound bound_;
   TopBoard top_;
-  std::string lease_prefix_;
-  std::uint64_t lease_seq_ = 0;
   const limit::OverrideBoard* board_ = nullptr;
   Overrides overrides_;
 };

@@ -8,7 +8,6 @@
 #include "floodgate/decide/router.hpp"
 #include "floodgate/uri/host.hpp"
 #include "floodgate/uri/path_normalize.hpp"
-#include "floodgate/keys/list_match.hpp"
 #include "floodgate/limit/policy.hpp"
 #include "lease_fleet.hpp"
 
@@ -110,7 +109,7 @@ Replayer::Replayer(config::ConfigPtr config, std::string label, std::string file
                    LeaseSimulation lease)
     : config_(std::move(config)),
       state_(clock_, config_->store.max_keys),
-      hasher_(config_->store.key_secret, keys::KeyHasher::Kind::offline) {
+      decider_(keys::KeyHasher::Kind::offline, "replay:") {
   report_.label = std::move(label);
   report_.file = std::move(file);
   report_.simulation = lease;
@@ -186,7 +185,7 @@ std::string Replayer::caller_text(const config::Limit& l, const keys::RequestFac
 
 void Replayer::set_overrides(limit::OverrideList list) {
   override_list_ = std::move(list);
-  overrides_.build(*config_, override_list_, hasher_);
+  overrides_.build(*config_, override_list_, decider_.hasher(*config_));
 }
 
 Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t minute) {
@@ -233,48 +232,38 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     query = query_;
   }
   RecordInputs inputs(r);
-  keys::RequestFacts facts{route->name, r.method, uri::host_name(r.host),
-                           path,        query,    client_of(r),
-                           &inputs,     &inputs,  inputs.fingerprints()};
   // The log has the whole address (lists match it); keys fold it as the candidate says.
-  facts.ipv6_prefix = config_->server.client_ip.ipv6_prefix;
-  if (!route->path_templates.empty()) facts.path_template = keys::matching_template(*route, path);
-  // As the proxy's gate: the lists first (a denied caller is answered 403, an allowed one
-  // passes without the limits), then the limits.
-  if (!config_->lists.empty() || !route->lists.empty())
-    switch (keys::listed(config_->lists, route->lists, facts)) {
-      case keys::Listed::denied:
-        ++report_.denied;
-        d.verdict = Verdict::denied;
-        return d;
-      case keys::Listed::allowed:
-        ++report_.allowed;
-        return d;
-      case keys::Listed::none:
-        break;
-    }
-  if (route->limits.empty()) return d;
-  limit::plan_into(plan_, *config_, *route, facts, hasher_);
+  decide::Inquiry q{config_.get(), route,
+                    keys::RequestFacts{route->name, r.method, uri::host_name(r.host), path, query,
+                                       client_of(r), &inputs, &inputs, inputs.fingerprints()},
+                    now};
+  decide::complete(q);
+  const auto& facts = q.facts;
   auto& plan = plan_;
   auto& limits = report_.limits[route_index];
   auto limit_index = [&](const config::Limit* l) {
     return static_cast<std::size_t>(l - route->limits.data());
   };
-  if (plan.reject_status != 0) {
-    ++report_.rejected;
-    d.verdict = Verdict::rejected;
-    d.limit = plan.rejected_by;
-    return d;
-  }
-  if (!overrides_.empty() && !plan.items.empty()) {
-    overrides_.apply(plan, now);
-    if (plan.items.empty()) {  // exempt from every limit it had
+  // As the proxy decides (decide::Decider): lists, limits, overrides.
+  switch (decider_.rule(q, plan, overrides_.empty() ? nullptr : &overrides_)) {
+    case decide::Ruling::denied:
+      ++report_.denied;
+      d.verdict = Verdict::denied;
+      return d;
+    case decide::Ruling::allowed:
+    case decide::Ruling::exempt:
       ++report_.allowed;
       return d;
-    }
+    case decide::Ruling::unlimited:
+      return d;
+    case decide::Ruling::rejected:
+      ++report_.rejected;
+      d.verdict = Verdict::rejected;
+      d.limit = plan.rejected_by;
+      return d;
+    case decide::Ruling::ask:
+      break;
   }
-  if (plan.items.empty()) return d;
-  if (limit::needs_lease(plan)) limit::set_lease(plan, "replay:" + std::to_string(++seq_));
   const bool leased = fleet_ && std::any_of(plan.items.begin(), plan.items.end(),
                                             [](const auto& i) { return i.leased.size > 0; });
   std::size_t instance = 0;
@@ -289,8 +278,8 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     state_.acquire(plan.items, outcome_);
   }
   const auto& outcome = outcome_;
-  auto v = limit::verdict(plan, outcome);
-  bool shadow_refused = false;
+  const auto conclusion = decide::Decider::conclude(plan, outcome);
+  const auto& v = conclusion.verdict;
   for (std::size_t i = 0; i < plan.items.size(); ++i) {
     auto& lr = limits[limit_index(plan.limits[i])];
     ++lr.seen;
@@ -305,7 +294,6 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     if (!plan.items[i].enforce && !dec.admitted) {
       ++lr.shadow_refused;
       lr.shadow_refused_keys.add(caller_text(*plan.limits[i], facts));
-      shadow_refused = true;
     }
     if (dec.admitted && outcome.admitted && dec.limit > 0) {
       // How much of its quota the caller is using now: the near misses of the report.
@@ -327,7 +315,7 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     }
     return d;
   }
-  if (shadow_refused) ++report_.shadow_only;
+  if (conclusion.shadow_refused) ++report_.shadow_only;
   limit::after_response(
       plan, outcome,
       [&](std::size_t i) {

@@ -12,6 +12,7 @@
 
 #include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config.hpp"
+#include "floodgate/decide/decider.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/caller_overrides.hpp"
 #include "floodgate/limit/clock.hpp"
@@ -141,9 +142,8 @@ class Replayer {
   limit::OverrideIndex overrides_;  // points into override_list_
   limit::FakeClock clock_;          // the virtual clock: set to each request's time before deciding
   store::MemoryState state_;
-  keys::KeyHasher hasher_;
+  decide::Decider decider_;  // offline keys (a fast hash), lease ids "replay:N"
   std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_;
-  std::uint64_t seq_ = 0;
   ConfigReport report_;
   std::string query_;  // scratch: a query string rebuilt from logged query: fields
   std::string path_;   // scratch: a logged path in normal form
