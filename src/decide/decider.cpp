@@ -43,7 +43,8 @@ Ruling Decider::rule(const Inquiry& q, limit::Plan& plan, const limit::OverrideI
     if (plan.items.empty()) return Ruling::exempt;  // from every limit it had
   }
   if (plan.items.empty()) return Ruling::unlimited;  // every limit skipped it (on_missing_key)
-  if (limit::needs_lease(plan)) limit::set_lease(plan, lease_prefix_ + std::to_string(++lease_seq_));
+  if (limit::needs_lease(plan))
+    limit::set_lease(plan, lease_prefix_ + std::to_string(++lease_seq_));
   return Ruling::ask;
 }
 

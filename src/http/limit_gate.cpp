@@ -185,11 +185,11 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   const auto now = x.arrived;
   FieldHeaders headers(*x.fields);
   // Routes compare the host case-insensitively and keys lower-case it: the name part is enough.
-  decide::Inquiry q{&config, &route,
-                    keys::RequestFacts{route.name, x.method, uri::host_name(x.host), x.target.path,
-                                       x.target.query, client_of(x), &headers, &claims_of(x),
-                                       x.tls_fingerprints},
-                    now};
+  decide::Inquiry q{
+      &config, &route,
+      keys::RequestFacts{route.name, x.method, uri::host_name(x.host), x.target.path,
+                         x.target.query, client_of(x), &headers, &claims_of(x), x.tls_fingerprints},
+      now};
   decide::complete(q);
   const auto& facts = q.facts;
   limit::Plan plan;
@@ -316,7 +316,8 @@ boost::asio::awaitable<std::optional<Reply>> LimitGate::decide(Exchange& x) {
   if (a.degraded) {
     if (route.on_store_error == config::OnStoreError::local) stats.count(metrics::Outcome::local);
   } else {
-    stats.count(conclusion.shadow_refused ? metrics::Outcome::shadow_limited : metrics::Outcome::admitted);
+    stats.count(conclusion.shadow_refused ? metrics::Outcome::shadow_limited
+                                          : metrics::Outcome::admitted);
     a.decision = "admitted";
   }
   if (v.shown >= 0)

@@ -19,10 +19,10 @@
 
 #include "exchange.hpp"
 #include "floodgate/decide/decider.hpp"
-#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/caller_overrides.hpp"
 #include "floodgate/limit/deny_cache.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/store/limit_store.hpp"
 #include "reply.hpp"
 #include "top_board.hpp"

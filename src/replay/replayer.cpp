@@ -6,9 +6,9 @@
 
 #include "floodgate/config/loader.hpp"
 #include "floodgate/decide/router.hpp"
+#include "floodgate/limit/policy.hpp"
 #include "floodgate/uri/host.hpp"
 #include "floodgate/uri/path_normalize.hpp"
-#include "floodgate/limit/policy.hpp"
 #include "lease_fleet.hpp"
 
 namespace floodgate::replay {

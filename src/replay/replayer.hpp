@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config.hpp"
 #include "floodgate/decide/decider.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/caller_overrides.hpp"
 #include "floodgate/limit/clock.hpp"
 #include "floodgate/limit/policy.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/store/memory_store.hpp"
 #include "log_record.hpp"
 #include "top_keys.hpp"

@@ -64,10 +64,10 @@ Peak sampled(int pid, F&& run) {
 }
 
 boost::json::object flood(std::uint16_t port, const std::string& which, int n) {
-  auto out = command_output("/usr/bin/python3 " FLOODGATE_SOURCE_DIR
-                            "/tests/integration/h2_floods.py " +
-                                std::to_string(port) + " " + which + " " + std::to_string(n),
-                            60);
+  auto out =
+      command_output("/usr/bin/python3 " FLOODGATE_SOURCE_DIR "/tests/integration/h2_floods.py " +
+                         std::to_string(port) + " " + which + " " + std::to_string(n),
+                     60);
   boost::system::error_code ec;
   auto v = boost::json::parse(out, ec);
   if (ec || !v.is_object()) {
@@ -101,7 +101,8 @@ struct Floodgate {
             std::to_string(admin) + "\" }\nlog: { level: error }\nupstreams:\n  origin: { url: \"" +
             http_url(origin) +
             "\" }\nroutes:\n  - name: all\n    match: { path_prefix: / }\n    upstream: origin\n");
-    fg = std::make_unique<ChildProcess>(std::vector<std::string>{floodgate_binary(), "--config", yaml});
+    fg = std::make_unique<ChildProcess>(
+        std::vector<std::string>{floodgate_binary(), "--config", yaml});
     wait_serving(admin, "/healthz");
     wait_listening(port);
   }
@@ -146,8 +147,7 @@ TEST(Http2Floods, DataPastContentLengthCountsAgainstTheSameBudget) {
   Floodgate f;
   auto out = flood(f.port, "data-past-length", 3000);
   std::cout << "[ floods ] data-past-length: " << boost::json::serialize(out) << "; origin saw "
-            << f.origin.requests() << " requests on " << f.origin.connections()
-            << " connections\n";
+            << f.origin.requests() << " requests on " << f.origin.connections() << " connections\n";
   EXPECT_EQ(number(out, "goaway"), 11);
   EXPECT_LT(number(out, "streams_sent"), 1000);
   EXPECT_LE(f.origin.connections(), 300u);
@@ -168,8 +168,8 @@ TEST(Http2Floods, AStalledReaderIsResetAfterTheIdleTimeout) {
   });
   std::cout << "[ floods ] stalled-reader: " << boost::json::serialize(out) << "; origin saw "
             << f.origin.requests() << " requests on " << f.origin.connections()
-            << " connections; floodgate fds " << fds_before << " -> peak " << peak.fds
-            << " -> " << fds_after << " once reset; peak RSS " << peak.rss_kib / 1024 << " MiB\n";
+            << " connections; floodgate fds " << fds_before << " -> peak " << peak.fds << " -> "
+            << fds_after << " once reset; peak RSS " << peak.rss_kib / 1024 << " MiB\n";
   EXPECT_EQ(number(out, "cancel_resets"), 384);
   const auto after = number(out, "all_reset_after_ms");
   EXPECT_GE(after, 1500);   // not before the idle timeout

@@ -45,7 +45,7 @@ enum class Ruling {
 
 // What the store's outcome means for the request.
 struct Conclusion {
-  limit::Verdict verdict;     // admitted or refused, and the limit whose numbers are shown
+  limit::Verdict verdict;       // admitted or refused, and the limit whose numbers are shown
   bool shadow_refused = false;  // a shadow limit would have refused it
   // Refused with no enforcing limit refusing: a store contradicting itself (fail safe: 503).
   bool inconsistent = false;
