@@ -171,7 +171,7 @@ void BM_ResponseHead(benchmark::State& state) {
 }
 BENCHMARK(BM_ResponseHead);
 
-// What LimitGate::count_callers does per limit of a request: the store key's id, the window's
+// What decide::Gate::count_callers does per limit of a request: the store key's id, the window's
 // slice, the summary's update, and the caller's text when the key is new. With 20 callers
 // that stay (the usual case: every key known) and with every request a new caller (a flood of
 // distinct IPs, the worst case: an eviction and a caller text each time). The default

@@ -26,13 +26,12 @@
 #include <string>
 #include <string_view>
 
-#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/limit/clock.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/store/memory_store.hpp"
 #include "http/error_response.hpp"
 #include "http/forwarding.hpp"
 #include "http/http1_head.hpp"
-#include "http/limit_gate.hpp"
 #include "http/pipeline.hpp"
 #include "http/wire.hpp"
 #include "support.hpp"
@@ -140,12 +139,14 @@ struct Fixture {
 struct Connection {
   explicit Connection(Fixture& fx)
       : state(fx.clock, 1000),
-        gate(std::make_unique<store::MemoryStore>(state, ioc.get_executor()),
-             std::make_unique<store::MemoryStore>(state, ioc.get_executor()), fx.metrics, *fx.log,
-             "fuzz:") {}
+        store(state, ioc.get_executor()),
+        local(state, ioc.get_executor()),
+        gate(store, local, fx.metrics, *fx.log, "fuzz:") {}
   boost::asio::io_context ioc;
   store::MemoryState state;
-  http::LimitGate gate;
+  store::MemoryStore store;
+  store::MemoryStore local;
+  decide::Gate gate;
 };
 
 // What the session does with one request whose head has been read; false when it would close
@@ -164,7 +165,10 @@ bool serve(Fixture& fx, Connection& conn, Parser& parser, http::Exchange& x) {
   if (http::gated(x)) {
     std::optional<http::Reply> reply;
     boost::asio::co_spawn(
-        conn.ioc, [&]() -> boost::asio::awaitable<void> { reply = co_await conn.gate.decide(x); },
+        conn.ioc,
+        [&]() -> boost::asio::awaitable<void> {
+          reply = co_await http::decide_exchange(conn.gate, x, *fx.log);
+        },
         boost::asio::detached);
     conn.ioc.run();
     conn.ioc.restart();
@@ -183,7 +187,7 @@ bool serve(Fixture& fx, Connection& conn, Parser& parser, http::Exchange& x) {
   bhttp::response_header<> res;
   res.result(200);
   res.set("X-Used", "0");
-  conn.gate.settle(x, res);
+  http::settle_response(conn.gate, x, res);
   http::add_rate_headers(x, res);
   x.status = 200;
   return true;
@@ -235,7 +239,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bool keep_alive = parser.get().keep_alive();
     bool go_on = serve(fx, conn, parser, x);
     http::log_exchange(x, *fx.log, conn.gate.hasher(*x.config));
-    conn.gate.finish(x);  // the response ended
+    http::finish_exchange(conn.gate, x);  // the response ended
     if (!go_on || !read_body(parser, in) || !keep_alive) break;
   }
   return 0;

@@ -10,9 +10,9 @@
 
 #include <memory>
 
-#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/limit/clock.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/store/memory_store.hpp"
 #include "http/worker_context.hpp"
 #include "support.hpp"
@@ -22,13 +22,13 @@ namespace floodgate::fuzz {
 struct WorkerFixture {
   WorkerFixture(boost::asio::io_context& ioc, config::ConfigPtr config)
       : source(std::move(config)),
+        store(std::make_unique<store::MemoryStore>(state, ioc.get_executor())),
+        local(std::make_unique<store::MemoryStore>(state, ioc.get_executor())),
         w{source,
           *log,
           clock,
           http::UpstreamPool(ioc.get_executor()),
-          http::LimitGate(std::make_unique<store::MemoryStore>(state, ioc.get_executor()),
-                          std::make_unique<store::MemoryStore>(state, ioc.get_executor()), metrics,
-                          *log, "fuzz:"),
+          decide::Gate(*store, *local, metrics, *log, "fuzz:"),
           metrics,
           http::UpstreamBalancer(health)} {
     w.access_log = log.get();
@@ -41,6 +41,8 @@ struct WorkerFixture {
   limit::FakeClock clock{kNowSeconds * limit::kMicrosPerSecond};
   store::MemoryState state{clock, 1000};
   http::UpstreamHealth health;
+  std::unique_ptr<store::LimitStore> store;
+  std::unique_ptr<store::LimitStore> local;
   http::WorkerContext w;
 };
 

@@ -101,12 +101,12 @@ Response keys(const Request& req, const urls::url_view& u, AdminApi& api, Metric
     res.set(bhttp::field::allow, "GET, DELETE");
     return res;
   }
-  if (!api.keys) return failure(req, bhttp::status::service_unavailable, "no workers to ask");
-  http::KeyRequest k{param(u, "route"), param(u, "limit"), param(u, "key"),
-                     req.method() == bhttp::verb::delete_};
+  if (!api.workers) return failure(req, bhttp::status::service_unavailable, "no workers to ask");
+  decide::KeyRequest k{param(u, "route"), param(u, "limit"), param(u, "key"),
+                       req.method() == bhttp::verb::delete_};
   if (has_control_byte(k.route) || has_control_byte(k.limit) || has_control_byte(k.caller))
     return failure(req, bhttp::status::bad_request, kNoControlBytes);
-  auto a = api.keys(k);
+  auto a = api.workers->keys(k, std::chrono::seconds(3));
   if (k.reset && a.status < 300) {
     // The other instances sharing the store forget their refusals of it too.
     if (api.keeper)

@@ -12,11 +12,11 @@
 #include <functional>
 #include <optional>
 
-#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config.hpp"
-#include "floodgate/http/server.hpp"
+#include "floodgate/decide/worker_control.hpp"
 #include "floodgate/limit/caller_overrides.hpp"
 #include "floodgate/limit/clock.hpp"
+#include "floodgate/metrics/metrics.hpp"
 
 namespace spdlog {
 class logger;
@@ -28,7 +28,7 @@ using metrics::Metrics;  // the counters admin renders (metrics/)
 
 // What the API acts through, wired by app/; a part left out answers 503.
 struct AdminApi {
-  std::function<http::KeyAnswer(const http::KeyRequest&)> keys;
+  const decide::WorkerControl* workers = nullptr;  // /keys (and /top) ask the workers
   limit::OverrideKeeper* keeper = nullptr;
   const limit::OverrideBoard* board = nullptr;
   const limit::Clock* clock = nullptr;  // Unix time for the overrides' expiry

@@ -34,7 +34,6 @@ struct AdminServer::Impl {
   Metrics& metrics;
   AdminState& state;
   spdlog::logger& log;
-  TopSource top;
   AdminApi api;
   asio::io_context ioc{1};
   // The calls that may wait (the API on the store's Redis or the workers, /top on the
@@ -109,7 +108,9 @@ struct AdminServer::Impl {
       res.body() = history.json(metrics, state.draining.load());
     } else if (target == "/top") {
       // Asking the workers blocks this thread for as long as their loops take to answer.
-      auto answer = top_json(top ? top() : std::vector<limit::LimitTop>{}, query);
+      auto answer = top_json(api.workers ? api.workers->top(std::chrono::milliseconds(500))
+                                         : std::vector<limit::LimitTop>{},
+                             query);
       res.result(static_cast<bhttp::status>(answer.status));
       res.set(bhttp::field::content_type, "application/json");
       res.body() = std::move(answer.body);
@@ -161,9 +162,8 @@ struct AdminServer::Impl {
 };
 
 AdminServer::AdminServer(const config::Endpoint& listen, config::ConfigSource& config,
-                         Metrics& metrics, AdminState& state, spdlog::logger& log, TopSource top,
-                         AdminApi api)
-    : impl_(new Impl{listen, config, metrics, state, log, std::move(top), std::move(api)}) {}
+                         Metrics& metrics, AdminState& state, spdlog::logger& log, AdminApi api)
+    : impl_(new Impl{listen, config, metrics, state, log, std::move(api)}) {}
 
 AdminServer::~AdminServer() {
   stop();

@@ -12,9 +12,9 @@
 #include <string>
 
 #include "admin_api.hpp"
-#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/limit/heavy_hitters.hpp"
+#include "floodgate/metrics/metrics.hpp"
 
 namespace spdlog {
 class logger;
@@ -28,13 +28,10 @@ struct AdminState {
   std::atomic<bool> draining{false};
 };
 
-// Every worker's top offenders summaries (http::Server::top), filled by app/.
-using TopSource = std::function<std::vector<limit::LimitTop>()>;
-
 class AdminServer {
  public:
   AdminServer(const config::Endpoint& listen, config::ConfigSource& config, Metrics& metrics,
-              AdminState& state, spdlog::logger& log, TopSource top = {}, AdminApi api = {});
+              AdminState& state, spdlog::logger& log, AdminApi api = {});
   ~AdminServer();
   void start();  // binds (throws std::system_error naming the address) and starts its thread
   std::uint16_t port() const;

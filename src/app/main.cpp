@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "admin/admin_server.hpp"
-#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/http/server.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/store/memory_store.hpp"
 #include "floodgate/version.hpp"
 #include "healthcheck_command.hpp"
@@ -123,11 +123,7 @@ int run(const std::string& path) {
     if (r.config->admin.listen) {
       admin_server = std::make_unique<admin::AdminServer>(
           *r.config->admin.listen, source, metrics, admin_state, *log,
-          [&server] { return server.top(std::chrono::milliseconds(500)); },
-          admin::AdminApi{[&server](const http::KeyRequest& k) {
-                            return server.keys(k, std::chrono::seconds(3));
-                          },
-                          keeper.get(), &overrides, &clock});
+          admin::AdminApi{&server, keeper.get(), &overrides, &clock});
       admin_server->start();
       // The bound port, not the configured one (which may be 0).
       log->info("admin listening on {}",

@@ -7,7 +7,6 @@
 #include <string_view>
 
 #include "exchange.hpp"
-#include "reply.hpp"
 #include "wire.hpp"
 
 namespace floodgate::http {

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "floodgate/config/config.hpp"
+#include "floodgate/decide/admission.hpp"
+#include "floodgate/decide/reply.hpp"
 #include "floodgate/keys/jwks.hpp"
 #include "floodgate/limit/policy.hpp"
 #include "floodgate/tls/fingerprint.hpp"
@@ -22,37 +24,13 @@
 #include "forwarding.hpp"
 #include "request_sources.hpp"
 
-namespace floodgate::store {
-class LimitStore;
-}
-
 namespace floodgate::http {
 
-// What the limit gate decided, and what the request owes the store after its response.
-struct Admission {
-  // For the access log: what was decided, by which limit, for which (hashed) key.
-  std::string_view decision = "none";
-  std::string limit;
-  std::string key;
-  std::string_view shadow_limit;  // the first shadow limit that would have refused, if any
-  limit::Micros delayed = 0;      // held by an on_exceed: delay limit before forwarding
-  // The store could not decide and the route's on_store_error took over: what was charged
-  // (under `local`) was charged to the in-process store, and is returned and settled there.
-  bool degraded = false;
-  limit::HeaderList headers;        // for the response: the limit closest to refusal
-  std::vector<store::Item> leases;  // concurrency leases to return when the response ends
-  struct Settle {
-    store::Item item;
-    std::string header;  // response header (or trailer) carrying the true cost
-    std::int64_t charged = 0;
-    bool from_trailer = false;  // read from the response's trailers, once they arrive
-    // A counting limit's statuses (the snapshot's, which the exchange holds): `charged` is
-    // given back once the response's status is known to be another (`header` is then empty).
-    const config::StatusSet* count = nullptr;
-    bool holding = true;  // a count's charge is still in the store
-  };
-  std::vector<Settle> settles;
-};
+// The gate's decision and what the request owes the store (decide/admission.hpp); the
+// answers floodgate gives itself (decide/reply.hpp).
+using decide::Admission;
+using decide::refused;
+using decide::Reply;
 
 struct Exchange {
   Exchange() = default;
@@ -80,13 +58,13 @@ struct Exchange {
 
   // Derived once by route_exchange().
   bool target_parsed = false;
-  uri::Target target;          // normalized path, query; origin_form is what the upstream receives
+  uri::Target target;     // normalized path, query; origin_form is what the upstream receives
   std::string_view host;  // the authority of an absolute-form target, else Host; with port
   const config::Route* route = nullptr;
   std::optional<LazyClaims> claims;         // verified on the first claim asked for
   std::optional<config::IpAddress> client;  // behind trusted proxies: client_of()
 
-  // The limits' decision (LimitGate).
+  // The limits' decision (decide::Gate).
   Admission admission;
 
   // How it ended, for the access log and the metrics.

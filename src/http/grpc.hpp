@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "floodgate/limit/policy.hpp"
-#include "reply.hpp"
+#include "exchange.hpp"
 
 namespace floodgate::http {
 

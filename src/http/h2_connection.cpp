@@ -17,6 +17,7 @@
 #include "grpc.hpp"
 #include "h2_callbacks.hpp"
 #include "nghttp2_util.hpp"
+#include "pipeline.hpp"
 
 namespace floodgate::http {
 
@@ -250,7 +251,7 @@ void H2Connection::submit_reply(H2Stream& s, Reply reply) {
   // A reset stream gets nothing: no status to log, count or charge a counting limit for.
   if (s.closed) return;
   s.x.status = reply.status;
-  w_.gate.count_own_status(&s.x, reply.status);
+  count_own_status(w_.gate, &s.x, reply.status);
   // The request's body, if any, is not needed: its DATA is consumed as it comes.
   s.discard_body = true;
   consumed(s, s.body.size());

@@ -24,7 +24,7 @@
 
 #include "exchange.hpp"
 #include "h2_header_block.hpp"
-#include "reply.hpp"
+#include "exchange.hpp"
 #include "session_registry.hpp"
 #include "transport.hpp"
 #include "upstream_h2.hpp"

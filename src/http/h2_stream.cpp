@@ -20,7 +20,7 @@
 #include "h2_connection.hpp"
 #include "http1_client.hpp"
 #include "pipeline.hpp"
-#include "reply.hpp"
+#include "exchange.hpp"
 #include "wire.hpp"
 
 // GCC 12 reports Asio's coroutine frames as freed by a mismatched operator delete once it
@@ -110,9 +110,9 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
   else if (s.closed)
     co_return;  // reset before anything was decided: nothing is charged
   else if (gated(x))
-    reply = co_await w_.gate.decide(x);
+    reply = co_await decide_exchange(w_.gate, x, w_.log);
   else
-    w_.gate.count_ungated(x);
+    count_ungated(w_.gate, x);
 
   if (reply) {
     submit_reply(s, *reply);
@@ -120,9 +120,9 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
     // Held until the response ends: an open stream counts against a concurrency limit, and
     // a counting limit charges by the status it ends with.
     struct Finish {
-      LimitGate& gate;
+      decide::Gate& gate;
       Exchange& x;
-      ~Finish() { gate.finish(x); }
+      ~Finish() { finish_exchange(gate, x); }
     } finish{w_.gate, x};
     auto use = w_.upstream_server(x.config, config.upstream_of(*x.route));
     if (use.server().protocol == config::UpstreamProtocol::h2)
@@ -278,7 +278,7 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, ServerUse& use) {
   auto& res = rp->get();
   const bool upstream_keep_alive = rp->keep_alive();
   const auto length = rp->content_length();
-  w_.gate.settle(x, res);
+  settle_response(w_.gate, x, res);
   strip_hop_by_hop(res);
   add_rate_headers(x, res);
   H2HeaderBlock response_head(res.result_int());
@@ -292,7 +292,7 @@ asio::awaitable<void> H2Connection::forward(H2Stream& s, ServerUse& use) {
     co_return;
   }
   x.status = res.result_int();
-  w_.gate.count_status(x);  // not at the body's end: a long download holds nothing
+  count_status(w_.gate, x);  // not at the body's end: a long download holds nothing
   submit_head(s, response_head, has_body);
   while (!rp->is_done()) {
     // A client that takes none of it for the idle timeout holds the stream, its buffer and an

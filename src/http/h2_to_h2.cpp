@@ -129,9 +129,9 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, ServerUse& use) {
         w_.upstream_answered(use, x.upstream_took, call->status);
         const auto& from = call->head;
         auto field = [&from](std::string_view n) { return from.find(n); };
-        w_.gate.settle(x, false, field);
+        settle_fields(w_.gate, x, false, field);
         x.status = call->status;
-        w_.gate.count_status(x);  // not at the body's end: a stream holds nothing
+        count_status(w_.gate, x);  // not at the body's end: a stream holds nothing
         // The origin's fields as they are (the rate-limit ones ours replace), then ours.
         H2HeaderBlock head(x.status);
         for (std::size_t i = 0; i < from.size(); ++i)
@@ -140,8 +140,7 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, ServerUse& use) {
         for (const auto& [n, v] : x.admission.headers) head.add(n, v);
         const bool ends = call->in_done && call->in.empty() && call->trailers.empty();
         if (ends)
-          w_.gate.settle(
-              x, true,
+          settle_fields(w_.gate, x, true,
               field);  // trailers-only: they are in the head  // trailers-only: they are here
         submit_head(s, head, !ends);
       }
@@ -154,7 +153,7 @@ asio::awaitable<void> H2Connection::forward_h2(H2Stream& s, ServerUse& use) {
       }
       if (s.responded && call->in_done && call->in.empty()) {
         if (!s.out_done) {
-          w_.gate.settle(x, true, [&](auto n) { return call->trailers.find(n); });
+          settle_fields(w_.gate, x, true, [&](auto n) { return call->trailers.find(n); });
           s.out_trailers = std::move(call->trailers);
           s.out_done = true;
           resume(s);

@@ -56,18 +56,18 @@ bhttp::status status_for_read_error(const beast::error_code& ec) {
   return bhttp::status::bad_request;
 }
 
-// Ends a request's admission however its handling ends (LimitGate::finish: concurrency leases
+// Ends a request's admission however its handling ends (finish_exchange: concurrency leases
 // back, counting limits settled by the status sent). The store is still there when it runs:
 // a drain lets every session finish before the worker's context goes.
 class FinishGuard {
  public:
-  FinishGuard(LimitGate& gate, Exchange& x) : gate_(gate), x_(x) {}
-  ~FinishGuard() { gate_.finish(x_); }
+  FinishGuard(decide::Gate& gate, Exchange& x) : gate_(gate), x_(x) {}
+  ~FinishGuard() { finish_exchange(gate_, x_); }
   FinishGuard(const FinishGuard&) = delete;
   FinishGuard& operator=(const FinishGuard&) = delete;
 
  private:
-  LimitGate& gate_;
+  decide::Gate& gate_;
   Exchange& x_;
 };
 
@@ -255,7 +255,7 @@ class Session final : public SessionRegistry::Entry {
       x->status = static_cast<int>(a.status);
       x->bytes_out = a.body_bytes;
     }
-    w_.gate.count_own_status(x, static_cast<int>(a.status));
+    count_own_status(w_.gate, x, static_cast<int>(a.status));
     watch_.guard(client_.socket(), kAnswerWriteTimeout);
     auto [ec, n] =
         co_await asio::async_write(client_, asio::buffer(a.bytes), as_tuple(use_awaitable));
@@ -286,8 +286,8 @@ class Session final : public SessionRegistry::Entry {
       co_return co_await send_error(status, x.version, x.can_continue && !unrouted->close, &x);
     }
     if (!gated(x))
-      w_.gate.count_ungated(x);
-    else if (auto reply = co_await w_.gate.decide(x))
+      count_ungated(w_.gate, x);
+    else if (auto reply = co_await decide_exchange(w_.gate, x, w_.log))
       co_return co_await send(render(*reply, x.version, x.can_continue, &x), &x);
     // Held until the response (or the WebSocket tunnel) ends: an open tunnel keeps counting
     // against a concurrency limit; a counting limit charges by the status sent.

@@ -174,7 +174,7 @@ class ToH2 {
       if (call.head.name(i) == "content-length") length = call.head.value(i);
       res.insert(call.head.name(i), call.head.value(i));
     }
-    w_.gate.settle(x_, res);
+    settle_response(w_.gate, x_, res);
     strip_hop_by_hop(res);
     add_rate_headers(x_, res);
     const bool ends_now = call.in_done && call.in.empty() && call.trailers.empty();
@@ -194,7 +194,7 @@ class ToH2 {
     res.version(x_.version);
     res.keep_alive(keep_alive);
     x_.status = call.status;
-    w_.gate.count_status(x_);  // not at the body's end: a stream holds nothing
+    count_status(w_.gate, x_);  // not at the body's end: a stream holds nothing
     client_.head.clear();
     append_head(client_.head, res);
     std::string out = std::move(client_.head);
@@ -251,7 +251,7 @@ class ToH2 {
   void settle_trailers(const H2Call& call, bool trailers_only) {
     // A trailers-only response (gRPC) carries its trailers in the head.
     const auto& fields = trailers_only ? call.head : call.trailers;
-    w_.gate.settle(x_, true, [&](std::string_view name) { return fields.find(name); });
+    settle_fields(w_.gate, x_, true, [&](std::string_view name) { return fields.find(name); });
   }
 
   WorkerContext& w_;

@@ -4,9 +4,14 @@
 
 #include "access_log.hpp"
 #include "floodgate/decide/router.hpp"
-#include "floodgate/uri/target.hpp"
 #include "floodgate/keys/client_ip.hpp"
+#include "floodgate/uri/host.hpp"
+#include "floodgate/uri/target.hpp"
 #include "request_id.hpp"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // see h2_stream.cpp
+#endif
 
 namespace floodgate::http {
 
@@ -46,6 +51,38 @@ const keys::ClaimSource& claims_of(Exchange& x) {
   if (!x.claims)
     x.claims.emplace(*x.fields, *x.config, x.arrived / limit::kMicrosPerSecond, x.jwks);
   return *x.claims;
+}
+
+boost::asio::awaitable<std::optional<Reply>> decide_exchange(decide::Gate& gate, Exchange& x,
+                                                             spdlog::logger& log) {
+  FieldHeaders headers(*x.fields);
+  // Routes compare the host case-insensitively and keys lower-case it: the name part is enough.
+  decide::Inquiry q{
+      x.config.get(), x.route,
+      keys::RequestFacts{x.route->name, x.method, uri::host_name(x.host), x.target.path,
+                         x.target.query, client_of(x), &headers, &claims_of(x), x.tls_fingerprints},
+      x.arrived};
+  auto reply = co_await gate.decide(x.config, q, x.admission);
+  if (x.admission.decision == "rejected" && x.claims &&
+      x.claims->error() != keys::JwtError::none)  // why, for whoever debugs it
+    log.debug("route {}: limit {} rejected the request ({}): JWT {}", x.route->name,
+              x.admission.limit, reply ? reply->status : 0, keys::to_string(x.claims->error()));
+  co_return reply;
+}
+
+void settle_response(decide::Gate& gate, Exchange& x, const bhttp::fields& response) {
+  if (x.admission.settles.empty()) return;  // most responses: no lookup built for nothing
+  settle_fields(gate, x, false, [&](std::string_view name) -> std::optional<std::string_view> {
+    auto it = response.find(name);
+    if (it == response.end()) return std::nullopt;
+    return it->value();
+  });
+}
+
+void settle_fields(decide::Gate& gate, Exchange& x, bool trailers,
+                   const decide::Ledger::FieldLookup& field) {
+  const bool noted = x.config->log.access_log && !x.config->log.replay_fields.empty();
+  gate.ledger().settle(x.admission, trailers, field, noted ? &x.settled : nullptr);
 }
 
 void prepare_upstream_head(Exchange& x, bhttp::request_header<>& req,

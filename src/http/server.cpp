@@ -20,10 +20,10 @@
 #include <thread>
 
 #include "connection_budget.hpp"
+#include "floodgate/decide/key_lookup.hpp"
 #include "floodgate/store/limit_store.hpp"
 #include "floodgate/tls/contexts.hpp"
 #include "health_checks.hpp"
-#include "key_admin.hpp"
 #include "session.hpp"
 #include "worker_context.hpp"
 
@@ -49,12 +49,14 @@ class Worker {
  public:
   Worker(config::ConfigSource& config, spdlog::logger& log, const ServerDeps& deps,
          std::string lease_prefix, ConnectionBudget& connections, UpstreamHealth& health)
-      : ctx_{config,
+      : store_(deps.make_store(ioc_)),
+        local_(deps.make_local(ioc_)),
+        ctx_{config,
              log,
              deps.clock,
              UpstreamPool(ioc_.get_executor()),
-             LimitGate(deps.make_store(ioc_), deps.make_local(ioc_), deps.metrics, log,
-                       std::move(lease_prefix), deps.overrides),
+             decide::Gate(*store_, *local_, deps.metrics, log, std::move(lease_prefix),
+                          deps.overrides),
              deps.metrics,
              UpstreamBalancer(health)},
         connections_(connections) {
@@ -113,16 +115,17 @@ class Worker {
   }
 
   // Read from the admin thread: stores answer health from atomics.
-  bool store_healthy() const { return ctx_.gate.store_healthy(); }
+  bool store_healthy() const { return store_->healthy(); }
 
-  // Asked from the admin thread, answered on this worker's loop (key_admin.hpp).
+  // Asked from the admin thread, answered on this worker's loop (decide/key_lookup.hpp).
   std::future<KeyAnswer> keys(KeyRequest request) {
     auto done = std::make_shared<std::promise<KeyAnswer>>();
     auto answer = done->get_future();
     asio::co_spawn(
         ioc_,
         [this, request = std::move(request), done]() -> asio::awaitable<void> {
-          done->set_value(co_await answer_key_request(ctx_, request));
+          done->set_value(co_await decide::answer_key_request(ctx_.gate, *store_, ctx_.snapshot(),
+                                                              ctx_.clock.now(), request));
         },
         [done](std::exception_ptr e) {
           if (e) done->set_value(KeyAnswer{500, "{\"error\":\"internal error\"}\n"});
@@ -320,7 +323,7 @@ class Worker {
     }
     // Leased units go back to the store before the loop (and the store's connection) stops.
     auto returned = std::make_shared<bool>(false);
-    ctx_.gate.close_store([returned] { *returned = true; });
+    store_->close([returned] { *returned = true; });
     for (const auto until = clock::now() + 1s; !*returned && clock::now() < until;)
       co_await sleep_for(5ms);
     // A check under way ends within its timeout; the checker, at its next tick.
@@ -335,6 +338,8 @@ class Worker {
   // Member order matters: the io_context outlives everything that holds its executor.
   // One thread runs this loop and only it touches its sockets: no reactor I/O locking.
   asio::io_context ioc_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
+  std::unique_ptr<store::LimitStore> store_;  // the configured backend
+  std::unique_ptr<store::LimitStore> local_;  // the in-process one, for on_store_error: local
   WorkerContext ctx_;
   ConnectionBudget& connections_;  // the instance's: shared by every worker
   LogThrottle full_log_;

@@ -118,7 +118,7 @@ class Leg {
     }
     if (rp->get().result() == bhttp::status::switching_protocols) {
       x_.status = 101;
-      w_.gate.count_status(x_);  // an open tunnel holds nothing of a counting limit
+      count_status(w_.gate, x_);  // an open tunnel holds nothing of a counting limit
       co_await run_tunnel(client_, rp->get(), *conn, x_, w_.metrics);
       co_return Forwarded{};  // the connection no longer carries HTTP
     }
@@ -171,7 +171,7 @@ class Leg {
     const bool upstream_keep_alive = rp.keep_alive();
     const auto content_length = rp.content_length();
     const bool has_body = !rp.is_done();
-    w_.gate.settle(x_, res);
+    settle_response(w_.gate, x_, res);
     strip_hop_by_hop(res);
     add_rate_headers(x_, res);
     auto framing = BodyFraming::raw;
@@ -188,7 +188,7 @@ class Leg {
     res.version(x_.version);
     res.keep_alive(keep_alive);
     x_.status = res.result_int();
-    w_.gate.count_status(x_);  // not at the body's end: a long download holds nothing
+    count_status(w_.gate, x_);  // not at the body's end: a long download holds nothing
     client_.head.clear();
     append_head(client_.head, res);
     auto relayed =

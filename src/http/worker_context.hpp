@@ -13,11 +13,11 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
+#include "floodgate/decide/gate.hpp"
 #include "floodgate/keys/jwks.hpp"
 #include "floodgate/limit/clock.hpp"
-#include "limit_gate.hpp"
+#include "floodgate/metrics/metrics.hpp"
 #include "request_id.hpp"
 #include "session_registry.hpp"
 #include "upstream_h2.hpp"
@@ -53,7 +53,7 @@ struct WorkerContext {
   spdlog::logger& log;
   const limit::Clock& clock;
   UpstreamPool pool;
-  LimitGate gate;
+  decide::Gate gate;  // decides on the worker's stores (owned by the worker)
   metrics::Metrics& metrics;
   UpstreamBalancer balancer;  // which server of an upstream a request goes to
   RequestIds request_ids;     // X-Request-Id and trace ids

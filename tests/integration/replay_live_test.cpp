@@ -329,7 +329,7 @@ TEST(ReplayLive, SettledCostsReplayLikeTheLiveProxy) {
 }
 
 // The deny cache remembers the admission that took the last tokens as a refusal until they
-// refill (limit_gate.cpp, DenyCache::admitted); when the response then settles the cost
+// refill (decide/gate.cpp, DenyCache::admitted); when the response then settles the cost
 // down, the refund is in the store, and the next request must be decided with it.
 TEST(ReplayLive, DenyCacheForgetsARefusalThatASettlementRefunded) {
   Origin origin;

@@ -42,7 +42,7 @@ struct Admin {
   admin::AdminServer server;
   explicit Admin(Proxy& proxy)
       : server({"127.0.0.1", 0}, proxy.source(), proxy.metrics(), state, log,
-               [&proxy] { return proxy.server().top(500ms); }) {
+               admin::AdminApi{.workers = &proxy.server()}) {
     server.start();
   }
   json::value get_json(const std::string& target, int expect = 200) {

@@ -492,6 +492,19 @@ class EveryAlgorithm : public ::testing::TestWithParam<Named> {};
 INSTANTIATE_TEST_SUITE_P(Algorithms, EveryAlgorithm, ::testing::ValuesIn(every_algorithm()),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// The algorithms whose requests have a cost: all but concurrency, where a request holds one
+// lease until it ends and a refusal ends with a release, not at a time.
+std::vector<Named> costed_algorithms() {
+  auto all = every_algorithm();
+  std::erase_if(all, [](const Named& n) { return n.params.algorithm == Algorithm::concurrency; });
+  return all;
+}
+
+class CostedAlgorithm : public ::testing::TestWithParam<Named> {};
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, CostedAlgorithm, ::testing::ValuesIn(costed_algorithms()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
 TEST_P(EveryAlgorithm, NewCallerHasTheWholeQuota) {
   const auto& p = GetParam().params;
   auto e = evaluate(p, State{}, T0, 1);
@@ -538,10 +551,8 @@ TEST_P(EveryAlgorithm, RefusedRequestsConsumeNothing) {
   }
 }
 
-TEST_P(EveryAlgorithm, CostZeroIsAdmittedAndChargesNothing) {
+TEST_P(CostedAlgorithm, CostZeroIsAdmittedAndChargesNothing) {
   const auto& p = GetParam().params;
-  if (p.algorithm == Algorithm::concurrency)
-    GTEST_SKIP() << "concurrency has no cost: one lease each";
   auto fresh = evaluate(p, State{}, T0, 0);
   EXPECT_TRUE(fresh.decision.admitted);
   EXPECT_EQ(fresh.decision.remaining, 10);
@@ -564,9 +575,8 @@ TEST_P(EveryAlgorithm, CostZeroIsAdmittedAndChargesNothing) {
 
 // The config keeps costs within capacity, but the `local` fallback divides capacity and not the
 // cost: such a request must still be a well-formed refusal (Retry-After >= 1, nothing charged).
-TEST_P(EveryAlgorithm, CostAboveCapacityIsAWellFormedRefusal) {
+TEST_P(CostedAlgorithm, CostAboveCapacityIsAWellFormedRefusal) {
   const auto& p = GetParam().params;
-  if (p.algorithm == Algorithm::concurrency) GTEST_SKIP() << "concurrency has no cost";
   for (const State& s : {State{}, evaluate(p, State{}, T0, 3).next}) {
     auto e = evaluate(p, s, T0 + 1, p.capacity + 1);
     EXPECT_FALSE(e.decision.admitted);
@@ -600,10 +610,8 @@ TEST_P(EveryAlgorithm, LongIdleGapReturnsToNeutral) {
   EXPECT_EQ(c.burst(now + 86400 * kSec), 10);
 }
 
-TEST_P(EveryAlgorithm, RetryAfterIsExactlyWhenItPasses) {
+TEST_P(CostedAlgorithm, RetryAfterIsExactlyWhenItPasses) {
   const auto& p = GetParam().params;
-  if (p.algorithm == Algorithm::concurrency)
-    GTEST_SKIP() << "a concurrency refusal ends with a release";
   Caller c{p};
   ASSERT_TRUE(c.hit(T0 + 1234, 6).admitted);
   for (std::int64_t cost : {1, 4, 5, 10}) {

@@ -1,4 +1,4 @@
-// The protocol-free steps of an exchange (pipeline.hpp, limit_gate.hpp) on their own: what
+// The protocol-free steps of an exchange (pipeline.hpp, decide/gate.hpp) on their own: what
 // route_exchange derives and answers, that the views it leaves survive the head's rewrite for
 // the upstream, how replies render, and the gate deciding, refusing from its deny cache and
 // returning units to the store that charged them.
@@ -23,7 +23,6 @@
 #include "http/access_log.hpp"
 #include "http/error_response.hpp"
 #include "http/http1_head.hpp"
-#include "http/limit_gate.hpp"
 #include "http/pipeline.hpp"
 
 namespace {
@@ -205,19 +204,20 @@ struct Gate {
         metrics("test", "test"),
         log(std::make_shared<spdlog::logger>("t",
                                              std::make_shared<spdlog::sinks::null_sink_mt>())) {
-    std::unique_ptr<store::LimitStore> primary;
     if (down)
       primary = std::make_unique<DownStore>(ioc.get_executor());
     else
       primary = std::make_unique<store::MemoryStore>(state, ioc.get_executor());
-    gate = std::make_unique<http::LimitGate>(
-        std::move(primary), std::make_unique<store::MemoryStore>(local_state, ioc.get_executor()),
-        metrics, *log, "test:");
+    local = std::make_unique<store::MemoryStore>(local_state, ioc.get_executor());
+    gate = std::make_unique<decide::Gate>(*primary, *local, metrics, *log, "test:");
   }
   std::optional<http::Reply> decide(http::Exchange& x) {
     std::optional<http::Reply> reply;
     boost::asio::co_spawn(
-        ioc, [&]() -> boost::asio::awaitable<void> { reply = co_await gate->decide(x); },
+        ioc,
+        [&]() -> boost::asio::awaitable<void> {
+          reply = co_await http::decide_exchange(*gate, x, *log);
+        },
         boost::asio::detached);
     ioc.run();
     ioc.restart();
@@ -229,10 +229,12 @@ struct Gate {
   store::MemoryState local_state;
   metrics::Metrics metrics;
   std::shared_ptr<spdlog::logger> log;
-  std::unique_ptr<http::LimitGate> gate;
+  std::unique_ptr<store::LimitStore> primary;
+  std::unique_ptr<store::LimitStore> local;
+  std::unique_ptr<decide::Gate> gate;
 };
 
-TEST(LimitGate, AdmitsThenRefusesAndTheNextRefusalComesFromTheDenyCache) {
+TEST(Gate, AdmitsThenRefusesAndTheNextRefusalComesFromTheDenyCache) {
   auto c = load(kRoutes);
   ASSERT_TRUE(c);
   Gate g(false);
@@ -262,7 +264,7 @@ TEST(LimitGate, AdmitsThenRefusesAndTheNextRefusalComesFromTheDenyCache) {
 
 // With the store down and on_store_error: local, a concurrency unit is charged to the
 // in-process store, and returned there: the next request is admitted again.
-TEST(LimitGate, ADegradedAdmissionIsReturnedToTheStoreThatCharged) {
+TEST(Gate, ADegradedAdmissionIsReturnedToTheStoreThatCharged) {
   auto c = load(R"(
   - name: api
     match: { path_prefix: /api/ }
@@ -286,7 +288,7 @@ TEST(LimitGate, ADegradedAdmissionIsReturnedToTheStoreThatCharged) {
     auto refused = g.decide(other.x);
     ASSERT_TRUE(refused) << i;
     EXPECT_EQ(refused->status, 429);
-    g.gate->finish(r.x);
+    http::finish_exchange(*g.gate, r.x);
   }
   // One outcome per request: the local share's admissions are local, its refusals limited.
   const auto& counts = g.metrics.route("api").outcomes;

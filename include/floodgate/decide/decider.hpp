@@ -1,7 +1,7 @@
 #pragma once
 // The decision with no I/O and no protocol: what a request's facts (an Inquiry) and a config
 // snapshot make of it before any store is asked, and what the store's answer means after.
-// The proxy (http/limit_gate) and `floodgate replay` decide through it, so a replayed line and
+// The proxy (decide::Gate) and `floodgate replay` decide through it, so a replayed line and
 // a live request take the same steps; Envoy's RLS and HTTP/3 will fill an Inquiry too.
 
 #include <cstdint>

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "floodgate/config/config_source.hpp"
+#include "floodgate/decide/worker_control.hpp"
 #include "floodgate/limit/caller_overrides.hpp"
 #include "floodgate/limit/clock.hpp"
 #include "floodgate/limit/heavy_hitters.hpp"
@@ -49,21 +50,11 @@ struct ServerDeps {
   keys::JwksCell* jwks = nullptr;  // jwt.jwks's keys, fetched by the app (JwksRefresher)
 };
 
-// The admin API's /keys, answered by the workers: one caller of one route's limit, by its
-// key parts' values as /top shows them.
-struct KeyRequest {
-  std::string route;
-  std::string limit;
-  std::string caller;
-  bool reset = false;  // DELETE: its state in the store is forgotten
-};
-struct KeyAnswer {
-  int status = 200;
-  std::string body;       // JSON
-  std::string store_key;  // the caller's key in the store, when it was found
-};
+using decide::KeyAnswer;
+using decide::KeyRequest;
 
-class Server {
+// What the admin listener asks of the workers (decide::WorkerControl) is answered here.
+class Server final : public decide::WorkerControl {
  public:
   Server(config::ConfigSource& config, std::shared_ptr<spdlog::logger> log, ServerDeps deps);
   ~Server();
@@ -80,14 +71,10 @@ class Server {
   void drain(std::chrono::milliseconds grace);
   // Every upstream server's counters and state (the metrics).
   std::vector<metrics::UpstreamServerSample> upstream_servers() const;
-  // How many workers' store connections are healthy, of how many (memory: always all).
-  std::pair<int, int> store_health() const;
-  // Every worker's top offenders summaries (admin.top), each limit once per worker; a worker
-  // that does not answer within `wait` (stopped) is left out.
-  std::vector<limit::LimitTop> top(std::chrono::milliseconds wait) const;
-  // A caller's state in the store (or, `reset`, its state forgotten and every worker's deny
-  // cache told), decided on the first worker's loop; 503 when it does not answer in `wait`.
-  KeyAnswer keys(const KeyRequest& request, std::chrono::milliseconds wait) const;
+  std::pair<int, int> store_health() const override;
+  std::vector<limit::LimitTop> top(std::chrono::milliseconds wait) const override;
+  // Decided on the first worker's loop.
+  KeyAnswer keys(const KeyRequest& request, std::chrono::milliseconds wait) const override;
 
  private:
   struct Impl;

@@ -1,6 +1,6 @@
-#include "reply.hpp"
+#include "floodgate/decide/reply.hpp"
 
-namespace floodgate::http {
+namespace floodgate::decide {
 
 namespace {
 
@@ -96,4 +96,4 @@ std::string_view reply_body(const Reply& r, std::string& storage) {
   return storage;
 }
 
-}  // namespace floodgate::http
+}  // namespace floodgate::decide

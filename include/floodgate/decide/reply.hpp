@@ -11,7 +11,7 @@
 #include "floodgate/config/config.hpp"
 #include "floodgate/limit/policy.hpp"
 
-namespace floodgate::http {
+namespace floodgate::decide {
 
 struct Reply {
   int status = 0;
@@ -45,4 +45,4 @@ std::string_view reply_content_type(const Reply& r);
 // built one.
 std::string_view reply_body(const Reply& r, std::string& storage);
 
-}  // namespace floodgate::http
+}  // namespace floodgate::decide

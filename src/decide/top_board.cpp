@@ -1,8 +1,8 @@
-#include "top_board.hpp"
+#include "floodgate/decide/top_board.hpp"
 
 #include <set>
 
-namespace floodgate::http {
+namespace floodgate::decide {
 
 namespace {
 
@@ -68,4 +68,4 @@ bool TopBoard::snapshot(const config::Config& current, limit::Micros now,
   return dropped;
 }
 
-}  // namespace floodgate::http
+}  // namespace floodgate::decide

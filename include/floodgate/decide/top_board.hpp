@@ -11,7 +11,7 @@
 #include "floodgate/config/config.hpp"
 #include "floodgate/limit/heavy_hitters.hpp"
 
-namespace floodgate::http {
+namespace floodgate::decide {
 
 class TopBoard {
  public:
@@ -40,4 +40,4 @@ class TopBoard {
   std::map<std::string, Slot, std::less<>> slots_;
 };
 
-}  // namespace floodgate::http
+}  // namespace floodgate::decide
