@@ -10,12 +10,13 @@
 #include "error_response.hpp"
 #include "floodgate/tls/contexts.hpp"
 #include "forwarding.hpp"
+#include "h1_front.hpp"
 #include "h2_connection.hpp"
 #include "http1_client.hpp"
 #include "http1_head.hpp"
 #include "pipeline.hpp"
+#include "proxy.hpp"
 #include "session.hpp"
-#include "upstream_leg.hpp"
 #include "watchdog.hpp"
 
 namespace floodgate::http {
@@ -211,8 +212,8 @@ class Session final : public SessionRegistry::Entry {
     std::size_t dropped = 0;
     watch_.guard(client_.socket(), kLingerTimeout);
     while (dropped < kLingerBytes) {
-      auto [ec, n] = co_await client_.socket().async_read_some(asio::buffer(scratch),
-                                                               as_tuple(use_awaitable));
+      auto [ec, n] =
+          co_await client_.socket().async_read_some(asio::buffer(scratch), as_tuple(use_awaitable));
       if (ec) break;
       dropped += n;
     }
@@ -294,8 +295,8 @@ class Session final : public SessionRegistry::Entry {
     FinishGuard finish(w_.gate, x);
     // A drain past its deadline may have closed the client while the store decided.
     if (!client_.socket().is_open()) co_return false;
-    auto done = co_await forward(w_, Http1Client{client_, buffer_, watch_, chunk_, head_}, parser,
-                                 x, x.config->upstream_of(*x.route));
+    H1Front front(Http1Client{client_, buffer_, watch_, chunk_, head_}, parser, x, w_.metrics);
+    auto done = co_await proxy(w_, front, x, x.config->upstream_of(*x.route));
     if (done.answer != 0)
       co_return co_await send_error(static_cast<bhttp::status>(done.answer), x.version, false, &x);
     co_return done.keep_alive;

@@ -1,0 +1,66 @@
+#pragma once
+// One request as a stream on an HTTP/2 connection to an h2 server (proxy.hpp's UpstreamCall,
+// over upstream_h2.hpp): the head becomes HEADERS, the body DATA as the origin's window
+// takes it, the response's head, DATA and trailers come back as the front takes them (the
+// origin's window reopens only then). A stream the origin refused unprocessed (GOAWAY,
+// REFUSED_STREAM) is reported as `retry` while attempts remain and the whole body was kept,
+// and goes again on another connection with it.
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <memory>
+
+#include "proxy.hpp"
+#include "upstream_h2.hpp"
+
+namespace floodgate::http {
+
+class H2UpstreamCall final : public UpstreamCall {
+ public:
+  H2UpstreamCall(WorkerContext& w, Exchange& x);
+
+  boost::asio::awaitable<Opened> open(ServerUse& use) override;
+  boost::asio::awaitable<Step> send_head(boost::beast::http::request_header<>& head,
+                                         const Shape& shape) override;
+  boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last) override;
+  boost::asio::awaitable<Step> read_head(bool upgrade) override;
+  boost::beast::http::response_header<>& head() override { return response_; }
+  ResponseBody body() const override { return body_; }
+  bool head_first() const override { return call_->in.empty() && !call_->in_done; }
+  boost::asio::awaitable<BodyRead> read_body(std::span<char> into) override;
+  const Trailers* trailers() const override { return &trailers_; }
+  void done() override {}
+  UpstreamConnection* tunnel() override { return nullptr; }
+
+ private:
+  // Fields received (a trailers-only response's head, or its trailers) as the driver reads them.
+  class Fields final : public Trailers {
+   public:
+    const H2Fields* fields = nullptr;
+    std::optional<std::string_view> find(std::string_view name) const override {
+      return fields ? fields->find(name) : std::nullopt;
+    }
+    std::size_t size() const override { return fields ? fields->size() : 0; }
+    std::string_view name(std::size_t i) const override { return fields->name(i); }
+    std::string_view value(std::size_t i) const override { return fields->value(i); }
+  };
+  // Waits until the call changes or `timeout` passes; false on the timeout.
+  boost::asio::awaitable<bool> changed(std::chrono::milliseconds timeout);
+  std::chrono::milliseconds timeout() const { return use_->server().response_timeout; }
+
+  WorkerContext& w_;
+  Exchange& x_;
+  ServerUse* use_ = nullptr;
+  boost::asio::steady_timer wake_;  // cancelled by the call whenever it changes
+  H2CallPtr call_;
+  std::shared_ptr<H2UpstreamConnection> conn_;
+  H2CallGuard guard_{call_, conn_};  // declared after what it refers to: it goes first
+  H2HeaderBlock block_;
+  int attempt_ = 0;
+  bool request_done_ = false;  // the whole body is in the call (none, or its last piece)
+  boost::beast::http::response_header<> response_;
+  ResponseBody body_;
+  Fields trailers_;
+};
+
+}  // namespace floodgate::http

@@ -1,0 +1,186 @@
+#include "proxy.hpp"
+
+#include <boost/beast/http.hpp>
+
+#include <chrono>
+#include <optional>
+
+#include "coro_names.hpp"
+#include "forwarding.hpp"
+#include "h1_upstream_call.hpp"
+#include "h2_upstream_call.hpp"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // see h2_stream.cpp
+#endif
+
+namespace floodgate::http {
+
+namespace {
+
+// What a client is told when its request's body could not be read: 413, 400, or nothing
+// (it went away or stalled).
+int answer_for(const BodyRead& r) {
+  if (r.failure == BodyRead::Failure::too_large) return 413;
+  if (r.failure == BodyRead::Failure::malformed) return 400;
+  return 0;
+}
+
+class Driver {
+ public:
+  Driver(WorkerContext& w, Front& front, Exchange& x, const config::Upstream& up)
+      : w_(w), front_(front), x_(x), use_(w.upstream_server(x.config, up)) {}
+
+  asio::awaitable<Forwarded> run() {
+    const bool h2 = use_.server().protocol == config::UpstreamProtocol::h2;
+    std::optional<H1UpstreamCall> h1_call;
+    std::optional<H2UpstreamCall> h2_call;
+    UpstreamCall& call = h2 ? static_cast<UpstreamCall&>(h2_call.emplace(w_, x_))
+                            : h1_call.emplace(w_, front_.watchdog(), front_.head_buffer());
+    auto framing = front_.framing();
+    if (h2) framing = UpstreamFraming{framing.content_length};  // DATA frames carry the body
+    auto& req = front_.request();
+    const UpstreamCall::Shape shape{!front_.body_done(), framing.chunked, front_.takes_trailers()};
+    prepare_upstream_head(x_, req, use_.server(), framing);
+    const auto failed = co_await exchange_heads(call, req, shape, framing.upgrade);
+    if (failed) co_return *failed;
+    auto& res = call.head();
+    if (res.result() == bhttp::status::switching_protocols) {
+      x_.status = 101;
+      count_status(w_.gate, x_);  // an open tunnel holds nothing of a counting limit
+      co_await front_.tunnel(res, *call.tunnel());
+      co_return Forwarded{};  // the connection no longer carries HTTP
+    }
+    co_return co_await relay_response(call);
+  }
+
+ private:
+  // Connects, sends the request (another server once when no connection can be made; again
+  // when the call says it may) and reads the response's head. A Forwarded when it failed.
+  asio::awaitable<std::optional<Forwarded>> exchange_heads(UpstreamCall& call,
+                                                           bhttp::request_header<>& req,
+                                                           const UpstreamCall::Shape& shape,
+                                                           bool upgrade) {
+    bool retried = false;  // on another server, after a connection could not be made
+    bool body_sent = !shape.has_body;
+    for (;;) {
+      auto opened = co_await call.open(use_);
+      if (!opened.ok) {
+        w_.upstream_connect_failed(use_, opened.timeout, opened.why);
+        // Nothing was sent (the body is still unread): another server may take it.
+        if (!retried && w_.upstream_retry(x_.config, use_)) {
+          retried = true;
+          continue;
+        }
+        co_return Forwarded{false, opened.timeout ? 504 : 502};
+      }
+      const auto sent_at = std::chrono::steady_clock::now();
+      auto step = co_await call.send_head(req, shape);
+      if (step.ok && !body_sent) {  // once: a request sent again takes the body the call kept
+        step = co_await send_body(call);
+        if (!step.ok && !step.retry && step.why.empty()) co_return Forwarded{false, step.answer};
+        body_sent = true;
+      }
+      if (step.ok) step = co_await call.read_head(upgrade);
+      if (step.ok) {
+        x_.upstream_took = std::chrono::steady_clock::now() - sent_at;
+        w_.upstream_answered(use_, x_.upstream_took, call.head().result_int());
+        co_return std::nullopt;
+      }
+      if (step.retry) continue;
+      co_return failed(step);
+    }
+  }
+
+  // The client's body, as the call takes it. A step that failed without a `why` is the
+  // client's (its answer, or 0) or the call's own refusal to buffer more.
+  asio::awaitable<UpstreamCall::Step> send_body(UpstreamCall& call) {
+    const bool continued = co_await front_.send_continue();
+    if (!continued) co_return quiet(0);
+    const auto buffer = front_.scratch();
+    for (;;) {
+      auto r = co_await front_.read_body(buffer);
+      if (!r) co_return quiet(answer_for(r));
+      x_.bytes_in += r.n;
+      auto step = co_await call.send_body(buffer.first(r.n), r.last);
+      if (!step.ok || r.last) co_return step;
+    }
+  }
+
+  static UpstreamCall::Step quiet(int answer) {
+    UpstreamCall::Step step;
+    step.ok = false;
+    step.answer = answer;
+    return step;
+  }
+
+  // The upstream failed before a response head reached the client: counted toward its
+  // server's ejection, logged (at most a line a second), and the status to answer.
+  Forwarded failed(const UpstreamCall::Step& step) {
+    if (step.timeout)
+      w_.upstream_timed_out(use_);
+    else if (step.blame)
+      w_.upstream_outcome(use_, true);
+    if (!step.why.empty())
+      if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
+        w_.log.warn("upstream {} ({}): {} ({} similar lines suppressed)", use_.server().name,
+                    use_.server().url, step.why, quiet);
+    return Forwarded{false, step.answer};
+  }
+
+  // The response's head rewritten for the client, then its body as the client takes it.
+  asio::awaitable<Forwarded> relay_response(UpstreamCall& call) {
+    auto& res = call.head();
+    settle_response(w_.gate, x_, res);
+    strip_hop_by_hop(res);
+    add_rate_headers(x_, res);
+    x_.status = res.result_int();
+    count_status(w_.gate, x_);  // not at the body's end: a long download holds nothing
+    const auto body = call.body();
+    front_.set_head(res, body);
+    if (body.has_body && call.head_first()) {
+      const bool sent = co_await front_.write_body({}, false, nullptr);
+      if (!sent) co_return Forwarded{};
+    }
+    const auto buffer = front_.scratch();
+    for (;;) {
+      BodyRead r{0, true};
+      if (body.has_body) r = co_await call.read_body(buffer);
+      if (!r) {
+        // Nothing reached the client yet: it can still be told what happened.
+        if (!front_.responded())
+          co_return Forwarded{false, r.failure == BodyRead::Failure::timeout ? 504 : 502};
+        if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
+          w_.log.warn("upstream {} ({}): response body: {} ({} similar lines suppressed)",
+                      use_.server().name, use_.server().url,
+                      r.error ? r.error.message() : std::string("the stream failed"), quiet);
+        co_return Forwarded{};  // a partial response: closing is the only honest end
+      }
+      const Trailers* trailers = r.last ? call.trailers() : nullptr;
+      if (trailers && trailers->size() > 0)
+        settle_fields(w_.gate, x_, true,
+                      [trailers](std::string_view n) { return trailers->find(n); });
+      x_.bytes_out += r.n;
+      const bool written = co_await front_.write_body(buffer.first(r.n), r.last, trailers);
+      if (!written) co_return Forwarded{};
+      if (r.last) break;
+    }
+    call.done();
+    co_return Forwarded{front_.keeps_alive(), 0};
+  }
+
+  WorkerContext& w_;
+  Front& front_;
+  Exchange& x_;
+  ServerUse use_;  // the server: its requests in flight count this one until the driver ends
+};
+
+}  // namespace
+
+asio::awaitable<Forwarded> proxy(WorkerContext& w, Front& front, Exchange& x,
+                                 const config::Upstream& up) {
+  Driver driver(w, front, x, up);
+  co_return co_await driver.run();
+}
+
+}  // namespace floodgate::http

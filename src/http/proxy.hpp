@@ -1,0 +1,166 @@
+#pragma once
+// THE proxy driver: an admitted exchange taken to a server of its route's upstream and back,
+// written once against two interfaces, the client side (Front) and the upstream side
+// (UpstreamCall: HTTP/1.1 or h2). Choosing the server and another one when no connection can
+// be made, sending the request again when the call says it safely may (a reused keep-alive
+// connection found closed, a stream the origin refused unprocessed), 1xx responses, the
+// upstream's metrics and ejection, settlement, the rate-limit headers, the status a counting
+// limit charges by, and what the client is told when the upstream fails: all here, for every
+// pair of protocols. A front frames; a call speaks to the origin; neither decides.
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/http/message.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "exchange.hpp"
+#include "pipeline.hpp"
+#include "worker_context.hpp"
+
+namespace floodgate::http {
+
+// A piece of a message body read: `n` bytes (into the caller's buffer), `last` when the
+// message ended with it; or why it could not be read.
+struct BodyRead {
+  enum class Failure {
+    none,
+    gone,       // the sender went away or stalled past its timeout (nothing to answer)
+    too_large,  // past server.max_body_bytes: 413
+    malformed,  // its framing broke: 400 from a client, 502 from an upstream
+    timeout,    // an upstream that stopped sending: 504 when nothing reached the client yet
+  };
+  std::size_t n = 0;
+  bool last = false;
+  Failure failure = Failure::none;
+  boost::system::error_code error;  // what failed, for the log
+  explicit operator bool() const { return failure == Failure::none; }
+};
+
+// The response's body as the upstream frames it: its length when one was given (0 for a
+// response that ended with its head), and whether any body follows the head at all.
+struct ResponseBody {
+  std::optional<std::uint64_t> length;
+  bool has_body = false;
+};
+
+// A response's trailer fields, found by name (any case): settled by the driver, then written
+// on by the front that takes them.
+class Trailers {
+ public:
+  virtual ~Trailers() = default;
+  virtual std::optional<std::string_view> find(std::string_view name) const = 0;
+  virtual std::size_t size() const = 0;
+  virtual std::string_view name(std::size_t i) const = 0;
+  virtual std::string_view value(std::size_t i) const = 0;
+};
+
+// The client side of one exchange.
+class Front {
+ public:
+  virtual ~Front() = default;
+  // The request's head as received; the driver rewrites it for the upstream.
+  virtual boost::beast::http::request_header<>& request() = 0;
+  // How its body is framed (UpstreamFraming::upgrade: an admitted WebSocket upgrade).
+  virtual UpstreamFraming framing() const = 0;
+  // Nothing (more) of the request's body is to be read.
+  virtual bool body_done() const = 0;
+  // The client takes trailers (TE: trailers).
+  virtual bool takes_trailers() const = 0;
+  // The body is about to be read: 100 Continue when the client asked for it. False when the
+  // client is gone.
+  virtual boost::asio::awaitable<bool> send_continue() = 0;
+  // The next piece of the request's body into `into`.
+  virtual boost::asio::awaitable<BodyRead> read_body(std::span<char> into) = 0;
+
+  // The response: its head (rewritten by the driver: hop-by-hop out, rate headers in), kept
+  // until the first piece of its body (or its end) goes with it.
+  virtual void set_head(boost::beast::http::response_header<>& head, const ResponseBody& body) = 0;
+  // A piece of the response's body; `last` ends it, with `trailers` (may be null). False when
+  // the client is gone (the response is then cut short).
+  virtual boost::asio::awaitable<bool> write_body(std::span<const char> piece, bool last,
+                                                  const Trailers* trailers) = 0;
+  // Whether anything of the response has reached the client (then no status of ours can).
+  virtual bool responded() const = 0;
+  // The client connection may carry another request once this response has ended.
+  virtual bool keeps_alive() const = 0;
+  // The buffer bodies are relayed through (the connection's one).
+  virtual std::span<char> scratch() = 0;
+  // Where a head is serialized (the connection's, reused): the request's for an HTTP/1.1
+  // upstream, then the response's, one after the other.
+  virtual std::string& head_buffer() = 0;
+  // The watchdog the upstream's socket operations run under (null: the upstream
+  // connection's own, for a front with no socket of its own per exchange).
+  virtual Watchdog* watchdog() = 0;
+  // An accepted upgrade (the upstream's 101 `head`): bytes relayed both ways until either
+  // side ends; neither connection carries HTTP afterwards.
+  virtual boost::asio::awaitable<void> tunnel(boost::beast::http::response_header<>& head,
+                                              UpstreamConnection& upstream) = 0;
+};
+
+// The upstream side: one request to one server, over the protocol the server speaks.
+class UpstreamCall {
+ public:
+  virtual ~UpstreamCall() = default;
+  struct Opened {
+    bool ok = false;
+    bool timeout = false;  // connecting timed out (504), else failed (502)
+    std::string why;
+  };
+  // A connection to `use`'s server (pooled, or new).
+  virtual boost::asio::awaitable<Opened> open(ServerUse& use) = 0;
+  // What a step came to: done; `retry`, when the request can safely go again on another
+  // connection (the call says so only when nothing of it can have been processed), or the
+  // status to answer (0: nothing can be, the client is gone).
+  struct Step {
+    bool ok = true;
+    bool retry = false;
+    bool timeout = false;  // the upstream timed out (counted toward its ejection)
+    bool blame = false;    // another failure of the server's (counted toward its ejection)
+    int answer = 0;
+    std::string why;  // for the log (empty: nothing to log)
+  };
+  // What the request is like beyond its head.
+  struct Shape {
+    bool has_body = false;        // a body follows the head
+    bool chunked = false;         // HTTP/1.1: the head says Transfer-Encoding: chunked
+    bool takes_trailers = false;  // the client said TE: trailers
+  };
+  // The rewritten request head. It may wait to leave with the body's first piece.
+  virtual boost::asio::awaitable<Step> send_head(boost::beast::http::request_header<>& head,
+                                                 const Shape& shape) = 0;
+  // A piece of the request's body; `last` ends it.
+  virtual boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last) = 0;
+  // The final response head (interim 1xx skipped; 101 only when an upgrade was asked for).
+  virtual boost::asio::awaitable<Step> read_head(bool upgrade) = 0;
+  virtual boost::beast::http::response_header<>& head() = 0;
+  virtual ResponseBody body() const = 0;
+  // The head goes to the client at once rather than with the body's first piece: none of
+  // the body is here yet and a stream's may come much later.
+  virtual bool head_first() const = 0;
+  // The next piece of the response's body into `into` (the front's scratch, or the call's).
+  virtual boost::asio::awaitable<BodyRead> read_body(std::span<char> into) = 0;
+  // The response's trailers once its body has ended (null: none); a trailers-only response
+  // (gRPC) has them in its head.
+  virtual const Trailers* trailers() const = 0;
+  // The response has been relayed whole: the connection may serve another request.
+  virtual void done() = 0;
+  // An accepted upgrade: the connection, which no longer carries HTTP (null for h2).
+  virtual UpstreamConnection* tunnel() = 0;
+};
+
+struct Forwarded {
+  bool keep_alive = false;  // the client connection may carry another request
+  // A status of ours the client must still be sent (nothing of a response reached it yet);
+  // the connection closes after it. 0: nothing to send.
+  int answer = 0;
+};
+
+// Takes admitted `x` (from `front`) to a server of `up` and its response back to the front.
+boost::asio::awaitable<Forwarded> proxy(WorkerContext& w, Front& front, Exchange& x,
+                                        const config::Upstream& up);
+
+}  // namespace floodgate::http
