@@ -41,8 +41,10 @@ asio::awaitable<bool> H1Front::send_continue() {
 }
 
 asio::awaitable<BodyRead> H1Front::read_body(std::span<char> into) {
-  co_return co_await read_body_piece(client_.transport, client_.buffer, parser_, client_.watch,
-                                     x_.config->server.timeouts.idle, into);
+  auto r = co_await read_body_piece(client_.transport, client_.buffer, parser_, client_.watch,
+                                    x_.config->server.timeouts.idle, into);
+  x_.bytes_in += r.n;
+  co_return r;
 }
 
 void H1Front::set_head(bhttp::response_header<>& res, const ResponseBody& body) {
@@ -79,7 +81,9 @@ asio::awaitable<bool> H1Front::write_body(std::span<const char> piece, bool last
           .append(trailers->value(i))
           .append("\r\n");
   auto ec = co_await writer_.write(piece, last, trailer_fields_);
-  co_return !ec;
+  if (ec) co_return false;
+  x_.bytes_out += piece.size();
+  co_return true;
 }
 
 asio::awaitable<void> H1Front::tunnel(bhttp::response_header<>& head,

@@ -26,11 +26,18 @@ class H1Front final : public Front {
   bool takes_trailers() const override { return te_trailers_; }
   boost::asio::awaitable<bool> send_continue() override;
   boost::asio::awaitable<BodyRead> read_body(std::span<char> into) override;
+  const Trailers* request_trailers() const override { return nullptr; }
+  bool duplex() const override { return false; }
+  void watch(const Abandon&) override {}
+  Wakers wakers() override { return {}; }
+  const bool* gone_flag() const override { return nullptr; }
 
   void set_head(boost::beast::http::response_header<>& head, const ResponseBody& body) override;
   boost::asio::awaitable<bool> write_body(std::span<const char> piece, bool last,
                                           const Trailers* trailers) override;
   bool responded() const override { return writer_.written(); }
+  void abort() override {}                              // the session closes the connection
+  void using_upstream(UpstreamConnection*) override {}  // aborting the session expires its watchdog
   bool keeps_alive() const override { return keep_alive_; }
   std::span<char> scratch() override { return client_.chunk; }
   std::string& head_buffer() override { return client_.head; }

@@ -66,7 +66,7 @@ asio::awaitable<UpstreamCall::Step> H1UpstreamCall::send_head(bhttp::request_hea
 }
 
 asio::awaitable<UpstreamCall::Step> H1UpstreamCall::send_body(std::span<const char> piece,
-                                                              bool last) {
+                                                              bool last, const Trailers*) {
   auto ec = co_await writer_->write(piece, last);
   if (ec) co_return failed(ec);
   co_return Step{};

@@ -25,7 +25,8 @@ class H1UpstreamCall final : public UpstreamCall {
   boost::asio::awaitable<Opened> open(ServerUse& use) override;
   boost::asio::awaitable<Step> send_head(boost::beast::http::request_header<>& head,
                                          const Shape& shape) override;
-  boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last) override;
+  boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last,
+                                         const Trailers* trailers) override;
   boost::asio::awaitable<Step> read_head(bool upgrade) override;
   boost::beast::http::response_header<>& head() override { return response_->get(); }
   ResponseBody body() const override;
@@ -33,7 +34,7 @@ class H1UpstreamCall final : public UpstreamCall {
   boost::asio::awaitable<BodyRead> read_body(std::span<char> into) override;
   const Trailers* trailers() const override { return nullptr; }
   void done() override;
-  UpstreamConnection* tunnel() override { return conn_.get(); }
+  UpstreamConnection* connection() override { return conn_.get(); }
 
  private:
   // The call failed with `ec` (translated): a retry when a reused connection turned out

@@ -118,7 +118,7 @@ int H2Callbacks::on_frame_recv(nghttp2_session* session, const nghttp2_frame* fr
     }
     if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) && end) {
       s->body_done = true;
-      s->wake.cancel();
+      s->notify();
     }
     return 0;
   });
@@ -135,7 +135,7 @@ int H2Callbacks::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int3
     }
     s->body.append(reinterpret_cast<const char*>(data), len);
     s->x.bytes_in += len;
-    s->wake.cancel();
+    s->notify();
     return 0;
   });
 }
@@ -162,7 +162,7 @@ int H2Callbacks::on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_
     auto& s = *it->second;
     s.closed = true;
     s.close_code = code;
-    s.wake.cancel();
+    s.notify();
     // The upstream request it was waiting on is of no use to anyone now: its connection is
     // closed, which ends the wait at once (an h2 upstream's stream is reset by the coroutine,
     // which the cancel above wakes).
@@ -205,7 +205,7 @@ ssize_t H2Callbacks::read_body_of(H2Stream& stream, std::uint8_t* buf, std::size
     s->out_sent = 0;
     if (s->out_done) *flags |= NGHTTP2_DATA_FLAG_EOF;
   }
-  s->wake.cancel();  // room for more
+  s->notify();  // room for more
   if (n == 0 && !s->out_done) return NGHTTP2_ERR_DEFERRED;
   return static_cast<ssize_t>(n);
 }

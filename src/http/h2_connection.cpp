@@ -101,7 +101,7 @@ void H2Connection::abort_streams() {
   for (auto& [id, s] : streams_) open.push_back(s);
   for (auto& s : open) {
     s->closed = true;
-    s->wake.cancel();
+    s->notify();
     if (s->upstream) {
       boost::system::error_code ignored;
       s->upstream->stream.socket().close(ignored);

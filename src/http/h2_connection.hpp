@@ -24,7 +24,6 @@
 
 #include "exchange.hpp"
 #include "h2_header_block.hpp"
-#include "exchange.hpp"
 #include "session_registry.hpp"
 #include "transport.hpp"
 #include "upstream_h2.hpp"
@@ -37,7 +36,8 @@ namespace floodgate::http {
 // One request stream, shared by the connection (which feeds it from nghttp2's callbacks) and
 // the coroutine that serves it.
 struct H2Stream {
-  explicit H2Stream(std::int32_t id, boost::asio::any_io_executor ex) : id(id), wake(ex) {}
+  explicit H2Stream(std::int32_t id, boost::asio::any_io_executor ex)
+      : id(id), wake(ex), wake_out(ex) {}
   std::int32_t id;
   // The request head, as received.
   std::string method, scheme, authority, path;
@@ -66,7 +66,15 @@ struct H2Stream {
   std::uint32_t close_code = 0;
   bool reset_submitted = false;  // by us: RST_STREAM is on its way
   bool reset_uncharged = false;  // reset by us for a stall or an upstream's failure (ResetCause)
-  boost::asio::steady_timer wake;          // cancelled whenever something above changes
+  // Cancelled whenever something above changes: `wake` for the coroutine serving the stream
+  // (and for its reading of the body), `wake_out` for a writer of its response running
+  // beside that reader (a full-duplex exchange), so that neither wait cancels the other.
+  boost::asio::steady_timer wake;
+  boost::asio::steady_timer wake_out;
+  void notify() {
+    wake.cancel();
+    wake_out.cancel();
+  }
   UpstreamConnection* upstream = nullptr;  // while one is in use: closed by an abort
   Exchange x;
 };
@@ -131,9 +139,8 @@ class H2Connection {
   boost::asio::awaitable<void> read_loop(boost::beast::flat_buffer& already);
   boost::asio::awaitable<void> write_loop();
   boost::asio::awaitable<void> serve(std::shared_ptr<H2Stream> s);
-  // To the server `use` holds (another, once, when no connection to it can be made).
-  boost::asio::awaitable<void> forward(H2Stream& s, ServerUse& use);
-  boost::asio::awaitable<void> forward_h2(H2Stream& s, ServerUse& use);  // h2_to_h2.cpp
+  // The stream's head into its exchange (snapshot, arrival, fields, peer, request id).
+  void take_head(H2Stream& s);
   void start_stream(std::shared_ptr<H2Stream> s);
   // A stream closed with an error the client caused: charged to the reset budget, and past
   // it the connection ends (GOAWAY ENHANCE_YOUR_CALM).
@@ -158,7 +165,7 @@ class H2Connection {
   bool goaway_sent_ = false;
   int empty_frames_ = 0;  // DATA frames in a row that carried nothing and ended nothing
   ResetBudget resets_;
-  bool flooded_ = false;  // resets_ ran out: the connection is ending with ENHANCE_YOUR_CALM
+  bool flooded_ = false;         // resets_ ran out: the connection is ending with ENHANCE_YOUR_CALM
   std::int32_t peer_reset_ = 0;  // the stream of the RST_STREAM being received, if any
   // Stream coroutines this connection may have running at once: a stream counts until its
   // upstream work has ended, not only while nghttp2 has it open, so a client that has its

@@ -22,13 +22,27 @@ constexpr std::size_t kMaxBuffered = 64 * 1024;
 
 }  // namespace
 
-H2UpstreamCall::H2UpstreamCall(WorkerContext& w, Exchange& x)
-    : w_(w), x_(x), wake_(w.pool.executor()) {}
+H2UpstreamCall::H2UpstreamCall(WorkerContext& w, Exchange& x, Wakers wakers, const Abandon& abandon)
+    : w_(w),
+      x_(x),
+      abandon_(abandon),
+      own_in_(w.pool.executor()),
+      own_out_(w.pool.executor()),
+      in_(wakers.in ? *wakers.in : own_in_),
+      out_(wakers.out ? *wakers.out : own_out_) {}
 
-asio::awaitable<bool> H2UpstreamCall::changed(std::chrono::milliseconds timeout) {
-  wake_.expires_after(timeout);
-  auto [ec] = co_await wake_.async_wait(as_tuple(use_awaitable));
+asio::awaitable<bool> H2UpstreamCall::changed(asio::steady_timer& timer,
+                                              std::chrono::milliseconds timeout) {
+  timer.expires_after(timeout);
+  auto [ec] = co_await timer.async_wait(as_tuple(use_awaitable));
   co_return ec == asio::error::operation_aborted;
+}
+
+H2CallPtr H2UpstreamCall::fresh_call() {
+  auto call = std::make_shared<H2Call>();
+  call->waker = &in_;
+  call->waker_out = &out_;
+  return call;
 }
 
 asio::awaitable<UpstreamCall::Opened> H2UpstreamCall::open(ServerUse& use) {
@@ -48,8 +62,7 @@ asio::awaitable<UpstreamCall::Step> H2UpstreamCall::send_head(bhttp::request_hea
   block_ = H2HeaderBlock();
   add_upstream_request(block_, req, use_->server(), shape.takes_trailers);
   if (!call_) {
-    call_ = std::make_shared<H2Call>();
-    call_->waker = &wake_;
+    call_ = fresh_call();
     request_done_ = !shape.has_body;
   }
   if (!conn_->submit(call_, block_.pairs(), shape.has_body)) {
@@ -63,19 +76,22 @@ asio::awaitable<UpstreamCall::Step> H2UpstreamCall::send_head(bhttp::request_hea
 }
 
 asio::awaitable<UpstreamCall::Step> H2UpstreamCall::send_body(std::span<const char> piece,
-                                                              bool last) {
+                                                              bool last, const Trailers* trailers) {
   auto& call = *call_;
-  while (call.out.size() >= kMaxBuffered && !call.closed) {
-    const bool woke = co_await changed(timeout());
+  while (call.out.size() >= kMaxBuffered && !call.closed && !abandon_()) {
+    const bool woke = co_await changed(out_, timeout());
     if (!woke) break;
   }
-  if (call.closed || call.out.size() >= kMaxBuffered) {
+  if (call.closed || call.out.size() >= kMaxBuffered || abandon_()) {
     Step step;
     step.ok = false;
-    step.answer = 502;
+    step.answer = abandon_() ? 0 : 502;
     co_return step;
   }
   call.out.append(piece.data(), piece.size());
+  if (last && trailers)
+    for (std::size_t i = 0; i < trailers->size(); ++i)
+      call.out_trailers.add(trailers->name(i), trailers->value(i));
   call.out_done = last;
   request_done_ = last;
   conn_->resume(call);
@@ -84,9 +100,9 @@ asio::awaitable<UpstreamCall::Step> H2UpstreamCall::send_body(std::span<const ch
 
 asio::awaitable<UpstreamCall::Step> H2UpstreamCall::read_head(bool) {
   for (;;) {
-    if (call_->head_done) break;
-    if (call_->closed) break;
-    const bool woke = co_await changed(timeout());
+    if (call_->head_done || call_->closed) break;
+    if (abandon_()) co_return Step{false, false, false, false, 0, {}};  // nothing to answer
+    const bool woke = co_await changed(in_, timeout());
     if (!woke) break;
   }
   if (call_->head_done) {
@@ -117,11 +133,12 @@ asio::awaitable<UpstreamCall::Step> H2UpstreamCall::read_head(bool) {
   // The origin never processed it: again on another connection, body and all if kept.
   if (call_->refused && call_->replayable && attempt_ < H2UpstreamPool::kAttempts &&
       request_done_) {
-    auto next = std::make_shared<H2Call>();
-    next->waker = &wake_;
+    auto next = fresh_call();
     next->out = std::move(call_->sent) + call_->out;
     next->out_done = call_->out_done;
+    next->out_trailers = std::move(call_->out_trailers);
     call_->waker = nullptr;
+    call_->waker_out = nullptr;
     call_ = std::move(next);
     Step retry;
     retry.ok = false;
@@ -149,12 +166,12 @@ asio::awaitable<BodyRead> H2UpstreamCall::read_body(std::span<char> into) {
       co_return BodyRead{n, call.in_done && call.in.empty()};
     }
     if (call.in_done) co_return BodyRead{0, true};
-    if (call.closed) {  // a partial response
+    if (call.closed || abandon_()) {  // a partial response, or nobody to take it
       BodyRead failed;
       failed.failure = BodyRead::Failure::gone;
       co_return failed;
     }
-    const bool woke = co_await changed(timeout());
+    const bool woke = co_await changed(in_, timeout());
     if (!woke) {
       BodyRead failed;
       failed.failure = BodyRead::Failure::timeout;

@@ -17,12 +17,15 @@ namespace floodgate::http {
 
 class H2UpstreamCall final : public UpstreamCall {
  public:
-  H2UpstreamCall(WorkerContext& w, Exchange& x);
+  // `wakers`: the front's timers, shared (none: the call's own); `abandon`: when to stop
+  // waiting.
+  H2UpstreamCall(WorkerContext& w, Exchange& x, Wakers wakers, const Abandon& abandon);
 
   boost::asio::awaitable<Opened> open(ServerUse& use) override;
   boost::asio::awaitable<Step> send_head(boost::beast::http::request_header<>& head,
                                          const Shape& shape) override;
-  boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last) override;
+  boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last,
+                                         const Trailers* trailers) override;
   boost::asio::awaitable<Step> read_head(bool upgrade) override;
   boost::beast::http::response_header<>& head() override { return response_; }
   ResponseBody body() const override { return body_; }
@@ -30,7 +33,7 @@ class H2UpstreamCall final : public UpstreamCall {
   boost::asio::awaitable<BodyRead> read_body(std::span<char> into) override;
   const Trailers* trailers() const override { return &trailers_; }
   void done() override {}
-  UpstreamConnection* tunnel() override { return nullptr; }
+  UpstreamConnection* connection() override { return nullptr; }
 
  private:
   // Fields received (a trailers-only response's head, or its trailers) as the driver reads them.
@@ -44,14 +47,22 @@ class H2UpstreamCall final : public UpstreamCall {
     std::string_view name(std::size_t i) const override { return fields->name(i); }
     std::string_view value(std::size_t i) const override { return fields->value(i); }
   };
-  // Waits until the call changes or `timeout` passes; false on the timeout.
-  boost::asio::awaitable<bool> changed(std::chrono::milliseconds timeout);
+  // Waits on `timer` until the call changes or `timeout` passes; false on the timeout.
+  static boost::asio::awaitable<bool> changed(boost::asio::steady_timer& timer,
+                                              std::chrono::milliseconds timeout);
+  H2CallPtr fresh_call();
   std::chrono::milliseconds timeout() const { return use_->server().response_timeout; }
 
   WorkerContext& w_;
   Exchange& x_;
   ServerUse* use_ = nullptr;
-  boost::asio::steady_timer wake_;  // cancelled by the call whenever it changes
+  const Abandon& abandon_;
+  // Cancelled by the call whenever it changes: the response's waits on `in_`, the request's
+  // on `out_` (the front's, or these).
+  boost::asio::steady_timer own_in_;
+  boost::asio::steady_timer own_out_;
+  boost::asio::steady_timer& in_;
+  boost::asio::steady_timer& out_;
   H2CallPtr call_;
   std::shared_ptr<H2UpstreamConnection> conn_;
   H2CallGuard guard_{call_, conn_};  // declared after what it refers to: it goes first

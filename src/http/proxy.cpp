@@ -2,6 +2,9 @@
 
 #include <boost/beast/http.hpp>
 
+#include <boost/asio/co_spawn.hpp>
+
+#include <array>
 #include <chrono>
 #include <optional>
 
@@ -29,29 +32,77 @@ int answer_for(const BodyRead& r) {
 class Driver {
  public:
   Driver(WorkerContext& w, Front& front, Exchange& x, const config::Upstream& up)
-      : w_(w), front_(front), x_(x), use_(w.upstream_server(x.config, up)) {}
+      : w_(w),
+        front_(front),
+        x_(x),
+        use_(w.upstream_server(x.config, up)),
+        pump_joined_(w.pool.executor()) {
+    abandon_.client_gone = front.gone_flag();
+    front.watch(abandon_);
+  }
 
   asio::awaitable<Forwarded> run() {
     const bool h2 = use_.server().protocol == config::UpstreamProtocol::h2;
     std::optional<H1UpstreamCall> h1_call;
     std::optional<H2UpstreamCall> h2_call;
-    UpstreamCall& call = h2 ? static_cast<UpstreamCall&>(h2_call.emplace(w_, x_))
-                            : h1_call.emplace(w_, front_.watchdog(), front_.head_buffer());
+    UpstreamCall& call =
+        h2 ? static_cast<UpstreamCall&>(h2_call.emplace(w_, x_, front_.wakers(), abandon_))
+           : h1_call.emplace(w_, front_.watchdog(), front_.head_buffer());
+    duplex_ = h2 && front_.duplex();
     auto framing = front_.framing();
     if (h2) framing = UpstreamFraming{framing.content_length};  // DATA frames carry the body
     auto& req = front_.request();
     const UpstreamCall::Shape shape{!front_.body_done(), framing.chunked, front_.takes_trailers()};
     prepare_upstream_head(x_, req, use_.server(), framing);
-    const auto failed = co_await exchange_heads(call, req, shape, framing.upgrade);
+    auto done = co_await exchange(call, req, shape, framing.upgrade);
+    front_.using_upstream(nullptr);
+    if (pumping_) {  // the response ended first (or failed): the request's side stops too
+      stop();
+      while (pumping_) co_await pump_joined_.async_wait(as_tuple(use_awaitable));
+    }
+    // The request's body failed (too large, malformed, or the call took no more of it) before
+    // anything of a response reached the client: that is its answer.
+    if (pump_failed_.answer != 0 && !front_.responded())
+      done = Forwarded{false, pump_failed_.answer};
+    co_return done;
+  }
+
+ private:
+  asio::awaitable<Forwarded> exchange(UpstreamCall& call, bhttp::request_header<>& req,
+                                      const UpstreamCall::Shape& shape, bool upgrade) {
+    const auto failed = co_await exchange_heads(call, req, shape, upgrade);
     if (failed) co_return *failed;
     auto& res = call.head();
     if (res.result() == bhttp::status::switching_protocols) {
       x_.status = 101;
       count_status(w_.gate, x_);  // an open tunnel holds nothing of a counting limit
-      co_await front_.tunnel(res, *call.tunnel());
+      co_await front_.tunnel(res, *call.connection());
       co_return Forwarded{};  // the connection no longer carries HTTP
     }
     co_return co_await relay_response(call);
+  }
+
+  // One side of the exchange is over: the waits of the other end now.
+  void stop() {
+    abandon_.stopped = true;
+    const auto wakers = front_.wakers();
+    if (wakers.in) wakers.in->cancel();
+    if (wakers.out) wakers.out->cancel();
+  }
+
+  // The request's body fed to the call beside the response's relay (a full-duplex exchange).
+  asio::awaitable<void> pump(UpstreamCall& call) {
+    auto step = co_await send_body(call, pump_buffer_);
+    if (!step.ok) pump_failed_ = step;
+  }
+  void start_pump(UpstreamCall& call) {
+    pumping_ = true;
+    asio::co_spawn(w_.pool.executor(), pump(call), [this](std::exception_ptr e) {
+      if (e) report_exception(w_.log, w_.metrics, "request body", e);
+      pumping_ = false;
+      pump_joined_.cancel();
+      if (e || !pump_failed_.ok) stop();  // the response's side has nothing left to wait for
+    });
   }
 
  private:
@@ -64,6 +115,7 @@ class Driver {
     bool retried = false;  // on another server, after a connection could not be made
     bool body_sent = !shape.has_body;
     for (;;) {
+      if (abandon_()) co_return Forwarded{};  // the client went away: nothing is sent
       auto opened = co_await call.open(use_);
       if (!opened.ok) {
         w_.upstream_connect_failed(use_, opened.timeout, opened.why);
@@ -74,10 +126,14 @@ class Driver {
         }
         co_return Forwarded{false, opened.timeout ? 504 : 502};
       }
+      front_.using_upstream(call.connection());
       const auto sent_at = std::chrono::steady_clock::now();
       auto step = co_await call.send_head(req, shape);
-      if (step.ok && !body_sent) {  // once: a request sent again takes the body the call kept
-        step = co_await send_body(call);
+      if (step.ok && !body_sent && duplex_) {  // fed beside the response, from now on
+        start_pump(call);
+        body_sent = true;
+      } else if (step.ok && !body_sent) {  // once: a request sent again takes the kept body
+        step = co_await send_body(call, front_.scratch());
         if (!step.ok && !step.retry && step.why.empty()) co_return Forwarded{false, step.answer};
         body_sent = true;
       }
@@ -92,17 +148,16 @@ class Driver {
     }
   }
 
-  // The client's body, as the call takes it. A step that failed without a `why` is the
-  // client's (its answer, or 0) or the call's own refusal to buffer more.
-  asio::awaitable<UpstreamCall::Step> send_body(UpstreamCall& call) {
+  // The client's body, as the call takes it, through `buffer`. A step that failed without a
+  // `why` is the client's (its answer, or 0) or the call's own refusal to buffer more.
+  asio::awaitable<UpstreamCall::Step> send_body(UpstreamCall& call, std::span<char> buffer) {
     const bool continued = co_await front_.send_continue();
     if (!continued) co_return quiet(0);
-    const auto buffer = front_.scratch();
     for (;;) {
       auto r = co_await front_.read_body(buffer);
       if (!r) co_return quiet(answer_for(r));
-      x_.bytes_in += r.n;
-      auto step = co_await call.send_body(buffer.first(r.n), r.last);
+      const auto* trailers = r.last ? front_.request_trailers() : nullptr;
+      auto step = co_await call.send_body(buffer.first(r.n), r.last, trailers);
       if (!step.ok || r.last) co_return step;
     }
   }
@@ -117,6 +172,9 @@ class Driver {
   // The upstream failed before a response head reached the client: counted toward its
   // server's ejection, logged (at most a line a second), and the status to answer.
   Forwarded failed(const UpstreamCall::Step& step) {
+    // The client went away (its stream reset, and with it the upstream connection closed):
+    // says nothing of the server.
+    if (abandon_()) return Forwarded{};
     if (step.timeout)
       w_.upstream_timed_out(use_);
     else if (step.blame)
@@ -146,10 +204,12 @@ class Driver {
     for (;;) {
       BodyRead r{0, true};
       if (body.has_body) r = co_await call.read_body(buffer);
+      if (!r && abandon_()) co_return Forwarded{};  // nobody is left to tell
       if (!r) {
         // Nothing reached the client yet: it can still be told what happened.
         if (!front_.responded())
           co_return Forwarded{false, r.failure == BodyRead::Failure::timeout ? 504 : 502};
+        front_.abort();
         if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
           w_.log.warn("upstream {} ({}): response body: {} ({} similar lines suppressed)",
                       use_.server().name, use_.server().url,
@@ -160,11 +220,11 @@ class Driver {
       if (trailers && trailers->size() > 0)
         settle_fields(w_.gate, x_, true,
                       [trailers](std::string_view n) { return trailers->find(n); });
-      x_.bytes_out += r.n;
       const bool written = co_await front_.write_body(buffer.first(r.n), r.last, trailers);
       if (!written) co_return Forwarded{};
       if (r.last) break;
     }
+    front_.using_upstream(nullptr);
     call.done();
     co_return Forwarded{front_.keeps_alive(), 0};
   }
@@ -173,6 +233,13 @@ class Driver {
   Front& front_;
   Exchange& x_;
   ServerUse use_;  // the server: its requests in flight count this one until the driver ends
+  Abandon abandon_;
+  bool duplex_ = false;
+  // A full-duplex exchange's request side: running, how it failed, its buffer.
+  bool pumping_ = false;
+  UpstreamCall::Step pump_failed_;
+  asio::steady_timer pump_joined_;  // cancelled when the request's side ends
+  std::array<char, 16 * 1024> pump_buffer_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 // pair of protocols. A front frames; a call speaks to the origin; neither decides.
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http/message.hpp>
 
 #include <cstdint>
@@ -58,7 +59,24 @@ class Trailers {
   virtual std::string_view value(std::size_t i) const = 0;
 };
 
-// The client side of one exchange.
+// Set when an exchange is over on one side, so that the other stops waiting: the client
+// went away (a stream reset), or the driver stopped one direction of a full-duplex exchange.
+struct Abandon {
+  const bool* client_gone = nullptr;  // the front's own flag (null: it has none)
+  bool stopped = false;               // set by the driver
+  bool operator()() const { return stopped || (client_gone && *client_gone); }
+};
+
+// The timers a stream's waits run on (a front with streams: its own, which the upstream call
+// shares, so that a change on either side wakes the one coroutine waiting): `in` for the
+// coroutine relaying the response, `out` for the one feeding the request beside it.
+struct Wakers {
+  boost::asio::steady_timer* in = nullptr;
+  boost::asio::steady_timer* out = nullptr;
+};
+
+// The client side of one exchange. It counts the body bytes it reads and writes (the
+// exchange's bytes_in and bytes_out).
 class Front {
  public:
   virtual ~Front() = default;
@@ -75,6 +93,15 @@ class Front {
   virtual boost::asio::awaitable<bool> send_continue() = 0;
   // The next piece of the request's body into `into`.
   virtual boost::asio::awaitable<BodyRead> read_body(std::span<char> into) = 0;
+  // The request's trailers, once its body has ended (null: none).
+  virtual const Trailers* request_trailers() const = 0;
+  // Both directions at once (an HTTP/2 stream to an h2 upstream: gRPC's streaming calls);
+  // else the request's body is sent whole before the response is read.
+  virtual bool duplex() const = 0;
+  // What the exchange's waits watch to stop (the driver's), and the timers they run on.
+  virtual void watch(const Abandon& abandon) = 0;
+  virtual Wakers wakers() = 0;
+  virtual const bool* gone_flag() const = 0;  // set when the client went away (null: none)
 
   // The response: its head (rewritten by the driver: hop-by-hop out, rate headers in), kept
   // until the first piece of its body (or its end) goes with it.
@@ -85,6 +112,10 @@ class Front {
                                                   const Trailers* trailers) = 0;
   // Whether anything of the response has reached the client (then no status of ours can).
   virtual bool responded() const = 0;
+  // The response was cut short after it began: the client must learn it is incomplete.
+  virtual void abort() = 0;
+  // The upstream connection in use, for a front that must close it when the client goes.
+  virtual void using_upstream(UpstreamConnection* c) = 0;
   // The client connection may carry another request once this response has ended.
   virtual bool keeps_alive() const = 0;
   // The buffer bodies are relayed through (the connection's one).
@@ -132,8 +163,9 @@ class UpstreamCall {
   // The rewritten request head. It may wait to leave with the body's first piece.
   virtual boost::asio::awaitable<Step> send_head(boost::beast::http::request_header<>& head,
                                                  const Shape& shape) = 0;
-  // A piece of the request's body; `last` ends it.
-  virtual boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last) = 0;
+  // A piece of the request's body; `last` ends it, with `trailers` (may be null).
+  virtual boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last,
+                                                 const Trailers* trailers) = 0;
   // The final response head (interim 1xx skipped; 101 only when an upgrade was asked for).
   virtual boost::asio::awaitable<Step> read_head(bool upgrade) = 0;
   virtual boost::beast::http::response_header<>& head() = 0;
@@ -148,8 +180,9 @@ class UpstreamCall {
   virtual const Trailers* trailers() const = 0;
   // The response has been relayed whole: the connection may serve another request.
   virtual void done() = 0;
-  // An accepted upgrade: the connection, which no longer carries HTTP (null for h2).
-  virtual UpstreamConnection* tunnel() = 0;
+  // The HTTP/1.1 connection in use (null for h2): an accepted upgrade's, which then no longer
+  // carries HTTP.
+  virtual UpstreamConnection* connection() = 0;
 };
 
 struct Forwarded {

@@ -68,8 +68,12 @@ struct H2Call {
   // Cancelled whenever the call changes: the user's own timer (an HTTP/2 stream's wake), so
   // that one wait covers both of its sides.
   boost::asio::steady_timer* waker = nullptr;
+  // A second one, for a user feeding the request beside the one reading the response (a
+  // full-duplex exchange), so that neither wait cancels the other.
+  boost::asio::steady_timer* waker_out = nullptr;
   void notify() {
     if (waker) waker->cancel();
+    if (waker_out) waker_out->cancel();
   }
   // The connection's own.
   std::int32_t id = -1;
@@ -158,6 +162,7 @@ struct H2CallGuard {
   ~H2CallGuard() {
     if (!call) return;
     call->waker = nullptr;
+    call->waker_out = nullptr;
     if (conn) conn->cancel(*call);
   }
 };
