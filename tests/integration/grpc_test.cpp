@@ -96,8 +96,15 @@ TEST(Grpc, CallsOfEveryKindPassWithTheirTrailers) {
   ASSERT_EQ(bidi["replies"].as_array().size(), 30u);
   EXPECT_EQ(bidi["replies"].as_array()[29].as_object()["text"].as_string(), "echo:b29");
 
+  // Full duplex: each message waits for the echo of the one before (both directions of the
+  // stream move at once through floodgate).
+  auto pingpong = call(proxy.port(), "pingpong", 10);
+  EXPECT_EQ(code_of(pingpong), "OK") << json::serialize(pingpong);
+  ASSERT_EQ(pingpong["replies"].as_array().size(), 10u) << json::serialize(pingpong);
+  EXPECT_EQ(pingpong["replies"].as_array()[9].as_object()["text"].as_string(), "echo:p9");
+
   auto count = call(proxy.port(), "count");
-  EXPECT_EQ(count["replies"].as_array()[0].as_object()["n"].as_int64(), 4);
+  EXPECT_EQ(count["replies"].as_array()[0].as_object()["n"].as_int64(), 5);
 }
 
 TEST(Grpc, ARefusedCallIsResourceExhaustedWithPushback) {

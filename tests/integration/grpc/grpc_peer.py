@@ -3,7 +3,8 @@
 
   grpc_peer.py server              serves Echo (echo.proto) on 127.0.0.1, prints the port
   grpc_peer.py call PORT KIND [N] [metadata k=v ...]
-                                   calls KIND (unary, server, client, bidi, count, sleep)
+                                   calls KIND (unary, server, client, bidi, pingpong, count,
+                                   sleep)
                                    through 127.0.0.1:PORT and prints one JSON line: the
                                    status code, details, replies, initial and trailing metadata
 
@@ -13,6 +14,7 @@ system's temp directory named after the file's digest, once.
 import hashlib
 import json
 import os
+import queue
 import shutil
 import sys
 import tempfile
@@ -118,6 +120,21 @@ def call(port, kind, n, metadata):
             msgs = iter([pb.Msg(text="b%d" % i, n=i) for i in range(n)])
             c = stub.Bidi(msgs, metadata=metadata, timeout=20)
             replies = list(c)
+        elif kind == "pingpong":
+            # Each message goes only once the echo of the one before came back: a proxy that
+            # sends a request's body whole before it reads the response never answers the first.
+            echoed = queue.Queue()
+
+            def messages():
+                for i in range(n):
+                    yield pb.Msg(text="p%d" % i, n=i)
+                    echoed.get(timeout=10)
+
+            c = stub.Bidi(messages(), metadata=metadata, timeout=20)
+            replies = []
+            for r in c:
+                replies.append(r)
+                echoed.put(True)
         else:
             sys.exit("unknown call kind " + kind)
         result["replies"] = [{"text": r.text, "n": r.n} for r in replies]
