@@ -36,6 +36,7 @@ class H1Front final : public Front {
   boost::asio::awaitable<bool> write_body(std::span<const char> piece, bool last,
                                           const Trailers* trailers) override;
   bool responded() const override { return writer_.written(); }
+  bool eager_head() const override { return false; }    // the head leaves with the body
   void abort() override {}                              // the session closes the connection
   void using_upstream(UpstreamConnection*) override {}  // aborting the session expires its watchdog
   bool keeps_alive() const override { return keep_alive_; }

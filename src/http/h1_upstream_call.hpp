@@ -30,7 +30,8 @@ class H1UpstreamCall final : public UpstreamCall {
   boost::asio::awaitable<Step> read_head(bool upgrade) override;
   boost::beast::http::response_header<>& head() override { return response_->get(); }
   ResponseBody body() const override;
-  bool head_first() const override { return false; }
+  bool head_first() const override { return conn_->buffer.size() == 0; }
+  bool streams() const override { return false; }
   boost::asio::awaitable<BodyRead> read_body(std::span<char> into) override;
   const Trailers* trailers() const override { return nullptr; }
   void done() override;

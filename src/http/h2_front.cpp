@@ -36,6 +36,10 @@ H2Front::H2Front(H2Connection& conn, H2Stream& s) : conn_(conn), s_(s) {
   framing_.chunked = !framing_.content_length && !body_done();
 }
 
+H2Front::~H2Front() {
+  conn_.consumed(s_, unconsumed_);  // a piece read when the exchange ended otherwise
+}
+
 asio::awaitable<BodyRead> H2Front::read_body(std::span<char> into) {
   // The piece before has been handed on: the client's window reopens by it.
   conn_.consumed(s_, std::exchange(unconsumed_, 0));
@@ -61,7 +65,11 @@ asio::awaitable<BodyRead> H2Front::read_body(std::span<char> into) {
         conn_.reset(s_, NGHTTP2_PROTOCOL_ERROR);
         co_return gone;
       }
-      co_return BodyRead{n, s_.body_done && s_.body.empty()};
+      const bool last = s_.body_done && s_.body.empty();
+      // The last piece has nothing after it to wait for: its window reopens now (an
+      // unconsumed byte would be lost to the connection's window for good).
+      if (last) conn_.consumed(s_, std::exchange(unconsumed_, 0));
+      co_return BodyRead{n, last};
     }
     if (s_.body_done) co_return BodyRead{0, true};
     const bool woke = co_await changed_on(s_.wake_out, idle);

@@ -17,6 +17,9 @@ class H2Front final : public Front {
   // Makes the stream's fields the upstream's request head (method, target, :authority as
   // Host), as an HTTP/1.1 request's head is, once what the client asked of trailers is read.
   H2Front(H2Connection& conn, H2Stream& s);
+  ~H2Front() override;
+  H2Front(const H2Front&) = delete;
+  H2Front& operator=(const H2Front&) = delete;
 
   boost::beast::http::request_header<>& request() override { return s_.head; }
   UpstreamFraming framing() const override { return framing_; }
@@ -36,6 +39,7 @@ class H2Front final : public Front {
   boost::asio::awaitable<bool> write_body(std::span<const char> piece, bool last,
                                           const Trailers* trailers) override;
   bool responded() const override { return s_.responded; }
+  bool eager_head() const override { return true; }
   void abort() override;
   void using_upstream(UpstreamConnection* c) override { s_.upstream = c; }
   bool keeps_alive() const override { return true; }

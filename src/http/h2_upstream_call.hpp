@@ -30,6 +30,7 @@ class H2UpstreamCall final : public UpstreamCall {
   boost::beast::http::response_header<>& head() override { return response_; }
   ResponseBody body() const override { return body_; }
   bool head_first() const override { return call_->in.empty() && !call_->in_done; }
+  bool streams() const override { return true; }
   boost::asio::awaitable<BodyRead> read_body(std::span<char> into) override;
   const Trailers* trailers() const override { return &trailers_; }
   void done() override {}

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <chrono>
+#include <memory>
 #include <optional>
 
 #include "coro_names.hpp"
@@ -60,10 +61,12 @@ class Driver {
       stop();
       while (pumping_) co_await pump_joined_.async_wait(as_tuple(use_awaitable));
     }
-    // The request's body failed (too large, malformed, or the call took no more of it) before
-    // anything of a response reached the client: that is its answer.
+    // The request's body failed (too large, malformed, or the call took no more of it): its
+    // answer, unless a response had begun, which is then cut short.
     if (pump_failed_.answer != 0 && !front_.responded())
       done = Forwarded{false, pump_failed_.answer};
+    else if (pump_failed_.answer != 0)
+      front_.abort();
     co_return done;
   }
 
@@ -92,10 +95,11 @@ class Driver {
 
   // The request's body fed to the call beside the response's relay (a full-duplex exchange).
   asio::awaitable<void> pump(UpstreamCall& call) {
-    auto step = co_await send_body(call, pump_buffer_);
+    auto step = co_await send_body(call, *pump_buffer_);
     if (!step.ok) pump_failed_ = step;
   }
   void start_pump(UpstreamCall& call) {
+    pump_buffer_ = std::make_unique<std::array<char, 16 * 1024>>();
     pumping_ = true;
     asio::co_spawn(w_.pool.executor(), pump(call), [this](std::exception_ptr e) {
       if (e) report_exception(w_.log, w_.metrics, "request body", e);
@@ -116,6 +120,7 @@ class Driver {
     bool body_sent = !shape.has_body;
     for (;;) {
       if (abandon_()) co_return Forwarded{};  // the client went away: nothing is sent
+      front_.using_upstream(nullptr);         // a connection given up on (a retry) is gone
       auto opened = co_await call.open(use_);
       if (!opened.ok) {
         w_.upstream_connect_failed(use_, opened.timeout, opened.why);
@@ -196,7 +201,7 @@ class Driver {
     count_status(w_.gate, x_);  // not at the body's end: a long download holds nothing
     const auto body = call.body();
     front_.set_head(res, body);
-    if (body.has_body && call.head_first()) {
+    if (body.has_body && call.head_first() && (front_.eager_head() || call.streams())) {
       const bool sent = co_await front_.write_body({}, false, nullptr);
       if (!sent) co_return Forwarded{};
     }
@@ -239,7 +244,7 @@ class Driver {
   bool pumping_ = false;
   UpstreamCall::Step pump_failed_;
   asio::steady_timer pump_joined_;  // cancelled when the request's side ends
-  std::array<char, 16 * 1024> pump_buffer_;
+  std::unique_ptr<std::array<char, 16 * 1024>> pump_buffer_;
 };
 
 }  // namespace

@@ -112,6 +112,9 @@ class Front {
                                                   const Trailers* trailers) = 0;
   // Whether anything of the response has reached the client (then no status of ours can).
   virtual bool responded() const = 0;
+  // A head sent alone costs nothing more (HTTP/2: HEADERS are batched with what follows if
+  // it comes soon): sent at once when none of the body is here yet.
+  virtual bool eager_head() const = 0;
   // The response was cut short after it began: the client must learn it is incomplete.
   virtual void abort() = 0;
   // The upstream connection in use, for a front that must close it when the client goes.
@@ -170,9 +173,11 @@ class UpstreamCall {
   virtual boost::asio::awaitable<Step> read_head(bool upgrade) = 0;
   virtual boost::beast::http::response_header<>& head() = 0;
   virtual ResponseBody body() const = 0;
-  // The head goes to the client at once rather than with the body's first piece: none of
-  // the body is here yet and a stream's may come much later.
+  // None of the response's body is here yet: the head may go to the client at once rather
+  // than with the body's first piece (when the front is eager, or the call streams).
   virtual bool head_first() const = 0;
+  // A stream's body may come much later than its head (h2: the head goes at once).
+  virtual bool streams() const = 0;
   // The next piece of the response's body into `into` (the front's scratch, or the call's).
   virtual boost::asio::awaitable<BodyRead> read_body(std::span<char> into) = 0;
   // The response's trailers once its body has ended (null: none); a trailers-only response
