@@ -9,7 +9,7 @@
 # The test origin is a fixture, not the subject: both use build/'s, unsanitized (built here
 # first if it is not there), instead of compiling its Beast coroutines instrumented again.
 # CI runs both (.ci/run); each takes minutes on 2 cores, mostly compiling. -Og, not -O1: the
-# instrumented compile is the longest part of CI (upstream_leg.cpp under ASan + UBSan: 47 s at
+# instrumented compile is the longest part of CI (the old upstream_leg.cpp under ASan + UBSan: 47 s at
 # -O1, 33 s at -Og), and the tests mostly wait on sockets and processes, not on the CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
