@@ -9,8 +9,8 @@
 
 #include <string_view>
 
-#include "floodgate/limit/policy.hpp"
 #include "exchange.hpp"
+#include "floodgate/limit/policy.hpp"
 
 namespace floodgate::http {
 

@@ -15,18 +15,8 @@
 
 namespace floodgate::http {
 
-namespace {
-
-// Waits on `timer` until the stream changes or `timeout` passes; false on the timeout.
-asio::awaitable<bool> changed_on(asio::steady_timer& timer, std::chrono::milliseconds timeout) {
-  timer.expires_after(timeout);
-  auto [ec] = co_await timer.async_wait(as_tuple(use_awaitable));
-  co_return ec == asio::error::operation_aborted;
-}
-
-}  // namespace
-
 H2Front::H2Front(H2Connection& conn, H2Stream& s) : conn_(conn), s_(s) {
+  trailers_.fields = &s.trailers;
   te_trailers_ = asks_for_trailers(s.head);
   auto& req = s.head;
   req.method_string(s.method);

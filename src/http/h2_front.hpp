@@ -8,6 +8,7 @@
 #include <array>
 
 #include "h2_connection.hpp"
+#include "h2_upstream_call.hpp"
 #include "proxy.hpp"
 
 namespace floodgate::http {
@@ -52,20 +53,6 @@ class H2Front final : public Front {
   }
 
  private:
-  // The request's trailers as the driver reads them.
-  class Fields final : public Trailers {
-   public:
-    explicit Fields(const H2Fields& f) : f_(f) {}
-    std::optional<std::string_view> find(std::string_view name) const override {
-      return f_.find(name);
-    }
-    std::size_t size() const override { return f_.size(); }
-    std::string_view name(std::size_t i) const override { return f_.name(i); }
-    std::string_view value(std::size_t i) const override { return f_.value(i); }
-
-   private:
-    const H2Fields& f_;
-  };
   bool abandoned() const { return s_.closed || (abandon_ && (*abandon_)()); }
 
   H2Connection& conn_;
@@ -77,7 +64,7 @@ class H2Front final : public Front {
   std::size_t unconsumed_ = 0;   // bytes handed on whose window has not reopened yet
   H2HeaderBlock head_block_;     // the response's, submitted with its body's first piece
   bool has_body_ = false;
-  Fields trailers_{s_.trailers};
+  H2FieldsView trailers_;  // the request's trailers
   std::string head_;
   std::array<char, 16 * 1024> scratch_;
 };

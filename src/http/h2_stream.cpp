@@ -30,9 +30,7 @@
 namespace floodgate::http {
 
 asio::awaitable<bool> changed(H2Stream& s, std::chrono::milliseconds timeout) {
-  s.wake.expires_after(timeout);
-  auto [ec] = co_await s.wake.async_wait(as_tuple(use_awaitable));
-  co_return ec == asio::error::operation_aborted;
+  co_return co_await changed_on(s.wake, timeout);
 }
 
 namespace {

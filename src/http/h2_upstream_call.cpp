@@ -31,13 +31,6 @@ H2UpstreamCall::H2UpstreamCall(WorkerContext& w, Exchange& x, Wakers wakers, con
       in_(wakers.in ? *wakers.in : own_in_),
       out_(wakers.out ? *wakers.out : own_out_) {}
 
-asio::awaitable<bool> H2UpstreamCall::changed(asio::steady_timer& timer,
-                                              std::chrono::milliseconds timeout) {
-  timer.expires_after(timeout);
-  auto [ec] = co_await timer.async_wait(as_tuple(use_awaitable));
-  co_return ec == asio::error::operation_aborted;
-}
-
 H2CallPtr H2UpstreamCall::fresh_call() {
   auto call = std::make_shared<H2Call>();
   call->waker = &in_;
@@ -79,7 +72,7 @@ asio::awaitable<UpstreamCall::Step> H2UpstreamCall::send_body(std::span<const ch
                                                               bool last, const Trailers* trailers) {
   auto& call = *call_;
   while (call.out.size() >= kMaxBuffered && !call.closed && !abandon_()) {
-    const bool woke = co_await changed(out_, timeout());
+    const bool woke = co_await changed_on(out_, timeout());
     if (!woke) break;
   }
   if (call.closed || call.out.size() >= kMaxBuffered || abandon_()) {
@@ -102,7 +95,7 @@ asio::awaitable<UpstreamCall::Step> H2UpstreamCall::read_head(bool) {
   for (;;) {
     if (call_->head_done || call_->closed) break;
     if (abandon_()) co_return Step{false, false, false, false, 0, {}};  // nothing to answer
-    const bool woke = co_await changed(in_, timeout());
+    const bool woke = co_await changed_on(in_, timeout());
     if (!woke) break;
   }
   if (call_->head_done) {
@@ -171,7 +164,7 @@ asio::awaitable<BodyRead> H2UpstreamCall::read_body(std::span<char> into) {
       failed.failure = BodyRead::Failure::gone;
       co_return failed;
     }
-    const bool woke = co_await changed(in_, timeout());
+    const bool woke = co_await changed_on(in_, timeout());
     if (!woke) {
       BodyRead failed;
       failed.failure = BodyRead::Failure::timeout;

@@ -15,6 +15,18 @@
 
 namespace floodgate::http {
 
+// Fields received or to send on HTTP/2 (H2Fields) as the driver reads trailers.
+class H2FieldsView final : public Trailers {
+ public:
+  const H2Fields* fields = nullptr;
+  std::optional<std::string_view> find(std::string_view name) const override {
+    return fields ? fields->find(name) : std::nullopt;
+  }
+  std::size_t size() const override { return fields ? fields->size() : 0; }
+  std::string_view name(std::size_t i) const override { return fields->name(i); }
+  std::string_view value(std::size_t i) const override { return fields->value(i); }
+};
+
 class H2UpstreamCall final : public UpstreamCall {
  public:
   // `wakers`: the front's timers, shared (none: the call's own); `abandon`: when to stop
@@ -37,20 +49,6 @@ class H2UpstreamCall final : public UpstreamCall {
   UpstreamConnection* connection() override { return nullptr; }
 
  private:
-  // Fields received (a trailers-only response's head, or its trailers) as the driver reads them.
-  class Fields final : public Trailers {
-   public:
-    const H2Fields* fields = nullptr;
-    std::optional<std::string_view> find(std::string_view name) const override {
-      return fields ? fields->find(name) : std::nullopt;
-    }
-    std::size_t size() const override { return fields ? fields->size() : 0; }
-    std::string_view name(std::size_t i) const override { return fields->name(i); }
-    std::string_view value(std::size_t i) const override { return fields->value(i); }
-  };
-  // Waits on `timer` until the call changes or `timeout` passes; false on the timeout.
-  static boost::asio::awaitable<bool> changed(boost::asio::steady_timer& timer,
-                                              std::chrono::milliseconds timeout);
   H2CallPtr fresh_call();
   std::chrono::milliseconds timeout() const { return use_->server().response_timeout; }
 
@@ -72,7 +70,7 @@ class H2UpstreamCall final : public UpstreamCall {
   bool request_done_ = false;  // the whole body is in the call (none, or its last piece)
   boost::beast::http::response_header<> response_;
   ResponseBody body_;
-  Fields trailers_;
+  H2FieldsView trailers_;  // a trailers-only response's head, or its trailers
 };
 
 }  // namespace floodgate::http

@@ -45,6 +45,11 @@ using H2Fields = H2HeaderBlock;
 // them. From a data provider's callback, with NGHTTP2_DATA_FLAG_NO_END_STREAM on the last DATA.
 int submit_trailers(nghttp2_session* session, std::int32_t id, H2Fields& fields);
 
+// Waits on `timer` until whoever it belongs to changes (the timer is cancelled) or `timeout`
+// passes; false on the timeout. Every wait of an HTTP/2 stream and an h2 call is one of these.
+boost::asio::awaitable<bool> changed_on(boost::asio::steady_timer& timer,
+                                        std::chrono::milliseconds timeout);
+
 struct H2Call {
   // The request's body not yet handed to nghttp2, whether it ends after it, and the
   // trailers that follow it (none: END_STREAM goes on the last DATA).
