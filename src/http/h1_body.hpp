@@ -19,6 +19,8 @@
 #include <array>
 #include <charconv>
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,6 +40,45 @@ inline bool is_malformed_body(const boost::system::error_code& ec) {
          ec != bhttp::error::need_buffer;
 }
 
+// What a body's read failed with, as BodyRead says it.
+inline BodyRead body_read_failed(const boost::system::error_code& ec) {
+  namespace bhttp = boost::beast::http;
+  BodyRead failed;
+  failed.error = ec;
+  if (ec == bhttp::error::body_limit)
+    failed.failure = BodyRead::Failure::too_large;
+  else if (is_malformed_body(ec))
+    failed.failure = BodyRead::Failure::malformed;
+  else if (ec == boost::beast::error::timeout)
+    failed.failure = BodyRead::Failure::timeout;
+  else
+    failed.failure = BodyRead::Failure::gone;
+  return failed;
+}
+
+// The next piece of `parser`'s body from what `buffer` holds already, into `into`: most small
+// bodies arrive with their head, and parsing them here saves a read operation and a turn of
+// the event loop. Nothing when the stream must be read for it.
+template <bool isRequest>
+std::optional<BodyRead> buffered_body_piece(
+    boost::beast::flat_buffer& buffer,
+    boost::beast::http::parser<isRequest, boost::beast::http::buffer_body>& parser,
+    std::span<char> into) {
+  namespace bhttp = boost::beast::http;
+  if (parser.is_done()) return BodyRead{0, true};
+  if (buffer.size() == 0) return std::nullopt;
+  auto& body = parser.get().body();
+  body.data = into.data();
+  body.size = into.size();
+  boost::system::error_code ec;
+  buffer.consume(parser.put(buffer.data(), ec));
+  if (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more) ec = {};
+  if (ec) return body_read_failed(ec);
+  const std::size_t n = into.size() - body.size;
+  if (n == 0 && !parser.is_done()) return std::nullopt;
+  return BodyRead{n, parser.is_done()};
+}
+
 // The next piece of `parser`'s body into `into`, read from `stream` within `timeout`.
 template <bool isRequest>
 boost::asio::awaitable<BodyRead> read_body_piece(
@@ -45,7 +86,7 @@ boost::asio::awaitable<BodyRead> read_body_piece(
     boost::beast::http::parser<isRequest, boost::beast::http::buffer_body>& parser, Watchdog& watch,
     std::chrono::milliseconds timeout, std::span<char> into) {
   namespace bhttp = boost::beast::http;
-  if (parser.is_done()) co_return BodyRead{0, true};
+  if (auto here = buffered_body_piece(buffer, parser, into)) co_return *here;
   auto& body = parser.get().body();
   body.data = into.data();
   body.size = into.size();
@@ -53,20 +94,7 @@ boost::asio::awaitable<BodyRead> read_body_piece(
   auto [ec, n] = co_await bhttp::async_read(stream, buffer, parser,
                                             boost::asio::as_tuple(boost::asio::use_awaitable));
   if (ec == bhttp::error::need_buffer) ec = {};
-  if (ec) {
-    ec = watch.translate(ec);
-    BodyRead failed;
-    failed.error = ec;
-    if (ec == bhttp::error::body_limit)
-      failed.failure = BodyRead::Failure::too_large;
-    else if (is_malformed_body(ec))
-      failed.failure = BodyRead::Failure::malformed;
-    else if (ec == boost::beast::error::timeout)
-      failed.failure = BodyRead::Failure::timeout;
-    else
-      failed.failure = BodyRead::Failure::gone;
-    co_return failed;
-  }
+  if (ec) co_return body_read_failed(watch.translate(ec));
   co_return BodyRead{into.size() - body.size, parser.is_done()};
 }
 
@@ -74,8 +102,10 @@ boost::asio::awaitable<BodyRead> read_body_piece(
 // write) with the first, the body passed through or re-chunked.
 class BodyWriter {
  public:
-  BodyWriter(Transport& stream, Watchdog& watch, std::chrono::milliseconds timeout)
-      : stream_(stream), watch_(watch), timeout_(timeout) {}
+  // `counted`: where the body bytes written are added up (null: nowhere).
+  BodyWriter(Transport& stream, Watchdog& watch, std::chrono::milliseconds timeout,
+             std::uint64_t* counted = nullptr)
+      : stream_(stream), watch_(watch), timeout_(timeout), counted_(counted) {}
 
   // `head` is written with the next piece; `chunked`: pieces are re-chunked.
   void start(std::string& head, bool chunked) {
@@ -85,10 +115,13 @@ class BodyWriter {
   }
   bool chunked() const { return chunked_; }
   bool written() const { return written_; }  // the head has left
+  // Why the last write failed (translated: a timeout is beast's).
+  const boost::system::error_code& error() const { return error_; }
 
   // `piece`, then (`last`, chunked) the last chunk and `trailer_fields` ("Name: value\r\n"...).
-  boost::asio::awaitable<boost::system::error_code> write(std::span<const char> piece, bool last,
-                                                          std::string_view trailer_fields = {}) {
+  // False when it could not be written (error() says why).
+  boost::asio::awaitable<bool> write(std::span<const char> piece, bool last,
+                                     std::string_view trailer_fields = {}) {
     namespace asio = boost::asio;
     std::array<asio::const_buffer, 7> out;
     std::size_t k = 0;
@@ -111,22 +144,28 @@ class BodyWriter {
     } else if (!piece.empty()) {
       out[k++] = asio::buffer(piece.data(), piece.size());
     }
-    if (k == 0) co_return boost::system::error_code{};
+    if (k == 0) co_return true;
     watch_.guard(stream_.socket(), timeout_);
     auto [ec, n] = co_await asio::async_write(stream_, std::span(out.data(), k),
                                               asio::as_tuple(asio::use_awaitable));
-    if (ec) co_return watch_.translate(ec);
+    if (ec) {
+      error_ = watch_.translate(ec);
+      co_return false;
+    }
     written_ = true;
-    co_return boost::system::error_code{};
+    if (counted_) *counted_ += piece.size();
+    co_return true;
   }
 
  private:
   Transport& stream_;
   Watchdog& watch_;
   std::chrono::milliseconds timeout_;
+  std::uint64_t* counted_;
   std::string* head_ = nullptr;
   bool chunked_ = false;
   bool written_ = false;
+  boost::system::error_code error_;
 };
 
 }  // namespace floodgate::http

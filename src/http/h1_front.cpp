@@ -19,7 +19,7 @@ H1Front::H1Front(Http1Client client, RequestParser& parser, Exchange& x, metrics
       parser_(parser),
       x_(x),
       metrics_(metrics),
-      writer_(client.transport, client.watch, x.config->server.timeouts.idle) {
+      writer_(client.transport, client.watch, x.config->server.timeouts.idle, &x.bytes_out) {
   const auto& req = parser.get();
   const bool has_body = !parser.is_done();
   framing_.content_length =
@@ -70,6 +70,7 @@ void H1Front::set_head(bhttp::response_header<>& res, const ResponseBody& body) 
   writer_.start(client_.head, chunked);
 }
 
+// Not a coroutine of its own: the driver awaits the writer's (which counts the bytes out).
 asio::awaitable<bool> H1Front::write_body(std::span<const char> piece, bool last,
                                           const Trailers* trailers) {
   trailer_fields_.clear();
@@ -80,10 +81,7 @@ asio::awaitable<bool> H1Front::write_body(std::span<const char> piece, bool last
           .append(": ")
           .append(trailers->value(i))
           .append("\r\n");
-  auto ec = co_await writer_.write(piece, last, trailer_fields_);
-  if (ec) co_return false;
-  x_.bytes_out += piece.size();
-  co_return true;
+  return writer_.write(piece, last, trailer_fields_);
 }
 
 asio::awaitable<void> H1Front::tunnel(bhttp::response_header<>& head,

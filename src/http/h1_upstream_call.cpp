@@ -38,10 +38,14 @@ H1UpstreamCall::~H1UpstreamCall() {
     conn_->watch.relax();
 }
 
-asio::awaitable<UpstreamCall::Opened> H1UpstreamCall::open(ServerUse& use) {
+bool H1UpstreamCall::reuse(ServerUse& use) {
   use_ = &use;
   conn_ = w_.pool.take(use.server());
-  if (conn_) co_return Opened{true};
+  return conn_ != nullptr;
+}
+
+asio::awaitable<UpstreamCall::Opened> H1UpstreamCall::open(ServerUse& use) {
+  use_ = &use;
   // A front without a watchdog of its own times the connecting with one made for it.
   std::optional<Watchdog> own;
   if (!front_watch_) own.emplace(w_.pool.executor());
@@ -60,15 +64,15 @@ asio::awaitable<UpstreamCall::Step> H1UpstreamCall::send_head(bhttp::request_hea
   writer_.emplace(conn_->stream, watch(), use_->server().response_timeout);
   writer_->start(head_, shape.chunked);
   if (shape.has_body) co_return Step{};  // the head leaves with the body's first piece
-  auto ec = co_await writer_->write({}, true);
-  if (ec) co_return failed(ec);
+  const bool sent = co_await writer_->write({}, true);
+  if (!sent) co_return failed(writer_->error());
   co_return Step{};
 }
 
 asio::awaitable<UpstreamCall::Step> H1UpstreamCall::send_body(std::span<const char> piece,
                                                               bool last, const Trailers*) {
-  auto ec = co_await writer_->write(piece, last);
-  if (ec) co_return failed(ec);
+  const bool sent = co_await writer_->write(piece, last);
+  if (!sent) co_return failed(writer_->error());
   co_return Step{};
 }
 
@@ -123,9 +127,10 @@ ResponseBody H1UpstreamCall::body() const {
   return b;
 }
 
+// Not a coroutine of its own: the driver awaits read_body_piece's.
 asio::awaitable<BodyRead> H1UpstreamCall::read_body(std::span<char> into) {
-  co_return co_await read_body_piece(conn_->stream, conn_->buffer, *response_, watch(),
-                                     use_->server().response_timeout, into);
+  return read_body_piece(conn_->stream, conn_->buffer, *response_, watch(),
+                         use_->server().response_timeout, into);
 }
 
 void H1UpstreamCall::done() {

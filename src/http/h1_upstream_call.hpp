@@ -22,6 +22,7 @@ class H1UpstreamCall final : public UpstreamCall {
       : w_(w), front_watch_(watch), head_(head) {}
   ~H1UpstreamCall() override;
 
+  bool reuse(ServerUse& use) override;
   boost::asio::awaitable<Opened> open(ServerUse& use) override;
   boost::asio::awaitable<Step> send_head(boost::beast::http::request_header<>& head,
                                          const Shape& shape) override;

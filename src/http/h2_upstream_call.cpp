@@ -38,11 +38,16 @@ H2CallPtr H2UpstreamCall::fresh_call() {
   return call;
 }
 
+// Most calls find an open connection with room: no coroutine of the pool's for them.
+bool H2UpstreamCall::reuse(ServerUse& use) {
+  use_ = &use;
+  conn_ = w_.h2_pool.ready(use.server());
+  return conn_ != nullptr;
+}
+
 asio::awaitable<UpstreamCall::Opened> H2UpstreamCall::open(ServerUse& use) {
   use_ = &use;
-  // Most calls find an open connection with room: no coroutine of the pool's for them.
-  H2UpstreamPool::Got got{w_.h2_pool.ready(use.server())};
-  if (!got.conn) got = co_await w_.h2_pool.get(use.server());
+  auto got = co_await w_.h2_pool.get(use.server());
   if (!got.conn) co_return Opened{false, got.timeout, got.why};
   conn_ = std::move(got.conn);
   co_return Opened{true};

@@ -33,6 +33,7 @@ class H2UpstreamCall final : public UpstreamCall {
   // waiting.
   H2UpstreamCall(WorkerContext& w, Exchange& x, Wakers wakers, const Abandon& abandon);
 
+  bool reuse(ServerUse& use) override;
   boost::asio::awaitable<Opened> open(ServerUse& use) override;
   boost::asio::awaitable<Step> send_head(boost::beast::http::request_header<>& head,
                                          const Shape& shape) override;

@@ -144,7 +144,10 @@ class UpstreamCall {
     bool timeout = false;  // connecting timed out (504), else failed (502)
     std::string why;
   };
-  // A connection to `use`'s server (pooled, or new).
+  // A connection to `use`'s server that is open already (pooled), taken without a wait; false
+  // when there is none: then open() makes one.
+  virtual bool reuse(ServerUse& use) = 0;
+  // A new connection to `use`'s server.
   virtual boost::asio::awaitable<Opened> open(ServerUse& use) = 0;
   // What a step came to: done; `retry`, when the request can safely go again on another
   // connection (the call says so only when nothing of it can have been processed), or the
