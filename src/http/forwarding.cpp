@@ -4,6 +4,7 @@
 #include <boost/beast/http/field.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <string>
@@ -134,11 +135,17 @@ bool valid_host(std::string_view host) {
     auto colon = name.rfind(':');
     auto reg = name.substr(0, colon);
     if (reg.empty()) return false;
-    // RFC 3986 reg-name: unreserved, pct-encoded, sub-delims.
-    static constexpr std::string_view allowed = "-._~%!$&'()*+,;=";
+    // RFC 3986 reg-name: unreserved, pct-encoded, sub-delims (a table: this runs on every
+    // request, and isalnum is a call into the C locale per character).
+    static constexpr auto allowed = [] {
+      std::array<bool, 256> t{};
+      for (int c = 0; c < 256; ++c)
+        t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+      for (char c : std::string_view("-._~%!$&'()*+,;=")) t[static_cast<unsigned char>(c)] = true;
+      return t;
+    }();
     for (char c : reg)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && allowed.find(c) == std::string_view::npos)
-        return false;
+      if (!allowed[static_cast<unsigned char>(c)]) return false;
     if (colon == std::string_view::npos) return true;
     name.remove_prefix(colon);
   }

@@ -55,11 +55,16 @@ RequestIds::RequestIds() : rng_(seeded()) {}
 
 void RequestIds::append_hex(std::string& out, std::size_t n) {
   static constexpr char kHex[] = "0123456789abcdef";
+  // Written into place, 16 digits a draw: a character at a time through the string cost more
+  // than the rest of the request's identification.
+  const auto at = out.size();
+  out.resize(at + 2 * n);
+  char* p = out.data() + at;
   while (n > 0) {
     auto r = rng_();
     for (int i = 0; i < 8 && n > 0; ++i, --n, r >>= 8) {
-      out += kHex[(r >> 4) & 0xf];
-      out += kHex[r & 0xf];
+      *p++ = kHex[(r >> 4) & 0xf];
+      *p++ = kHex[r & 0xf];
     }
   }
 }
