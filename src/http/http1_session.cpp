@@ -139,18 +139,23 @@ class Session final : public SessionRegistry::Entry {
       watch_.guard(client_.socket(), config->server.timeouts.header_read);
       auto [read_ec, n] =
           co_await bhttp::async_read_header(client_, buffer_, parser, as_tuple(use_awaitable));
-      if (auto ec = watch_.translate(read_ec)) {
-        // A client that closes or stalls between requests gets nothing; a broken request
-        // gets its status and the connection is closed (its remaining bytes are unframed).
-        if (is_protocol_error(ec)) co_await send_error(status_for_read_error(ec), 11, false);
-        co_return;
-      }
+      auto ec = watch_.translate(read_ec);
+      // A client that closes or stalls between requests gets nothing.
+      if (ec && !is_protocol_error(ec)) co_return;
       ++w_.in_flight;
       Exchange x;
       x.config = std::move(config);
       x.arrived = w_.clock.now();
       if (x.config->log.access_log) x.started = std::chrono::steady_clock::now();
-      bool keep_alive = co_await serve(parser, x);
+      take_connection(x, parser, !ec);
+      // A request the parser refused is an exchange too (answered with a request id, counted
+      // and access-logged as an HTTP/2 stream's is); the connection closes after it, its
+      // remaining bytes being unframed.
+      bool keep_alive = false;
+      if (ec)
+        co_await send_error(status_for_read_error(ec), 11, false, &x);
+      else
+        keep_alive = co_await serve(parser, x);
       --w_.in_flight;
       if (x.config->log.access_log) log_exchange(x, *w_.access_log, w_.gate.hasher(*x.config));
       if (!keep_alive) break;
@@ -271,15 +276,22 @@ class Session final : public SessionRegistry::Entry {
 
   // Serves one request whose header has been read, through the pipeline (pipeline.hpp).
   // Returns whether the connection may carry another request.
-  asio::awaitable<bool> serve(RequestParser& parser, Exchange& x) {
+  // The request's facts as far as its head was read (`whole`: all of it), and the
+  // connection's.
+  void take_connection(Exchange& x, RequestParser& parser, bool whole) {
     auto& req = parser.get();
-    take_http1_head(x, req, req.keep_alive() && parser.is_done());
+    take_http1_head(x, req, whole && req.keep_alive() && parser.is_done());
+    if (!whole) x.version = 11;  // what our answer speaks, whatever the head got to say
     x.peer_ip = peer_ip_;
     x.peer = peer_;
     x.tls = client_.is_tls();
     x.tls_fingerprints = client_.fingerprints();
     x.jwks = w_.jwks;
     identify(x, w_.request_ids);
+  }
+
+  asio::awaitable<bool> serve(RequestParser& parser, Exchange& x) {
+    auto& req = parser.get();
     if (!framing_is_safe(req, parser.chunked()))
       co_return co_await send_error(bhttp::status::bad_request, 11, false, &x);
     if (auto unrouted = route_exchange(x)) {
