@@ -145,12 +145,13 @@ class BodyWriter {
       out[k++] = asio::buffer(piece.data(), piece.size());
     }
     if (k == 0) co_return true;
-    watch_.guard(stream_.socket(), timeout_);
-    auto [ec, n] = co_await asio::async_write(stream_, std::span(out.data(), k),
-                                              asio::as_tuple(asio::use_awaitable));
-    if (ec) {
-      error_ = watch_.translate(ec);
-      co_return false;
+    if (auto rest = stream_.write_now(std::span(out.data(), k)); !rest.empty()) {
+      watch_.guard(stream_.socket(), timeout_);
+      auto [ec, n] = co_await asio::async_write(stream_, rest, asio::as_tuple(asio::use_awaitable));
+      if (ec) {
+        error_ = watch_.translate(ec);
+        co_return false;
+      }
     }
     written_ = true;
     if (counted_) *counted_ += piece.size();

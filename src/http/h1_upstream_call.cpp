@@ -55,18 +55,14 @@ asio::awaitable<UpstreamCall::Opened> H1UpstreamCall::open(ServerUse& use) {
   co_return Opened{true};
 }
 
-asio::awaitable<UpstreamCall::Step> H1UpstreamCall::send_head(bhttp::request_header<>& req,
-                                                              const Shape& shape) {
+UpstreamCall::Step H1UpstreamCall::send_head(bhttp::request_header<>& req, const Shape& shape) {
   head_only_ = req.method() == bhttp::verb::head;
   retryable_ = !shape.has_body && is_idempotent(req.method());
   head_.clear();
   append_head(head_, req);
   writer_.emplace(conn_->stream, watch(), use_->server().response_timeout);
   writer_->start(head_, shape.chunked);
-  if (shape.has_body) co_return Step{};  // the head leaves with the body's first piece
-  const bool sent = co_await writer_->write({}, true);
-  if (!sent) co_return failed(writer_->error());
-  co_return Step{};
+  return Step{};  // the head leaves with the body's first piece, or in read_head
 }
 
 asio::awaitable<UpstreamCall::Step> H1UpstreamCall::send_body(std::span<const char> piece,
@@ -77,6 +73,10 @@ asio::awaitable<UpstreamCall::Step> H1UpstreamCall::send_body(std::span<const ch
 }
 
 asio::awaitable<UpstreamCall::Step> H1UpstreamCall::read_head(bool upgrade) {
+  if (!writer_->written()) {  // a request without a body: its head alone (one frame fewer)
+    const bool sent = co_await writer_->write({}, true);
+    if (!sent) co_return failed(writer_->error());
+  }
   const auto timeout = use_->server().response_timeout;
   for (;;) {
     response_.emplace();

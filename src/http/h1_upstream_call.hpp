@@ -24,8 +24,7 @@ class H1UpstreamCall final : public UpstreamCall {
 
   bool reuse(ServerUse& use) override;
   boost::asio::awaitable<Opened> open(ServerUse& use) override;
-  boost::asio::awaitable<Step> send_head(boost::beast::http::request_header<>& head,
-                                         const Shape& shape) override;
+  Step send_head(boost::beast::http::request_header<>& head, const Shape& shape) override;
   boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last,
                                          const Trailers* trailers) override;
   boost::asio::awaitable<Step> read_head(bool upgrade) override;

@@ -29,8 +29,9 @@
 
 namespace floodgate::http {
 
+// Not a coroutine of its own: the caller awaits changed_on's.
 asio::awaitable<bool> changed(H2Stream& s, std::chrono::milliseconds timeout) {
-  co_return co_await changed_on(s.wake, timeout);
+  return changed_on(s.wake, timeout);
 }
 
 namespace {

@@ -53,8 +53,7 @@ asio::awaitable<UpstreamCall::Opened> H2UpstreamCall::open(ServerUse& use) {
   co_return Opened{true};
 }
 
-asio::awaitable<UpstreamCall::Step> H2UpstreamCall::send_head(bhttp::request_header<>& req,
-                                                              const Shape& shape) {
+UpstreamCall::Step H2UpstreamCall::send_head(bhttp::request_header<>& req, const Shape& shape) {
   ++attempt_;
   // Built again for each server: its scheme and authority may differ.
   block_ = H2HeaderBlock();
@@ -68,9 +67,9 @@ asio::awaitable<UpstreamCall::Step> H2UpstreamCall::send_head(bhttp::request_hea
     step.ok = false;
     step.retry = attempt_ < H2UpstreamPool::kAttempts;  // another connection may take it
     step.answer = 502;
-    co_return step;
+    return step;
   }
-  co_return Step{};
+  return Step{};
 }
 
 asio::awaitable<UpstreamCall::Step> H2UpstreamCall::send_body(std::span<const char> piece,

@@ -262,10 +262,13 @@ class Session final : public SessionRegistry::Entry {
       x->bytes_out = a.body_bytes;
     }
     count_own_status(w_.gate, x, static_cast<int>(a.status));
-    watch_.guard(client_.socket(), kAnswerWriteTimeout);
-    auto [ec, n] =
-        co_await asio::async_write(client_, asio::buffer(a.bytes), as_tuple(use_awaitable));
-    co_return !ec && a.keep_alive;
+    asio::const_buffer bytes = asio::buffer(a.bytes);
+    if (auto rest = client_.write_now({&bytes, 1}); !rest.empty()) {
+      watch_.guard(client_.socket(), kAnswerWriteTimeout);
+      auto [ec, n] = co_await asio::async_write(client_, rest, as_tuple(use_awaitable));
+      if (ec) co_return false;
+    }
+    co_return a.keep_alive;
   }
 
   asio::awaitable<bool> send_error(bhttp::status status, unsigned version, bool keep_alive,

@@ -137,7 +137,7 @@ class Driver {
       }
       front_.using_upstream(call.connection());
       const auto sent_at = std::chrono::steady_clock::now();
-      auto step = co_await call.send_head(req, shape);
+      auto step = call.send_head(req, shape);
       if (step.ok && !body_sent && duplex_) {  // fed beside the response, from now on
         start_pump(call);
         body_sent = true;

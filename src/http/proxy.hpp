@@ -166,9 +166,9 @@ class UpstreamCall {
     bool chunked = false;         // HTTP/1.1: the head says Transfer-Encoding: chunked
     bool takes_trailers = false;  // the client said TE: trailers
   };
-  // The rewritten request head. It may wait to leave with the body's first piece.
-  virtual boost::asio::awaitable<Step> send_head(boost::beast::http::request_header<>& head,
-                                                 const Shape& shape) = 0;
+  // The rewritten request head, staged (no wait): it leaves with the body's first piece, or
+  // when the response is awaited (read_head) for a request without a body.
+  virtual Step send_head(boost::beast::http::request_header<>& head, const Shape& shape) = 0;
   // A piece of the request's body; `last` ends it, with `trailers` (may be null).
   virtual boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last,
                                                  const Trailers* trailers) = 0;

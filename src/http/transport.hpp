@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "floodgate/tls/fingerprint.hpp"
@@ -46,6 +47,28 @@ class Transport {
   // What timeouts cancel and what the pool peeks at.
   tcp::socket& socket() { return socket_; }
   executor_type get_executor() { return socket_.get_executor(); }
+
+  // Plain TCP: writes what the socket takes of `buffers` now, without waiting, and returns
+  // what is left of them (trimmed in place). Most heads and small bodies fit the socket's
+  // buffer: no operation is started for them, no timer set and no turn of the event loop
+  // spent. All of them are left over TLS, or when the socket takes nothing or failed (the
+  // asynchronous write that follows then reports why).
+  std::span<boost::asio::const_buffer> write_now(std::span<boost::asio::const_buffer> buffers) {
+    if (tls_) return buffers;
+    boost::system::error_code ec;
+    if (!non_blocking_) {  // once: a write that would block then returns at once
+      socket_.non_blocking(true, ec);
+      if (ec) return buffers;
+      non_blocking_ = true;
+    }
+    std::size_t n = socket_.write_some(buffers, ec);
+    while (!buffers.empty() && n >= buffers.front().size()) {
+      n -= buffers.front().size();
+      buffers = buffers.subspan(1);
+    }
+    if (!buffers.empty()) buffers.front() += n;
+    return buffers;
+  }
 
   template <typename MutableBuffers, typename Token>
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
@@ -89,7 +112,8 @@ class Transport {
   tcp::socket socket_;
   std::optional<boost::asio::ssl::stream<tcp::socket&>> tls_;
   tls::Fingerprints fingerprints_;
-  std::vector<char> gather_;  // TLS only: the current write, gathered (see async_write_some)
+  std::vector<char> gather_;   // TLS only: the current write, gathered (see async_write_some)
+  bool non_blocking_ = false;  // plain TCP: the socket's own mode, set by write_now
 };
 
 }  // namespace floodgate::http
