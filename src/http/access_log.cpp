@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <ctime>
 
-#include "floodgate/uri/host.hpp"
-#include "floodgate/uri/target.hpp"
 #include "floodgate/keys/client_ip.hpp"
 #include "floodgate/limit/utc_time.hpp"
+#include "floodgate/uri/host.hpp"
+#include "floodgate/uri/target.hpp"
 #include "pipeline.hpp"
 #include "request_sources.hpp"
 
@@ -113,6 +113,28 @@ void append_replay_fields(std::string& out, Exchange& x, const RequestLine& line
   }
 }
 
+// What the lists and limits decided: the decision, the deciding limit and its hashed key, how
+// long an on_exceed: delay limit held the request, the shadow limit that would have refused.
+void append_decision(std::string& line, const Admission& a) {
+  line += ",\"decision\":\"";
+  line += a.decision;
+  line += "\",\"limit\":\"";
+  append_json_escaped(line, a.limit);
+  line += "\",\"key\":\"";
+  append_json_escaped(line, a.key);
+  line += '"';
+  if (a.delayed > 0) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, ",\"delayed_ms\":%.3f", static_cast<double>(a.delayed) / 1000.0);
+    line += ms;
+  }
+  if (!a.shadow_limit.empty()) {
+    line += ",\"shadow_limit\":\"";
+    append_json_escaped(line, a.shadow_limit);
+    line += '"';
+  }
+}
+
 }  // namespace
 
 std::string access_line(Exchange& x, std::chrono::steady_clock::duration took,
@@ -148,26 +170,7 @@ std::string access_line(Exchange& x, std::chrono::steady_clock::duration took,
   line += "\",\"route\":\"";
   if (x.route) append_json_escaped(line, x.route->name);
   line += "\",\"status\":" + std::to_string(x.status);
-  if (x.route && gated(x)) {  // the lists or the limits were consulted
-    line += ",\"decision\":\"";
-    line += x.admission.decision;
-    line += "\",\"limit\":\"";
-    append_json_escaped(line, x.admission.limit);
-    line += "\",\"key\":\"";
-    append_json_escaped(line, x.admission.key);
-    line += '"';
-    if (x.admission.delayed > 0) {  // held by an on_exceed: delay limit
-      char ms[32];
-      std::snprintf(ms, sizeof ms, ",\"delayed_ms\":%.3f",
-                    static_cast<double>(x.admission.delayed) / 1000.0);
-      line += ms;
-    }
-    if (!x.admission.shadow_limit.empty()) {  // the shadow limit that would have refused
-      line += ",\"shadow_limit\":\"";
-      append_json_escaped(line, x.admission.shadow_limit);
-      line += '"';
-    }
-  }
+  if (x.route && gated(x)) append_decision(line, x.admission);  // lists or limits consulted
   line += ",\"bytes_in\":" + std::to_string(x.bytes_in);
   line += ",\"bytes_out\":" + std::to_string(x.bytes_out);
   char timing[96];
