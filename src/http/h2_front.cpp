@@ -28,6 +28,7 @@ H2Front::H2Front(H2Connection& conn, H2Stream& s) : conn_(conn), s_(s) {
 
 H2Front::~H2Front() {
   conn_.consumed(s_, unconsumed_);  // a piece read when the exchange ended otherwise
+  if (scratch_) conn_.give_back(std::move(scratch_));
 }
 
 asio::awaitable<BodyRead> H2Front::read_body(std::span<char> into) {

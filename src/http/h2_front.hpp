@@ -44,7 +44,10 @@ class H2Front final : public Front {
   void abort() override;
   void using_upstream(UpstreamConnection* c) override { s_.upstream = c; }
   bool keeps_alive() const override { return true; }
-  std::span<char> scratch() override { return scratch_; }
+  std::span<char> scratch() override {
+    if (!scratch_) scratch_ = conn_.take_scratch();
+    return *scratch_;
+  }
   std::string& head_buffer() override { return head_; }
   Watchdog* watchdog() override { return nullptr; }
   boost::asio::awaitable<void> tunnel(boost::beast::http::response_header<>&,
@@ -66,7 +69,7 @@ class H2Front final : public Front {
   bool has_body_ = false;
   H2FieldsView trailers_;  // the request's trailers
   std::string head_;
-  std::array<char, 16 * 1024> scratch_;
+  std::unique_ptr<H2Connection::Scratch> scratch_;  // the connection's, taken when first used
 };
 
 }  // namespace floodgate::http
