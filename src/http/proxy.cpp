@@ -59,10 +59,10 @@ class Driver {
   template <class Make>
   asio::awaitable<Forwarded> run_with(Make make) {
     auto call = make();
-    constexpr bool h2 = std::is_same_v<decltype(call), H2UpstreamCall>;
-    duplex_ = h2 && front_.duplex();
+    constexpr bool to_h2 = std::is_same_v<decltype(call), H2UpstreamCall>;
+    duplex_ = to_h2 && front_.duplex();
     auto framing = front_.framing();
-    if (h2) framing = UpstreamFraming{framing.content_length};  // DATA frames carry the body
+    if (to_h2) framing = UpstreamFraming{framing.content_length};  // DATA frames carry the body
     auto& req = front_.request();
     const UpstreamCall::Shape shape{!front_.body_done(), framing.chunked, front_.takes_trailers()};
     prepare_upstream_head(x_, req, use_.server(), framing);
