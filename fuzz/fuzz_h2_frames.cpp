@@ -82,7 +82,7 @@ struct Fixture {
   boost::asio::io_context ioc;
   tcp::acceptor acceptor{ioc, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)};
   fuzz::WorkerFixture worker{ioc, fuzz::load_fixture(kConfig, "fuzz-h2.yaml")};
-  http::WorkerContext& w = worker.w;
+  http::Services& w = worker.w;
 };
 
 }  // namespace
@@ -114,6 +114,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   fx.ioc.poll();
   fx.ioc.restart();
-  fx.w.pool.clear();
+  fx.worker.upstreams.pool.clear();
   return 0;
 }

@@ -42,12 +42,12 @@ struct Fixture {
                    "store: { key_secret: fuzz-key-secret-0123456789abcdef }\n"
                    "routes: [{ name: all, match: { path_prefix: / }, upstream: origin }]\n",
                "fuzz-h2-upstream.yaml")};
-  http::WorkerContext& w = worker.w;
+  http::H2UpstreamPool& h2 = worker.h2_pool;
 };
 
 // One call as a stream's user makes it: sent, then its response taken until it closes.
-asio::awaitable<void> one_call(http::WorkerContext& w, const config::UpstreamServer& u) {
-  auto got = co_await w.h2_pool.get(u);
+asio::awaitable<void> one_call(http::H2UpstreamPool& h2, const config::UpstreamServer& u) {
+  auto got = co_await h2.get(u);
   if (!got.conn) co_return;
   asio::steady_timer wake(co_await asio::this_coro::executor);
   auto call = std::make_shared<http::H2Call>();
@@ -97,11 +97,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   };
   accept_next();
   bool called = false;
-  asio::co_spawn(fx.ioc, one_call(fx.w, u), [&called](std::exception_ptr) { called = true; });
+  asio::co_spawn(fx.ioc, one_call(fx.h2, u), [&called](std::exception_ptr) { called = true; });
   while (!called && fx.ioc.run_one() > 0) {
   }
-  fx.w.h2_pool.close_all();
-  while (fx.w.h2_pool.running() > 0 && fx.ioc.run_one() > 0) {
+  fx.h2.close_all();
+  while (fx.h2.running() > 0 && fx.ioc.run_one() > 0) {
   }
   boost::system::error_code ignored;
   fx.origin.cancel(ignored);

@@ -1,7 +1,8 @@
 #pragma once
-// One worker's context as the fuzz targets that drive whole connections need it (the client
-// side's fuzz_h2_frames, the upstream side's fuzz_h2_upstream): the real WorkerContext over
-// an in-process store, a null log, a fixed clock, on the target's io_context.
+// One worker's services as the fuzz targets that drive whole connections need them (the
+// client side's fuzz_h2_frames: the fronts' Services; the upstream side's fuzz_h2_upstream:
+// the h2 pool): the real ones over an in-process store, a null log, a fixed clock, on the
+// target's io_context.
 
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
@@ -14,7 +15,10 @@
 #include "floodgate/limit/clock.hpp"
 #include "floodgate/metrics/metrics.hpp"
 #include "floodgate/store/memory_store.hpp"
-#include "http/worker_context.hpp"
+#include "http/services.hpp"
+#include "http/upstream_h2.hpp"
+#include "http/upstream_proxy.hpp"
+#include "http/upstreams.hpp"
 #include "support.hpp"
 
 namespace floodgate::fuzz {
@@ -24,16 +28,9 @@ struct WorkerFixture {
       : source(std::move(config)),
         store(std::make_unique<store::MemoryStore>(state, ioc.get_executor())),
         local(std::make_unique<store::MemoryStore>(state, ioc.get_executor())),
-        w{source,
-          *log,
-          clock,
-          http::UpstreamPool(ioc.get_executor()),
-          decide::Gate(*store, *local, metrics, *log, "fuzz:"),
-          metrics,
-          http::UpstreamBalancer(health)} {
-    w.access_log = log.get();
-  }
-  // Declaration order is construction order: `w` uses everything above it.
+        gate(*store, *local, metrics, *log, "fuzz:"),
+        upstreams(ioc.get_executor(), health, *log, metrics) {}
+  // Declaration order is construction order: each uses what is above it.
   config::ConfigSource source;
   metrics::Metrics metrics{"fuzz", "fuzz"};
   std::shared_ptr<spdlog::logger> log =
@@ -43,7 +40,11 @@ struct WorkerFixture {
   http::UpstreamHealth health;
   std::unique_ptr<store::LimitStore> store;
   std::unique_ptr<store::LimitStore> local;
-  http::WorkerContext w;
+  decide::Gate gate;
+  http::Upstreams upstreams;
+  http::H2UpstreamPool h2_pool{upstreams.pool};
+  http::UpstreamProxy proxy{upstreams, h2_pool, gate};
+  http::Services w{source, clock, gate, proxy, *log, *log, nullptr, metrics};
 };
 
 }  // namespace floodgate::fuzz

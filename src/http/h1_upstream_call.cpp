@@ -40,7 +40,7 @@ H1UpstreamCall::~H1UpstreamCall() {
 
 bool H1UpstreamCall::reuse(ServerUse& use) {
   use_ = &use;
-  conn_ = w_.pool.take(use.server());
+  conn_ = pool_.take(use.server());
   return conn_ != nullptr;
 }
 
@@ -48,8 +48,8 @@ asio::awaitable<UpstreamCall::Opened> H1UpstreamCall::open(ServerUse& use) {
   use_ = &use;
   // A front without a watchdog of its own times the connecting with one made for it.
   std::optional<Watchdog> own;
-  if (!front_watch_) own.emplace(w_.pool.executor());
-  auto fresh = co_await w_.pool.connect(use.server(), front_watch_ ? *front_watch_ : *own);
+  if (!front_watch_) own.emplace(pool_.executor());
+  auto fresh = co_await pool_.connect(use.server(), front_watch_ ? *front_watch_ : *own);
   if (fresh.error) co_return Opened{false, fresh.error == beast::error::timeout, fresh.why};
   conn_ = std::move(fresh.conn);
   co_return Opened{true};
@@ -136,7 +136,7 @@ asio::awaitable<BodyRead> H1UpstreamCall::read_body(std::span<char> into) {
 void H1UpstreamCall::done() {
   if (response_->keep_alive() && conn_->buffer.size() == 0) {
     watch().relax();
-    w_.pool.give_back(use_->server(), std::move(conn_));
+    pool_.give_back(use_->server(), std::move(conn_));
   }
 }
 

@@ -18,9 +18,11 @@ class H1UpstreamCall final : public UpstreamCall {
  public:
   // `watch`: the front's watchdog the upstream's socket operations run under (null: the
   // connection's own); `head`: where the request's head is serialized.
-  H1UpstreamCall(WorkerContext& w, Watchdog* watch, std::string& head)
-      : w_(w), front_watch_(watch), head_(head) {}
+  H1UpstreamCall(UpstreamPool& pool, Watchdog* watch, std::string& head)
+      : pool_(pool), front_watch_(watch), head_(head) {}
   ~H1UpstreamCall() override;
+  // Its body is framed as HTTP/1.1 frames it (Content-Length, chunked, an upgrade).
+  static constexpr bool kMultiplexed = false;
 
   bool reuse(ServerUse& use) override;
   boost::asio::awaitable<Opened> open(ServerUse& use) override;
@@ -43,7 +45,7 @@ class H1UpstreamCall final : public UpstreamCall {
   Step failed(const boost::system::error_code& ec);
   Watchdog& watch() { return front_watch_ ? *front_watch_ : conn_->watch; }
 
-  WorkerContext& w_;
+  UpstreamPool& pool_;
   Watchdog* front_watch_;
   ServerUse* use_ = nullptr;
   UpstreamConnectionPtr conn_;

@@ -31,7 +31,7 @@ constexpr std::size_t kMaxContinuations = 8;
 
 }  // namespace
 
-H2Connection::H2Connection(WorkerContext& w, Transport& client, Watchdog& watch,
+H2Connection::H2Connection(Services& w, Transport& client, Watchdog& watch,
                            std::string_view peer_ip, const config::IpAddress& peer,
                            SessionRegistry::Entry& entry)
     : w_(w),

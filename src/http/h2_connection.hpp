@@ -26,12 +26,12 @@
 
 #include "exchange.hpp"
 #include "h2_header_block.hpp"
+#include "services.hpp"
 #include "session_registry.hpp"
 #include "transport.hpp"
 #include "upstream_h2.hpp"
 #include "upstream_pool.hpp"
 #include "watchdog.hpp"
-#include "worker_context.hpp"
 
 namespace floodgate::http {
 
@@ -108,7 +108,7 @@ boost::asio::awaitable<bool> changed(H2Stream& s, std::chrono::milliseconds time
 
 class H2Connection {
  public:
-  H2Connection(WorkerContext& w, Transport& client, Watchdog& watch, std::string_view peer_ip,
+  H2Connection(Services& w, Transport& client, Watchdog& watch, std::string_view peer_ip,
                const config::IpAddress& peer, SessionRegistry::Entry& entry);
   ~H2Connection();
   H2Connection(const H2Connection&) = delete;
@@ -131,7 +131,6 @@ class H2Connection {
   // timeout: the stream is reset (CANCEL) and counted.
   void stalled(H2Stream& s);
   void kick();  // something was submitted: the writer sends it
-  WorkerContext& worker() { return w_; }
   std::string_view peer_ip() const { return peer_ip_; }
   const config::IpAddress& peer() const { return peer_; }
   bool tls() { return client_.is_tls(); }
@@ -155,7 +154,7 @@ class H2Connection {
   void update_state();
   bool heads_pending() const;  // a stream whose header block is still arriving
 
-  WorkerContext& w_;
+  Services& w_;
   Transport& client_;
   Watchdog& watch_;       // the reader's deadline (the session's watchdog)
   Watchdog write_watch_;  // the writer's: a client that stops reading cannot hold us

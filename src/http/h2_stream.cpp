@@ -57,9 +57,7 @@ std::optional<Reply> refused_head(const H2Stream& s) {
 
 void H2Connection::take_head(H2Stream& s) {
   auto& x = s.x;
-  x.config = w_.snapshot();  // a reload applies to the streams that start after it
-  x.arrived = w_.clock.now();
-  if (x.config->log.access_log) x.started = std::chrono::steady_clock::now();
+  w_.open(x, w_.snapshot());  // a reload applies to the streams that start after it
   x.fields = &s.head;
   if (!s.cookies.empty()) s.head.set(bhttp::field::cookie, s.cookies);
   x.method = s.method;
@@ -70,9 +68,8 @@ void H2Connection::take_head(H2Stream& s) {
   x.peer = peer_;
   x.tls = client_.is_tls();
   x.tls_fingerprints = client_.fingerprints();
-  x.jwks = w_.jwks;
   x.protocol = "h2";
-  identify(x, w_.request_ids);
+  w_.identify(x);
 }
 
 asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
@@ -108,7 +105,7 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
       ~Finish() { finish_exchange(gate, x); }
     } finish{w_.gate, x};
     H2Front front(*this, s);
-    const auto done = co_await proxy(w_, front, x, config.upstream_of(*x.route));
+    const auto done = co_await w_.proxy.forward(front, x, config.upstream_of(*x.route));
     if (done.answer != 0 && !s.closed) {
       if (s.responded)
         reset(s, NGHTTP2_INTERNAL_ERROR, ResetCause::upstream);
@@ -120,7 +117,7 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
   // it for the idle timeout gets the stream reset.
   while (!s.closed)
     if (!co_await changed(s, config.server.timeouts.idle)) stalled(s);
-  if (config.log.access_log) log_exchange(x, *w_.access_log, w_.gate.hasher(config));
+  w_.close(x);
 }
 
 }  // namespace floodgate::http

@@ -22,12 +22,13 @@ constexpr std::size_t kMaxBuffered = 64 * 1024;
 
 }  // namespace
 
-H2UpstreamCall::H2UpstreamCall(WorkerContext& w, Exchange& x, Wakers wakers, const Abandon& abandon)
-    : w_(w),
+H2UpstreamCall::H2UpstreamCall(H2UpstreamPool& pool, Exchange& x, Wakers wakers,
+                               const Abandon& abandon)
+    : pool_(pool),
       x_(x),
       abandon_(abandon),
-      own_in_(w.pool.executor()),
-      own_out_(w.pool.executor()),
+      own_in_(pool.executor()),
+      own_out_(pool.executor()),
       in_(wakers.in ? *wakers.in : own_in_),
       out_(wakers.out ? *wakers.out : own_out_) {}
 
@@ -41,13 +42,13 @@ H2CallPtr H2UpstreamCall::fresh_call() {
 // Most calls find an open connection with room: no coroutine of the pool's for them.
 bool H2UpstreamCall::reuse(ServerUse& use) {
   use_ = &use;
-  conn_ = w_.h2_pool.ready(use.server());
+  conn_ = pool_.ready(use.server());
   return conn_ != nullptr;
 }
 
 asio::awaitable<UpstreamCall::Opened> H2UpstreamCall::open(ServerUse& use) {
   use_ = &use;
-  auto got = co_await w_.h2_pool.get(use.server());
+  auto got = co_await pool_.get(use.server());
   if (!got.conn) co_return Opened{false, got.timeout, got.why};
   conn_ = std::move(got.conn);
   co_return Opened{true};

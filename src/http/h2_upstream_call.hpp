@@ -31,7 +31,10 @@ class H2UpstreamCall final : public UpstreamCall {
  public:
   // `wakers`: the front's timers, shared (none: the call's own); `abandon`: when to stop
   // waiting.
-  H2UpstreamCall(WorkerContext& w, Exchange& x, Wakers wakers, const Abandon& abandon);
+  H2UpstreamCall(H2UpstreamPool& pool, Exchange& x, Wakers wakers, const Abandon& abandon);
+  // A stream of a multiplexed connection: DATA frames carry its body (no chunked encoding,
+  // no upgrade), and the request's body may flow beside the response (gRPC's streaming).
+  static constexpr bool kMultiplexed = true;
 
   bool reuse(ServerUse& use) override;
   boost::asio::awaitable<Opened> open(ServerUse& use) override;
@@ -52,7 +55,7 @@ class H2UpstreamCall final : public UpstreamCall {
   H2CallPtr fresh_call();
   std::chrono::milliseconds timeout() const { return use_->server().response_timeout; }
 
-  WorkerContext& w_;
+  H2UpstreamPool& pool_;
   Exchange& x_;
   ServerUse* use_ = nullptr;
   const Abandon& abandon_;

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "coro_names.hpp"
+#include "report_exception.hpp"
 #include "h2_header_block.hpp"
 
 namespace floodgate::http {
@@ -54,14 +55,14 @@ std::chrono::milliseconds left(steady::time_point deadline) {
 }
 
 // GET path on a new HTTP/1.1 connection, closed after the response head.
-asio::awaitable<Verdict> check_http1(WorkerContext& w, config::UpstreamServer s,
+asio::awaitable<Verdict> check_http1(HealthChecks& w, config::UpstreamServer s,
                                      const config::HealthCheck& hc) {
   const auto deadline = steady::now() + hc.timeout;
   s.connect_timeout = std::min(s.connect_timeout, hc.timeout);
   UpstreamPool::Connected c;
   {
-    Watchdog connecting(w.pool.executor());
-    c = co_await w.pool.connect(s, connecting);
+    Watchdog connecting(w.upstreams.pool.executor());
+    c = co_await w.upstreams.pool.connect(s, connecting);
   }
   if (c.error) co_return Verdict{false, "connect: " + c.why};
   auto& conn = *c.conn;
@@ -82,11 +83,11 @@ asio::awaitable<Verdict> check_http1(WorkerContext& w, config::UpstreamServer s,
 }
 
 // GET path as a stream of a pooled HTTP/2 connection (one is opened when none is there).
-asio::awaitable<Verdict> check_h2(WorkerContext& w, config::UpstreamServer s,
+asio::awaitable<Verdict> check_h2(HealthChecks& w, config::UpstreamServer s,
                                   const config::HealthCheck& hc) {
   const auto deadline = steady::now() + hc.timeout;
   s.connect_timeout = std::min(s.connect_timeout, hc.timeout);
-  auto got = co_await w.h2_pool.get(s);
+  auto got = co_await w.h2.get(s);
   if (!got.conn) co_return Verdict{false, "connect: " + got.why};
   H2HeaderBlock block;
   block.add(":method", "GET");
@@ -94,7 +95,7 @@ asio::awaitable<Verdict> check_h2(WorkerContext& w, config::UpstreamServer s,
   block.add(":authority", authority(s));
   block.add(":path", hc.path);
   block.add("user-agent", "floodgate-health-check");
-  asio::steady_timer wake(w.pool.executor());
+  asio::steady_timer wake(w.upstreams.pool.executor());
   auto call = std::make_shared<H2Call>();
   call->waker = &wake;
   H2CallGuard guard{call, got.conn};  // the stream is reset once the head is in
@@ -111,10 +112,10 @@ asio::awaitable<Verdict> check_h2(WorkerContext& w, config::UpstreamServer s,
 
 // One check of one server, and what its result changes.
 // `config` is held for `up` and `s`, which are its.
-asio::awaitable<void> check(WorkerContext& w, [[maybe_unused]] config::ConfigPtr config,
+asio::awaitable<void> check(HealthChecks& w, [[maybe_unused]] config::ConfigPtr config,
                             const config::Upstream& up, const config::UpstreamServer& s,
                             ServerHealth& h) {
-  Counted counted(w.health_checks);
+  Counted counted(w.running);
   struct Done {
     ServerHealth& h;
     ~Done() { h.checking = false; }
@@ -132,8 +133,9 @@ asio::awaitable<void> check(WorkerContext& w, [[maybe_unused]] config::ConfigPtr
       // Back by its checks: an ejection from before it went down is over too (as Envoy's
       // successful_active_health_check_uneject_host).
       h.ejected_until.store(0, std::memory_order_relaxed);
-      w.log.info("upstream {}: server {} passed {} health checks in a row: back in service",
-                 up.name, s.url, h.passes);
+      w.services.log.info(
+          "upstream {}: server {} passed {} health checks in a row: back in service", up.name,
+          s.url, h.passes);
     }
     co_return;
   }
@@ -141,7 +143,7 @@ asio::awaitable<void> check(WorkerContext& w, [[maybe_unused]] config::ConfigPtr
   h.passes = 0;
   if (++h.misses >= hc.unhealthy && h.checked_up.load(std::memory_order_relaxed)) {
     h.checked_up.store(false, std::memory_order_relaxed);
-    w.log.warn(
+    w.services.log.warn(
         "upstream {}: server {} failed {} health checks in a row (GET {}: {}): out of service",
         up.name, s.url, h.misses, hc.path, v.why);
   }
@@ -149,15 +151,15 @@ asio::awaitable<void> check(WorkerContext& w, [[maybe_unused]] config::ConfigPtr
 
 }  // namespace
 
-asio::awaitable<void> run_health_checks(WorkerContext& w) {
-  Counted counted(w.health_checks);
-  asio::steady_timer tick(w.pool.executor());
-  while (!w.draining) {
-    auto config = w.snapshot();
+asio::awaitable<void> run_health_checks(HealthChecks& w) {
+  Counted counted(w.running);
+  asio::steady_timer tick(w.upstreams.pool.executor());
+  while (!w.services.draining) {
+    auto config = w.services.snapshot();
     const auto now = steady::now();
     for (const auto& up : config->upstreams) {
       for (const auto& s : up.servers) {
-        auto& h = w.balancer.health().of(s);
+        auto& h = w.upstreams.balancer.health().of(s);
         if (!up.health_check) {
           // Checks taken off by a reload: their last verdict no longer holds.
           h.checked_up.store(true, std::memory_order_relaxed);
@@ -169,8 +171,8 @@ asio::awaitable<void> run_health_checks(WorkerContext& w) {
         if (h.checking || now < h.next_check) continue;
         h.checking = true;
         h.next_check = now + up.health_check->interval;
-        asio::co_spawn(w.pool.executor(), check(w, config, up, s, h),
-                       log_exceptions(w, "health check"));
+        asio::co_spawn(w.upstreams.pool.executor(), check(w, config, up, s, h),
+                       log_exceptions(w.services.log, w.services.metrics, "health check"));
       }
     }
     tick.expires_after(kTick);

@@ -7,11 +7,22 @@
 
 #include <boost/asio/awaitable.hpp>
 
-#include "worker_context.hpp"
+#include "services.hpp"
+#include "upstream_h2.hpp"
+#include "upstreams.hpp"
 
 namespace floodgate::http {
 
-// Runs until the worker drains; counted (with each check) in w.health_checks.
-boost::asio::awaitable<void> run_health_checks(WorkerContext& w);
+// What the checks use: the worker's upstreams and h2 connections, and its services (the
+// snapshot, the drain, the log). `running` counts the checks' coroutines (the drain waits).
+struct HealthChecks {
+  Upstreams& upstreams;
+  H2UpstreamPool& h2;
+  Services& services;
+  int running = 0;
+};
+
+// Runs until the worker drains; counted (with each check) in w.running.
+boost::asio::awaitable<void> run_health_checks(HealthChecks& w);
 
 }  // namespace floodgate::http

@@ -75,7 +75,7 @@ class FinishGuard {
 class Session final : public SessionRegistry::Entry {
  public:
   Session(tcp::socket socket, std::shared_ptr<const tls::ServerContexts> tls,
-          FrontProtocols protocols, WorkerContext& w)
+          FrontProtocols protocols, Services& w)
       : Entry(w.sessions),
         protocols_(protocols),
         peer_ip_(peer_text(socket)),
@@ -144,9 +144,7 @@ class Session final : public SessionRegistry::Entry {
       if (ec && !is_protocol_error(ec)) co_return;
       ++w_.in_flight;
       Exchange x;
-      x.config = std::move(config);
-      x.arrived = w_.clock.now();
-      if (x.config->log.access_log) x.started = std::chrono::steady_clock::now();
+      w_.open(x, std::move(config));
       take_connection(x, parser, !ec);
       // A request the parser refused is an exchange too (answered with a request id, counted
       // and access-logged as an HTTP/2 stream's is); the connection closes after it, its
@@ -157,7 +155,7 @@ class Session final : public SessionRegistry::Entry {
       else
         keep_alive = co_await serve(parser, x);
       --w_.in_flight;
-      if (x.config->log.access_log) log_exchange(x, *w_.access_log, w_.gate.hasher(*x.config));
+      w_.close(x);
       if (!keep_alive) break;
     }
     co_await close(closed_idle);
@@ -289,8 +287,7 @@ class Session final : public SessionRegistry::Entry {
     x.peer = peer_;
     x.tls = client_.is_tls();
     x.tls_fingerprints = client_.fingerprints();
-    x.jwks = w_.jwks;
-    identify(x, w_.request_ids);
+    w_.identify(x);
   }
 
   asio::awaitable<bool> serve(RequestParser& parser, Exchange& x) {
@@ -311,7 +308,7 @@ class Session final : public SessionRegistry::Entry {
     // A drain past its deadline may have closed the client while the store decided.
     if (!client_.socket().is_open()) co_return false;
     H1Front front(Http1Client{client_, buffer_, watch_, chunk_, head_}, parser, x, w_.metrics);
-    auto done = co_await proxy(w_, front, x, x.config->upstream_of(*x.route));
+    auto done = co_await w_.proxy.forward(front, x, x.config->upstream_of(*x.route));
     if (done.answer != 0)
       co_return co_await send_error(static_cast<bhttp::status>(done.answer), x.version, false, &x);
     co_return done.keep_alive;
@@ -326,7 +323,7 @@ class Session final : public SessionRegistry::Entry {
   Watchdog watch_;  // every socket operation of this connection runs under its deadline
   beast::flat_buffer buffer_;
   std::string head_;  // the message head being relayed, serialized (reused)
-  WorkerContext& w_;
+  Services& w_;
   std::array<char, kChunkSize> chunk_;  // the one body buffer of this connection
 };
 
@@ -334,8 +331,8 @@ class Session final : public SessionRegistry::Entry {
 
 asio::awaitable<void> run_session(tcp::socket socket,
                                   std::shared_ptr<const tls::ServerContexts> tls,
-                                  FrontProtocols protocols, WorkerContext& worker) {
-  Session session(std::move(socket), std::move(tls), protocols, worker);
+                                  FrontProtocols protocols, Services& services) {
+  Session session(std::move(socket), std::move(tls), protocols, services);
   co_await session.run();
 }
 

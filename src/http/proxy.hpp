@@ -20,7 +20,9 @@
 
 #include "exchange.hpp"
 #include "pipeline.hpp"
-#include "worker_context.hpp"
+#include "upstream_health.hpp"
+#include "upstream_pool.hpp"
+#include "watchdog.hpp"
 
 namespace floodgate::http {
 
@@ -200,8 +202,13 @@ struct Forwarded {
   int answer = 0;
 };
 
-// Takes admitted `x` (from `front`) to a server of `up` and its response back to the front.
-boost::asio::awaitable<Forwarded> proxy(WorkerContext& w, Front& front, Exchange& x,
-                                        const config::Upstream& up);
+// What a front hands an admitted exchange to: the worker's driver (driver.hpp), which takes
+// `x` (from `front`) to a server of `up` and its response back to the front.
+class Proxy {
+ public:
+  virtual ~Proxy() = default;
+  virtual boost::asio::awaitable<Forwarded> forward(Front& front, Exchange& x,
+                                                    const config::Upstream& up) = 0;
+};
 
 }  // namespace floodgate::http

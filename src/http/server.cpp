@@ -21,11 +21,13 @@
 
 #include "connection_budget.hpp"
 #include "floodgate/decide/key_lookup.hpp"
+#include "floodgate/log_throttle.hpp"
 #include "floodgate/store/limit_store.hpp"
 #include "floodgate/tls/contexts.hpp"
 #include "health_checks.hpp"
+#include "report_exception.hpp"
 #include "session.hpp"
-#include "worker_context.hpp"
+#include "upstream_proxy.hpp"
 
 namespace floodgate::http {
 
@@ -51,18 +53,13 @@ class Worker {
          std::string lease_prefix, ConnectionBudget& connections, UpstreamHealth& health)
       : store_(deps.make_store(ioc_)),
         local_(deps.make_local(ioc_)),
-        ctx_{config,
-             log,
-             deps.clock,
-             UpstreamPool(ioc_.get_executor()),
-             decide::Gate(*store_, *local_, deps.metrics, log, std::move(lease_prefix),
-                          deps.overrides),
-             deps.metrics,
-             UpstreamBalancer(health)},
-        connections_(connections) {
-    ctx_.access_log = deps.access_log ? deps.access_log : &log;
-    ctx_.jwks = deps.jwks;
-  }
+        config_(config),
+        clock_(deps.clock),
+        gate_(*store_, *local_, deps.metrics, log, std::move(lease_prefix), deps.overrides),
+        upstreams_(ioc_.get_executor(), health, log, deps.metrics),
+        services_(config, deps.clock, gate_, proxy_, log, deps.access_log ? *deps.access_log : log,
+                  deps.jwks, deps.metrics),
+        connections_(connections) {}
 
   ~Worker() { join(); }
 
@@ -88,9 +85,11 @@ class Worker {
   // `checker`: this worker runs the process's active health checks.
   void start(bool checker) {
     for (auto& entry : acceptors_)
-      asio::co_spawn(ioc_, accept_loop(entry), log_exceptions(ctx_, "acceptor"));
+      asio::co_spawn(ioc_, accept_loop(entry),
+                     log_exceptions(services_.log, services_.metrics, "acceptor"));
     if (checker)
-      asio::co_spawn(ioc_, run_health_checks(ctx_), log_exceptions(ctx_, "health checks"));
+      asio::co_spawn(ioc_, run_health_checks(checks_),
+                     log_exceptions(services_.log, services_.metrics, "health checks"));
     thread_ = std::thread([this] { run(); });
   }
 
@@ -102,11 +101,12 @@ class Worker {
         entry.acceptor.close(ignored);
         entry.pause.cancel();  // a paused loop sees the acceptor closed and ends
       }
-      ctx_.draining = true;
+      services_.draining = true;
       // Keep-alive connections waiting for a request close now (they have nothing to lose);
       // stop_when_idle takes care of the rest.
-      ctx_.sessions.end_idle_waits();
-      asio::co_spawn(ioc_, stop_when_idle(deadline), log_exceptions(ctx_, "drain"));
+      services_.sessions.end_idle_waits();
+      asio::co_spawn(ioc_, stop_when_idle(deadline),
+                     log_exceptions(services_.log, services_.metrics, "drain"));
     });
   }
 
@@ -124,8 +124,8 @@ class Worker {
     asio::co_spawn(
         ioc_,
         [this, request = std::move(request), done]() -> asio::awaitable<void> {
-          done->set_value(co_await decide::answer_key_request(ctx_.gate, *store_, ctx_.snapshot(),
-                                                              ctx_.clock.now(), request));
+          done->set_value(co_await decide::answer_key_request(gate_, *store_, services_.snapshot(),
+                                                              clock_.now(), request));
         },
         [done](std::exception_ptr e) {
           if (e) done->set_value(KeyAnswer{500, "{\"error\":\"internal error\"}\n"});
@@ -133,7 +133,7 @@ class Worker {
     return answer;
   }
   void forget(std::string key) {
-    asio::post(ioc_, [this, key = std::move(key)] { ctx_.gate.forget(key); });
+    asio::post(ioc_, [this, key = std::move(key)] { gate_.forget(key); });
   }
 
   // Asked from the admin thread: the copies are made on this worker's loop, between two
@@ -143,7 +143,7 @@ class Worker {
     auto copies = done->get_future();
     asio::post(ioc_, [this, done] {
       std::vector<limit::LimitTop> out;
-      ctx_.gate.top(*ctx_.snapshot(), ctx_.clock.now(), out);
+      gate_.top(*services_.snapshot(), clock_.now(), out);
       done->set_value(std::move(out));
     });
     return copies;
@@ -158,7 +158,7 @@ class Worker {
         ioc_.run();
         return;
       } catch (...) {
-        report_exception(ctx_.log, ctx_.metrics, "worker", std::current_exception());
+        report_exception(services_.log, services_.metrics, "worker", std::current_exception());
       }
     }
   }
@@ -189,7 +189,7 @@ class Worker {
   // certificates loaded at start stay.
   std::shared_ptr<const tls::ServerContexts> tls_for(const Acceptor& a) const {
     if (!a.tls) return nullptr;
-    auto cfg = ctx_.config.get();
+    auto cfg = config_.get();
     const auto& listen = cfg->server.listen;
     if (a.index < listen.size() && listen[a.index].address.to_string() == a.address &&
         listen[a.index].tls && listen[a.index].tls->contexts)
@@ -204,7 +204,7 @@ class Worker {
   static constexpr std::chrono::milliseconds kResourcePause{100};
   static constexpr std::chrono::milliseconds kErrorPause{10};
 
-  std::int64_t max_connections() const { return ctx_.config.get()->server.max_connections; }
+  std::int64_t max_connections() const { return config_.get()->server.max_connections; }
 
   // False when a drain closed the acceptor meanwhile.
   asio::awaitable<bool> pause(asio::steady_timer& timer, std::chrono::milliseconds d,
@@ -219,7 +219,7 @@ class Worker {
     auto& timer = entry.pause;
     entry.looping = true;
     // stop_when_idle waits for this too: a frame left suspended would be destroyed with the
-    // io_context, after ctx_.
+    // io_context, after services_.
     struct Ended {
       bool& looping;
       ~Ended() { looping = false; }
@@ -249,16 +249,17 @@ class Worker {
       }
       socket.set_option(tcp::no_delay(true), ec);
       // The slot lives in the completion handler, which lives exactly as long as the session.
-      asio::co_spawn(ioc_, run_session(std::move(socket), tls_for(entry), entry.protocols, ctx_),
-                     [report = log_exceptions(ctx_, "session"),
+      asio::co_spawn(ioc_,
+                     run_session(std::move(socket), tls_for(entry), entry.protocols, services_),
+                     [report = log_exceptions(services_.log, services_.metrics, "session"),
                       slot = std::move(slot)](std::exception_ptr e) { report(e); });
     }
   }
 
   void note_full() {
-    ctx_.metrics.count(metrics::Metrics::AcceptPause::max_connections);
+    services_.metrics.count(metrics::Metrics::AcceptPause::max_connections);
     if (auto quiet = full_log_.allow(); quiet >= 0)
-      ctx_.log.warn(
+      services_.log.warn(
           "server.max_connections ({}) reached: new connections wait until one closes ({} "
           "similar lines suppressed)",
           max_connections(), quiet);
@@ -272,17 +273,17 @@ class Worker {
     const bool resources = ec == errc::too_many_files_open ||
                            ec == errc::too_many_files_open_in_system ||
                            ec == errc::no_buffer_space || ec == errc::not_enough_memory;
-    if (resources) ctx_.metrics.count(metrics::Metrics::AcceptPause::resources);
+    if (resources) services_.metrics.count(metrics::Metrics::AcceptPause::resources);
     if (auto quiet = accept_log_.allow(); quiet >= 0)
-      ctx_.log.warn("accept failed: {}{} ({} similar lines suppressed)", ec.message(),
-                    resources ? ": accepting again in 100ms" : "", quiet);
+      services_.log.warn("accept failed: {}{} ({} similar lines suppressed)", ec.message(),
+                         resources ? ": accepting again in 100ms" : "", quiet);
     return resources ? kResourcePause : kErrorPause;
   }
 
   // The rest of a drain (its start closed the acceptors and the idle connections). Requests
   // in flight, tunnels included, may finish until `deadline`; then every session still open
   // is closed. The loop stops only once the last session's coroutine has ended: each uses
-  // ctx_ to its last line, and ctx_ is destroyed before the io_context, which would destroy
+  // services_ to its last line, and they are destroyed before the io_context, which destroys
   // frames still queued in it only then.
   asio::awaitable<void> stop_when_idle(std::chrono::steady_clock::time_point deadline) {
     using namespace std::chrono_literals;
@@ -292,33 +293,33 @@ class Worker {
       tick.expires_after(d);
       return tick.async_wait(asio::as_tuple(asio::use_awaitable));
     };
-    while (ctx_.in_flight > 0 && clock::now() < deadline) co_await sleep_for(20ms);
-    if (ctx_.in_flight > 0)
-      ctx_.log.warn("drain: {} requests still in flight at the deadline", ctx_.in_flight);
+    while (services_.in_flight > 0 && clock::now() < deadline) co_await sleep_for(20ms);
+    if (services_.in_flight > 0)
+      services_.log.warn("drain: {} requests still in flight at the deadline", services_.in_flight);
     // Those still handshaking or reading a request; past the deadline everything. Sessions
     // closing by themselves (an idle one's close_notify) get until the deadline.
     bool past = clock::now() >= deadline;
     if (past)
-      ctx_.sessions.abort_all();
+      services_.sessions.abort_all();
     else
-      ctx_.sessions.abort_busy();
+      services_.sessions.abort_busy();
     auto reported = clock::now();
     auto accepting = [this] {
       return std::any_of(acceptors_.begin(), acceptors_.end(),
                          [](const Acceptor& a) { return a.looping; });
     };
-    while (ctx_.sessions.size() > 0 || accepting()) {
+    while (services_.sessions.size() > 0 || accepting()) {
       co_await sleep_for(5ms);
       const auto now = clock::now();
       if (!past && now >= deadline) {
         past = true;
-        ctx_.sessions.abort_all();
+        services_.sessions.abort_all();
       }
       // Only a store decision or a name lookup outlasts an abort, each with its own deadline.
       if (now - reported >= 1s) {
         reported = now;
-        ctx_.log.warn("drain: waiting for {} sessions to end", ctx_.sessions.size());
-        ctx_.sessions.abort_all();
+        services_.log.warn("drain: waiting for {} sessions to end", services_.sessions.size());
+        services_.sessions.abort_all();
       }
     }
     // Leased units go back to the store before the loop (and the store's connection) stops.
@@ -327,11 +328,11 @@ class Worker {
     for (const auto until = clock::now() + 1s; !*returned && clock::now() < until;)
       co_await sleep_for(5ms);
     // A check under way ends within its timeout; the checker, at its next tick.
-    while (ctx_.health_checks > 0) co_await sleep_for(5ms);
-    ctx_.pool.clear();
+    while (checks_.running > 0) co_await sleep_for(5ms);
+    upstreams_.pool.clear();
     // HTTP/2 upstream connections run coroutines of their own: ended, and waited for.
-    ctx_.h2_pool.close_all();
-    while (ctx_.h2_pool.running() > 0) co_await sleep_for(5ms);
+    h2_pool_.close_all();
+    while (h2_pool_.running() > 0) co_await sleep_for(5ms);
     ioc_.stop();
   }
 
@@ -340,7 +341,14 @@ class Worker {
   asio::io_context ioc_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   std::unique_ptr<store::LimitStore> store_;  // the configured backend
   std::unique_ptr<store::LimitStore> local_;  // the in-process one, for on_store_error: local
-  WorkerContext ctx_;
+  config::ConfigSource& config_;
+  const limit::Clock& clock_;
+  decide::Gate gate_;  // decides on the worker's stores
+  Upstreams upstreams_;
+  H2UpstreamPool h2_pool_{upstreams_.pool};  // connections to `protocol: h2` upstreams
+  UpstreamProxy proxy_{upstreams_, h2_pool_, gate_};
+  Services services_;  // what the fronts use
+  HealthChecks checks_{upstreams_, h2_pool_, services_};
   ConnectionBudget& connections_;  // the instance's: shared by every worker
   LogThrottle full_log_;
   LogThrottle accept_log_;

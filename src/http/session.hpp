@@ -3,7 +3,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "worker_context.hpp"
+#include "services.hpp"
 
 namespace floodgate::tls {
 class ServerContexts;
@@ -23,6 +23,6 @@ struct FrontProtocols {
 // settles on: h2 or HTTP/1.1).
 boost::asio::awaitable<void> run_session(boost::asio::ip::tcp::socket socket,
                                          std::shared_ptr<const tls::ServerContexts> tls,
-                                         FrontProtocols protocols, WorkerContext& worker);
+                                         FrontProtocols protocols, Services& services);
 
 }  // namespace floodgate::http

@@ -2,7 +2,7 @@
 // The sessions one worker has open, so that a drain can reach them: it ends the idle ones at
 // once, the rest at its deadline, and waits until none is left before the worker's context
 // goes (a session's coroutine uses that context up to its last line, its destructor included).
-// One event loop thread only, like the rest of WorkerContext.
+// One event loop thread only, like the rest of a worker's Services.
 
 #include <boost/intrusive/list.hpp>
 

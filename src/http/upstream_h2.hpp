@@ -176,6 +176,7 @@ struct H2CallGuard {
 class H2UpstreamPool {
  public:
   explicit H2UpstreamPool(UpstreamPool& connector) : connector_(connector) {}
+  boost::asio::any_io_executor executor() const { return connector_.executor(); }
 
   // Attempts a stream gets in all when the origin refuses it unprocessed (GOAWAY,
   // REFUSED_STREAM) or a connection cannot take it: each on another connection.

@@ -23,8 +23,8 @@
 #include <utility>
 #include <vector>
 
-#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config.hpp"
+#include "floodgate/metrics/metrics.hpp"
 
 namespace floodgate::http {
 

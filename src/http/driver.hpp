@@ -1,31 +1,36 @@
-#include "proxy.hpp"
+#pragma once
+// THE proxy driver (proxy.hpp): an admitted exchange taken to a server of its route's
+// upstream and back, over a Front and an UpstreamCall. Header-only because each protocol's
+// call is made in a frame of its own (run_with): the one place that knows both protocols
+// (the worker's Proxy) instantiates it for each.
 
-#include <boost/beast/http.hpp>
-
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/status.hpp>
 
 #include <array>
 #include <chrono>
 #include <memory>
 #include <optional>
-#include <type_traits>
+#include <span>
+#include <string>
 
-#include "coro_names.hpp"
+#include "coro_names.hpp"  // this header is included by one .cpp only
+#include "floodgate/decide/gate.hpp"
 #include "forwarding.hpp"
-#include "h1_upstream_call.hpp"
-#include "h2_upstream_call.hpp"
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // see h2_stream.cpp
-#endif
+#include "pipeline.hpp"
+#include "proxy.hpp"
+#include "report_exception.hpp"
+#include "upstreams.hpp"
 
 namespace floodgate::http {
 
-namespace {
-
 // What a client is told when its request's body could not be read: 413, 400, or nothing
 // (it went away or stalled).
-int answer_for(const BodyRead& r) {
+inline int answer_for(const BodyRead& r) {
   if (r.failure == BodyRead::Failure::too_large) return 413;
   if (r.failure == BodyRead::Failure::malformed) return 400;
   return 0;
@@ -33,43 +38,41 @@ int answer_for(const BodyRead& r) {
 
 class Driver {
  public:
-  Driver(WorkerContext& w, Front& front, Exchange& x, const config::Upstream& up)
-      : w_(w),
+  Driver(Upstreams& upstreams, decide::Gate& gate, Front& front, Exchange& x,
+         const config::Upstream& up)
+      : ups_(upstreams),
+        gate_(gate),
         front_(front),
         x_(x),
-        use_(w.upstream_server(x.config, up)),
-        pump_joined_(w.pool.executor()) {
+        use_(upstreams.server(x.config, up)),
+        pump_joined_(upstreams.pool.executor()) {
     abandon_.client_gone = front.gone_flag();
     front.watch(abandon_);
   }
 
-  // The call is made in the frame of the one protocol it speaks: an h2 call is four times an
-  // HTTP/1.1 one's size, and a coroutine frame past Asio's recycling limit (1020 bytes) costs
-  // a trip through malloc's slow path on every request.
+  // The server's protocol: the caller makes the call (Call) of the protocol it speaks.
   bool h2() const { return use_.server().protocol == config::UpstreamProtocol::h2; }
-  asio::awaitable<Forwarded> run_h1() {
-    return run_with([&] { return H1UpstreamCall(w_, front_.watchdog(), front_.head_buffer()); });
-  }
-  asio::awaitable<Forwarded> run_h2() {
-    return run_with([&] { return H2UpstreamCall(w_, x_, front_.wakers(), abandon_); });
-  }
+  const Abandon& abandon() const { return abandon_; }
 
- private:
-  // The whole exchange: heads, then a WebSocket's tunnel or the response relayed.
+  // The whole exchange: heads, then a WebSocket's tunnel or the response relayed. `make`
+  // returns the call, made in this frame: one frame per protocol, since an h2 call is four
+  // times an HTTP/1.1 one's size and a coroutine frame past Asio's recycling limit (1020
+  // bytes) costs a trip through malloc's slow path on every request.
   template <class Make>
   asio::awaitable<Forwarded> run_with(Make make) {
     auto call = make();
-    constexpr bool to_h2 = std::is_same_v<decltype(call), H2UpstreamCall>;
-    duplex_ = to_h2 && front_.duplex();
+    constexpr bool multiplexed = decltype(call)::kMultiplexed;
+    duplex_ = multiplexed && front_.duplex();
     auto framing = front_.framing();
-    if (to_h2) framing = UpstreamFraming{framing.content_length};  // DATA frames carry the body
+    if (multiplexed)
+      framing = UpstreamFraming{framing.content_length};  // DATA frames carry the body
     auto& req = front_.request();
     const UpstreamCall::Shape shape{!front_.body_done(), framing.chunked, front_.takes_trailers()};
     prepare_upstream_head(x_, req, use_.server(), framing);
     auto done = co_await exchange_heads(call, req, shape, framing.upgrade);
     if (!done && call.head().result() == bhttp::status::switching_protocols) {
       x_.status = 101;
-      count_status(w_.gate, x_);  // an open tunnel holds nothing of a counting limit
+      count_status(gate_, x_);  // an open tunnel holds nothing of a counting limit
       co_await front_.tunnel(call.head(), *call.connection());
       co_return Forwarded{};  // the connection no longer carries HTTP
     }
@@ -88,6 +91,7 @@ class Driver {
     co_return *done;
   }
 
+ private:
   // One side of the exchange is over: the waits of the other end now.
   void stop() {
     abandon_.stopped = true;
@@ -104,8 +108,8 @@ class Driver {
   void start_pump(UpstreamCall& call) {
     pump_buffer_ = std::make_unique<std::array<char, 16 * 1024>>();
     pumping_ = true;
-    asio::co_spawn(w_.pool.executor(), pump(call), [this](std::exception_ptr e) {
-      if (e) report_exception(w_.log, w_.metrics, "request body", e);
+    asio::co_spawn(ups_.pool.executor(), pump(call), [this](std::exception_ptr e) {
+      if (e) report_exception(ups_.log, ups_.metrics, "request body", e);
       pumping_ = false;
       pump_joined_.cancel();
       if (e || !pump_failed_.ok) stop();  // the response's side has nothing left to wait for
@@ -127,9 +131,9 @@ class Driver {
       UpstreamCall::Opened opened{call.reuse(use_)};
       if (!opened.ok) opened = co_await call.open(use_);
       if (!opened.ok) {
-        w_.upstream_connect_failed(use_, opened.timeout, opened.why);
+        ups_.connect_failed(use_, opened.timeout, opened.why);
         // Nothing was sent (the body is still unread): another server may take it.
-        if (!retried && w_.upstream_retry(x_.config, use_)) {
+        if (!retried && ups_.retry(x_.config, use_)) {
           retried = true;
           continue;
         }
@@ -149,7 +153,7 @@ class Driver {
       if (step.ok) step = co_await call.read_head(upgrade);
       if (step.ok) {
         x_.upstream_took = std::chrono::steady_clock::now() - sent_at;
-        w_.upstream_answered(use_, x_.upstream_took, call.head().result_int());
+        ups_.answered(use_, x_.upstream_took, call.head().result_int());
         co_return std::nullopt;
       }
       if (step.retry) continue;
@@ -185,24 +189,24 @@ class Driver {
     // says nothing of the server.
     if (abandon_()) return Forwarded{};
     if (step.timeout)
-      w_.upstream_timed_out(use_);
+      ups_.timed_out(use_);
     else if (step.blame)
-      w_.upstream_outcome(use_, true);
+      ups_.outcome(use_, true);
     if (!step.why.empty())
-      if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
-        w_.log.warn("upstream {} ({}): {} ({} similar lines suppressed)", use_.server().name,
-                    use_.server().url, step.why, quiet);
+      if (auto quiet = ups_.errors.allow(); quiet >= 0)
+        ups_.log.warn("upstream {} ({}): {} ({} similar lines suppressed)", use_.server().name,
+                      use_.server().url, step.why, quiet);
     return Forwarded{false, step.answer};
   }
 
   // The response's head rewritten for the client, then its body as the client takes it.
   asio::awaitable<Forwarded> relay_response(UpstreamCall& call) {
     auto& res = call.head();
-    settle_response(w_.gate, x_, res);
+    settle_response(gate_, x_, res);
     strip_hop_by_hop(res);
     add_rate_headers(x_, res);
     x_.status = res.result_int();
-    count_status(w_.gate, x_);  // not at the body's end: a long download holds nothing
+    count_status(gate_, x_);  // not at the body's end: a long download holds nothing
     const auto body = call.body();
     front_.set_head(res, body);
     if (body.has_body && call.head_first() && (front_.eager_head() || call.streams())) {
@@ -219,15 +223,15 @@ class Driver {
         if (!front_.responded())
           co_return Forwarded{false, r.failure == BodyRead::Failure::timeout ? 504 : 502};
         front_.abort();
-        if (auto quiet = w_.upstream_errors.allow(); quiet >= 0)
-          w_.log.warn("upstream {} ({}): response body: {} ({} similar lines suppressed)",
-                      use_.server().name, use_.server().url,
-                      r.error ? r.error.message() : std::string("the stream failed"), quiet);
+        if (auto quiet = ups_.errors.allow(); quiet >= 0)
+          ups_.log.warn("upstream {} ({}): response body: {} ({} similar lines suppressed)",
+                        use_.server().name, use_.server().url,
+                        r.error ? r.error.message() : std::string("the stream failed"), quiet);
         co_return Forwarded{};  // a partial response: closing is the only honest end
       }
       const Trailers* trailers = r.last ? call.trailers() : nullptr;
       if (trailers && trailers->size() > 0)
-        settle_fields(w_.gate, x_, true,
+        settle_fields(gate_, x_, true,
                       [trailers](std::string_view n) { return trailers->find(n); });
       const bool written = co_await front_.write_body(buffer.first(r.n), r.last, trailers);
       if (!written) co_return Forwarded{};
@@ -238,7 +242,8 @@ class Driver {
     co_return Forwarded{front_.keeps_alive(), 0};
   }
 
-  WorkerContext& w_;
+  Upstreams& ups_;
+  decide::Gate& gate_;
   Front& front_;
   Exchange& x_;
   ServerUse use_;  // the server: its requests in flight count this one until the driver ends
@@ -250,14 +255,5 @@ class Driver {
   asio::steady_timer pump_joined_;  // cancelled when the request's side ends
   std::unique_ptr<std::array<char, 16 * 1024>> pump_buffer_;
 };
-
-}  // namespace
-
-asio::awaitable<Forwarded> proxy(WorkerContext& w, Front& front, Exchange& x,
-                                 const config::Upstream& up) {
-  Driver driver(w, front, x, up);
-  if (driver.h2()) co_return co_await driver.run_h2();
-  co_return co_await driver.run_h1();
-}
 
 }  // namespace floodgate::http
