@@ -10,14 +10,14 @@
 
 #include <string>
 
+#include "exchange/request_sources.hpp"
 #include "floodgate/config/cidr_set.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/decide/router.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/heavy_hitters.hpp"
 #include "floodgate/limit/policy.hpp"
-#include "http/request_sources.hpp"
-#include "http/wire.hpp"
+#include "h1/wire.hpp"
 #include "store/redis/script_calls.hpp"
 
 namespace {

@@ -15,7 +15,7 @@
 #include <memory>
 #include <string_view>
 
-#include "http/h2_connection.hpp"
+#include "h2/h2_connection.hpp"
 #include "support.hpp"
 #include "worker_fixture.hpp"
 

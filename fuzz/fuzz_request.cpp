@@ -26,14 +26,14 @@
 #include <string>
 #include <string_view>
 
+#include "exchange/forwarding.hpp"
+#include "exchange/pipeline.hpp"
 #include "floodgate/limit/clock.hpp"
 #include "floodgate/metrics/metrics.hpp"
 #include "floodgate/store/memory_store.hpp"
-#include "http/error_response.hpp"
-#include "http/forwarding.hpp"
-#include "http/http1_head.hpp"
-#include "http/pipeline.hpp"
-#include "http/wire.hpp"
+#include "h1/error_response.hpp"
+#include "h1/http1_head.hpp"
+#include "h1/wire.hpp"
 #include "support.hpp"
 
 namespace {

@@ -11,14 +11,14 @@
 
 #include <memory>
 
+#include "exchange/services.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/limit/clock.hpp"
 #include "floodgate/metrics/metrics.hpp"
 #include "floodgate/store/memory_store.hpp"
-#include "http/services.hpp"
-#include "http/upstream_h2.hpp"
-#include "http/upstream_proxy.hpp"
-#include "http/upstreams.hpp"
+#include "h2/upstream_h2.hpp"
+#include "net/upstreams.hpp"
+#include "server/upstream_proxy.hpp"
 #include "support.hpp"
 
 namespace floodgate::fuzz {

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "floodgate/config/config.hpp"
-#include "floodgate/http/server.hpp"
+#include "floodgate/server/server.hpp"
 #include "floodgate/store/leased_store.hpp"
 #include "floodgate/store/memory_store.hpp"
 

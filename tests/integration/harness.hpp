@@ -19,8 +19,8 @@
 #include "floodgate/admin/prometheus.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/config/loader.hpp"
-#include "floodgate/http/server.hpp"
 #include "floodgate/metrics/metrics.hpp"
+#include "floodgate/server/server.hpp"
 #include "floodgate/store/leased_store.hpp"
 #include "floodgate/store/memory_store.hpp"
 

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "admin/admin_server.hpp"
-#include "floodgate/http/server.hpp"
+#include "floodgate/server/server.hpp"
 #include "floodgate_process.hpp"
 #include "harness.hpp"
 

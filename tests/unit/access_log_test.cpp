@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "../support/base64url.hpp"
+#include "exchange/access_log.hpp"
+#include "exchange/pipeline.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/limit/utc_time.hpp"
-#include "http/access_log.hpp"
-#include "http/http1_head.hpp"
-#include "http/pipeline.hpp"
+#include "h1/http1_head.hpp"
 #include "replay/log_record.hpp"
 
 namespace {

@@ -8,18 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "exchange/forwarding.hpp"
 #include "floodgate/decide/router.hpp"
 #include "floodgate/uri/target.hpp"
-#include "http/forwarding.hpp"
 
 namespace bhttp = boost::beast::http;
+using floodgate::decide::refuses_encoded_separators;
 using floodgate::http::add_forwarding_headers;
 using floodgate::http::ForwardedFor;
 using floodgate::http::is_websocket_upgrade;
-using floodgate::decide::refuses_encoded_separators;
+using floodgate::http::strip_hop_by_hop;
 using floodgate::uri::normalize_target;
 using floodgate::uri::parse_target;
-using floodgate::http::strip_hop_by_hop;
 
 namespace {
 

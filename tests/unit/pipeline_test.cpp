@@ -17,13 +17,13 @@
 #include <optional>
 #include <string>
 
+#include "exchange/access_log.hpp"
+#include "exchange/pipeline.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/limit/clock.hpp"
 #include "floodgate/store/memory_store.hpp"
-#include "http/access_log.hpp"
-#include "http/error_response.hpp"
-#include "http/http1_head.hpp"
-#include "http/pipeline.hpp"
+#include "h1/error_response.hpp"
+#include "h1/http1_head.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string_view>
 
-#include "http/request_sources.hpp"
+#include "exchange/request_sources.hpp"
 
 namespace {
 

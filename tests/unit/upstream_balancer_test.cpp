@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "floodgate/config/loader.hpp"
-#include "http/upstream_health.hpp"
+#include "net/upstream_health.hpp"
 
 namespace {
 

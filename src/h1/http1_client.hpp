@@ -1,0 +1,29 @@
+#pragma once
+// An HTTP/1.x client connection as the upstream leg and the tunnel use it: its transport,
+// the bytes read from it past the request's head, and the connection's one deadline and
+// buffers. Owned by the session; these are references into it.
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include <span>
+#include <string>
+
+#include "net/transport.hpp"
+#include "net/watchdog.hpp"
+
+namespace floodgate::http {
+
+using RequestParser = boost::beast::http::request_parser<boost::beast::http::buffer_body>;
+using ResponseParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
+
+struct Http1Client {
+  Transport& transport;
+  boost::beast::flat_buffer& buffer;  // read from the client, not yet consumed
+  Watchdog& watch;                    // every socket operation of the connection runs under it
+  std::span<char> chunk;              // the connection's one body buffer
+  std::string& head;                  // the message head being relayed, serialized (reused)
+};
+
+}  // namespace floodgate::http

@@ -1,0 +1,1 @@
+// The translation unit the shared precompiled header (Asio, Beast) is built with.
