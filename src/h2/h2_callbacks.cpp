@@ -14,10 +14,6 @@ namespace {
 // for them (netty's default allows 10).
 constexpr int kMaxEmptyFrames = 16;
 
-std::string_view view(const std::uint8_t* p, std::size_t n) {
-  return {reinterpret_cast<const char*>(p), n};
-}
-
 }  // namespace
 
 H2Connection& H2Callbacks::self(void* user) {

@@ -23,8 +23,6 @@ namespace floodgate::http {
 
 namespace {
 
-constexpr std::size_t kReadChunk = 16 * 1024;
-constexpr std::size_t kWriteBatch = 64 * 1024;
 // CONTINUATION frames one header block may take (CVE-2024-27316): the header list size bounds
 // the bytes, this the frames.
 constexpr std::size_t kMaxContinuations = 8;

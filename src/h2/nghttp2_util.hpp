@@ -7,8 +7,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace floodgate::http {
+
+// A connection's reads (one nghttp2_session_mem_recv each) and writes (take_output's batch).
+constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::size_t kWriteBatch = 64 * 1024;
+
+// A name or value nghttp2 hands a callback, as text.
+inline std::string_view view(const std::uint8_t* p, std::size_t n) {
+  return {reinterpret_cast<const char*>(p), n};
+}
 
 // Runs a callback's body so that no exception crosses into nghttp2 (C): one becomes
 // NGHTTP2_ERR_CALLBACK_FAILURE, which ends the connection.

@@ -21,8 +21,6 @@ namespace floodgate::http {
 
 namespace {
 
-constexpr std::size_t kReadChunk = 16 * 1024;
-constexpr std::size_t kWriteBatch = 64 * 1024;
 // The connection's receive window: what all its streams together may have buffered here
 // (each stream's own is the protocol's default, 64 KiB).
 constexpr std::int32_t kConnectionWindow = 1 << 20;

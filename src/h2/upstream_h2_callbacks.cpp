@@ -14,14 +14,6 @@
 
 namespace floodgate::http {
 
-namespace {
-
-std::string_view view(const std::uint8_t* p, std::size_t n) {
-  return {reinterpret_cast<const char*>(p), n};
-}
-
-}  // namespace
-
 struct H2UpstreamCallbacks {
   template <typename F>
   static int guarded(F&& f) noexcept {

@@ -8,28 +8,13 @@
 #include <boost/json/parse.hpp>
 
 #include "floodgate/keys/jwt.hpp"
+#include "openssl_free.hpp"
 
 namespace floodgate::keys {
 
 namespace {
 
 using Bytes = std::vector<unsigned char>;
-
-struct PkeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-struct CtxFree {
-  void operator()(EVP_PKEY_CTX* c) const { EVP_PKEY_CTX_free(c); }
-};
-struct BldFree {
-  void operator()(OSSL_PARAM_BLD* b) const { OSSL_PARAM_BLD_free(b); }
-};
-struct ParamFree {
-  void operator()(OSSL_PARAM* p) const { OSSL_PARAM_free(p); }
-};
-struct BnFree {
-  void operator()(BIGNUM* b) const { BN_free(b); }
-};
 
 std::shared_ptr<evp_pkey_st> shared(EVP_PKEY* k) {
   return std::shared_ptr<evp_pkey_st>(k, PkeyFree{});

@@ -24,6 +24,7 @@
 
 #include "floodgate/ascii.hpp"
 #include "floodgate/keys/jwks.hpp"
+#include "openssl_free.hpp"
 
 namespace floodgate::keys {
 namespace {
@@ -58,16 +59,6 @@ std::optional<JwtAlgorithm> algorithm_named(std::string_view name) {
   if (name == "EdDSA") return JwtAlgorithm::eddsa;
   return std::nullopt;
 }
-
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
-struct SigFree {
-  void operator()(ECDSA_SIG* s) const { ECDSA_SIG_free(s); }
-};
-struct BnFree {
-  void operator()(BIGNUM* b) const { BN_free(b); }
-};
 
 bool verify_hs256(std::string_view input, const Bytes& sig, const std::string& secret) {
   if (secret.empty() || sig.size() != 32) return false;
