@@ -9,26 +9,20 @@
 
 namespace floodgate::keys {
 
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+// Calls OpenSSL's `free` for its type: std::unique_ptr<BIGNUM, BnFree>.
+template <auto free>
+struct OpenSslFree {
+  template <class T>
+  void operator()(T* p) const {
+    free(p);
+  }
 };
-struct SigFree {
-  void operator()(ECDSA_SIG* s) const { ECDSA_SIG_free(s); }
-};
-struct BnFree {
-  void operator()(BIGNUM* b) const { BN_free(b); }
-};
-struct PkeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-struct CtxFree {
-  void operator()(EVP_PKEY_CTX* c) const { EVP_PKEY_CTX_free(c); }
-};
-struct BldFree {
-  void operator()(OSSL_PARAM_BLD* b) const { OSSL_PARAM_BLD_free(b); }
-};
-struct ParamFree {
-  void operator()(OSSL_PARAM* p) const { OSSL_PARAM_free(p); }
-};
+using MdCtxFree = OpenSslFree<EVP_MD_CTX_free>;
+using SigFree = OpenSslFree<ECDSA_SIG_free>;
+using BnFree = OpenSslFree<BN_free>;
+using PkeyFree = OpenSslFree<EVP_PKEY_free>;
+using CtxFree = OpenSslFree<EVP_PKEY_CTX_free>;
+using BldFree = OpenSslFree<OSSL_PARAM_BLD_free>;
+using ParamFree = OpenSslFree<OSSL_PARAM_free>;
 
 }  // namespace floodgate::keys
