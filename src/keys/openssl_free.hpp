@@ -10,11 +10,11 @@
 namespace floodgate::keys {
 
 // Calls OpenSSL's `free` for its type: std::unique_ptr<BIGNUM, BnFree>.
-template <auto free>
+template <auto release>
 struct OpenSslFree {
   template <class T>
   void operator()(T* p) const {
-    free(p);
+    release(p);
   }
 };
 using MdCtxFree = OpenSslFree<EVP_MD_CTX_free>;
