@@ -29,9 +29,8 @@
 #include "h2_header_block.hpp"
 #include "net/session_registry.hpp"
 #include "net/transport.hpp"
-#include "net/upstream_pool.hpp"
 #include "net/watchdog.hpp"
-#include "upstream_h2.hpp"
+#include "upstream_h2.hpp"  // H2Fields
 
 namespace floodgate::http {
 

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <future>
-#include <list>
 #include <mutex>
 #include <random>
 #include <system_error>
@@ -21,13 +20,10 @@
 
 #include "acceptors.hpp"
 #include "floodgate/decide/key_lookup.hpp"
-#include "floodgate/log_throttle.hpp"
 #include "floodgate/store/limit_store.hpp"
-#include "floodgate/tls/contexts.hpp"
 #include "health_checks.hpp"
 #include "net/connection_budget.hpp"
 #include "net/report_exception.hpp"
-#include "session.hpp"
 #include "upstream_proxy.hpp"
 
 namespace floodgate::http {
