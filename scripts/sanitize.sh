@@ -57,5 +57,7 @@ for p in "${pids[@]}"; do wait "$p" || status=1; done
 cat "$log.0" "$log.1" >>"$log" && rm -f "$log.0" "$log.1"
 reports=$(grep -cE "$pattern" "$log" || true)
 grep -E "^\[  (PASSED|FAILED)" "$log" || true
+# What each failed expectation said (CI keeps only this output, not the log).
+grep -A8 -E ": Failure$" "$log" | head -120 || true
 echo "$mode sanitizer: $reports reports, test status $status (full log: $log)"
 [ "$status" = 0 ] && [ "$reports" = 0 ]
