@@ -15,8 +15,10 @@ targets=(fuzz_request fuzz_config fuzz_jwt fuzz_redis_reply fuzz_cluster_reply f
 scripts/install-deps.sh >/dev/null
 # Optimised but with line tables for the reports, and with assertions kept (no -DNDEBUG):
 # Beast's BOOST_ASSERTs are checks worth fuzzing. The sanitizer flags come from FLOODGATE_FUZZ.
+# A unity build, as scripts/sanitize.sh's: 3 minutes on 2 cores instead of 6.
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DFLOODGATE_FUZZ=ON \
   -DFLOODGATE_TESTS=OFF -DFLOODGATE_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" >/dev/null
 cmake --build build-fuzz --target fuzzers -j "$(nproc)"
 

@@ -49,14 +49,14 @@ struct TlsTermination : ::testing::Test {
   }
 };
 
-const std::string kGet = "GET /hello HTTP/1.1\r\nHost: shop.test\r\n\r\n";
+const std::string kHello = "GET /hello HTTP/1.1\r\nHost: shop.test\r\n\r\n";
 
 TEST_F(TlsTermination, Tls13HandshakeAndAGet) {
   Proxy proxy(config({shop}));
   TlsClient c(proxy.port(), verified("shop.test"));
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c.version(), "TLSv1.3");
-  auto r = c.request(kGet);
+  auto r = c.request(kHello);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->result_int(), 200);
   EXPECT_EQ(r->body(), "ok");
@@ -70,7 +70,7 @@ TEST_F(TlsTermination, Tls12IsAccepted) {
   TlsClient c(proxy.port(), o);
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c.version(), "TLSv1.2");
-  auto r = c.request(kGet);
+  auto r = c.request(kHello);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->result_int(), 200);
 }
@@ -84,7 +84,7 @@ TEST_F(TlsTermination, Tls11IsRefused) {
   EXPECT_EQ(origin.requests(), 0u);
   TlsClient current(proxy.port(), with_sni("shop.test"));  // and the listener carries on
   ASSERT_TRUE(current.ok()) << current.error();
-  EXPECT_EQ(current.request(kGet)->result_int(), 200);
+  EXPECT_EQ(current.request(kHello)->result_int(), 200);
 }
 
 TEST_F(TlsTermination, MinVersion13RefusesTls12) {
@@ -96,7 +96,7 @@ TEST_F(TlsTermination, MinVersion13RefusesTls12) {
   TlsClient v13(proxy.port(), with_sni("shop.test"));
   ASSERT_TRUE(v13.ok()) << v13.error();
   EXPECT_EQ(v13.version(), "TLSv1.3");
-  EXPECT_EQ(v13.request(kGet)->result_int(), 200);
+  EXPECT_EQ(v13.request(kHello)->result_int(), 200);
   EXPECT_EQ(origin.requests(), 1u);
 }
 
@@ -113,7 +113,7 @@ TEST_F(TlsTermination, AlpnOffersTheListenersProtocolsInItsOrder) {
   TlsClient h1(both.port(), o);
   ASSERT_TRUE(h1.ok()) << h1.error();
   EXPECT_EQ(h1.alpn(), "http/1.1");
-  EXPECT_EQ(h1.request(kGet)->result_int(), 200);
+  EXPECT_EQ(h1.request(kHello)->result_int(), 200);
 
   auto only_http1 =
       substitute(config({shop}), "      tls:\n", "      protocols: [http1]\n      tls:\n");
@@ -122,7 +122,7 @@ TEST_F(TlsTermination, AlpnOffersTheListenersProtocolsInItsOrder) {
   TlsClient c(http1.port(), o);
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c.alpn(), "http/1.1");
-  EXPECT_EQ(c.request(kGet)->result_int(), 200);
+  EXPECT_EQ(c.request(kHello)->result_int(), 200);
 }
 
 TEST_F(TlsTermination, SniChoosesTheCertificateAndTheFirstIsTheDefault) {
@@ -178,7 +178,7 @@ TEST_F(TlsTermination, ReloadGivesNewConnectionsTheNewCertificate) {
   Proxy proxy(config({shop}));
   TlsClient before(proxy.port(), verified("shop.test"));
   ASSERT_TRUE(before.ok()) << before.error();
-  ASSERT_EQ(before.request(kGet)->result_int(), 200);
+  ASSERT_EQ(before.request(kHello)->result_int(), 200);
 
   auto renewed = pki.issue("renewed.shop.test", {"shop.test"});
   proxy.source().publish(load_or_fail(config({renewed})));
@@ -192,7 +192,7 @@ TEST_F(TlsTermination, ReloadGivesNewConnectionsTheNewCertificate) {
   EXPECT_EQ(served, "renewed.shop.test");
 
   // The connection from before the reload keeps its session and keeps working.
-  auto r = before.request(kGet);
+  auto r = before.request(kHello);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->result_int(), 200);
   EXPECT_EQ(before.peer_name(), "shop.test");
@@ -211,7 +211,7 @@ TEST_F(TlsTermination, ClientsNotSpeakingTlsAreDroppedBeforeTheOrigin) {
   EXPECT_EQ(origin.requests(), 0u);
   TlsClient c(proxy.port(), with_sni("shop.test"));
   ASSERT_TRUE(c.ok()) << c.error();
-  EXPECT_EQ(c.request(kGet)->result_int(), 200);
+  EXPECT_EQ(c.request(kHello)->result_int(), 200);
   EXPECT_EQ(origin.requests(), 1u);
 }
 

@@ -13,7 +13,7 @@ namespace {
 
 using namespace floodgate;
 
-config::ConfigPtr load(const std::string& yaml) {
+config::ConfigPtr load_with(const std::string& yaml) {
   auto r = config::load_config_text(yaml, "c.yaml", config::process_env());
   std::string errors;
   for (const auto& e : r.errors) errors += e.to_string() + "\n";
@@ -28,15 +28,15 @@ const std::string kHead =
     "jwt: { algorithms: [HS256], hs256_secret: a-jwt-secret-for-these-tests-0123 }\n";
 
 TEST(CallerKey, TheTextTopShowsLeadsBackToTheKeyRequestsUse) {
-  auto c =
-      load(kHead +
-           "routes:\n  - name: api\n    match: { path_prefix: / }\n    upstream: origin\n"
-           "    limits:\n"
-           "      - { name: mixed, algorithm: fixed_window, limit: 5, window: 1m,"
-           " key: [ip, \"header:X-Api-Key\", method, \"jwt:tenant\", \"query:p\", host, path] }\n"
-           "      - { name: all, algorithm: fixed_window, limit: 5, window: 1m, key: [route] }\n"
-           "      - { name: shared, algorithm: fixed_window, limit: 5, window: 1m,"
-           " key: [\"header:X-User\"], on_missing_key: shared }\n");
+  auto c = load_with(
+      kHead +
+      "routes:\n  - name: api\n    match: { path_prefix: / }\n    upstream: origin\n"
+      "    limits:\n"
+      "      - { name: mixed, algorithm: fixed_window, limit: 5, window: 1m,"
+      " key: [ip, \"header:X-Api-Key\", method, \"jwt:tenant\", \"query:p\", host, path] }\n"
+      "      - { name: all, algorithm: fixed_window, limit: 5, window: 1m, key: [route] }\n"
+      "      - { name: shared, algorithm: fixed_window, limit: 5, window: 1m,"
+      " key: [\"header:X-User\"], on_missing_key: shared }\n");
   const auto& route = c->routes[0];
   keys::KeyHasher hasher(c->store.key_secret);
   // A value with a space and a byte /top escapes, an IPv6 client.
@@ -83,11 +83,11 @@ TEST(CallerKey, TheTextTopShowsLeadsBackToTheKeyRequestsUse) {
 // `\x41-literal` showed as the text of the caller `A-literal`, and an override copied from
 // /top hit that other caller. The backslash is escaped too: each text is one caller's.
 TEST(CallerKey, ABackslashInAValueIsEscapedSoTheTextReadsBackToThatCallerOnly) {
-  auto c = load(kHead +
-                "routes:\n  - name: api\n    match: { path_prefix: / }\n    upstream: origin\n"
-                "    limits:\n"
-                "      - { name: per-user, algorithm: fixed_window, limit: 5, window: 1m,"
-                " key: [\"header:X-User\"] }\n");
+  auto c = load_with(kHead +
+                     "routes:\n  - name: api\n    match: { path_prefix: / }\n    upstream: origin\n"
+                     "    limits:\n"
+                     "      - { name: per-user, algorithm: fixed_window, limit: 5, window: 1m,"
+                     " key: [\"header:X-User\"] }\n");
   const auto& route = c->routes[0];
   const auto& limit = route.limits[0];
   keys::KeyHasher hasher(c->store.key_secret);
@@ -168,7 +168,8 @@ TEST(CallerOverrides, AnExemptionLeavesThePlanAndAQuotaKeepsTheRefillTime) {
   plan.items[1].leased.size = 5;
   plan.items[2].key = "kc";
   limit::OverrideIndex index;
-  auto c = load(kHead +
+  auto c =
+      load_with(kHead +
                 "routes:\n  - name: r\n    match: { path_prefix: / }\n    upstream: origin\n"
                 "    limits: [{ name: a, algorithm: token_bucket, capacity: 10, refill_rate: 2/s, "
                 "key: [ip] }]\n");
@@ -217,7 +218,8 @@ TEST(AdminTokens, CheckedWhenLoadedAndNeverShown) {
   for (const auto& e : r.errors) errors += e.to_string() + "\n";
   EXPECT_NE(errors.find("admin.tokens.deploy: is the same as token \"oncall\""), std::string::npos)
       << errors;
-  auto c = load(kHead +
+  auto c =
+      load_with(kHead +
                 "admin: { listen: 127.0.0.1:9901, tokens: { oncall: oncall-secret-0123456789 } }\n"
                 "routes:\n  - name: r\n    match: { path_prefix: / }\n    upstream: origin\n");
   ASSERT_EQ(c->admin.tokens.size(), 1u);

@@ -26,7 +26,7 @@ std::string all_of(const std::vector<Diagnostic>& ds) {
   return out;
 }
 
-const std::string kHead =
+const std::string kPolishHead =
     "server:\n  listen: 127.0.0.1:8080\n"
     "upstreams:\n  origin: { url: \"http://127.0.0.1:9000\" }\n";
 
@@ -38,21 +38,22 @@ std::string route(const std::string& name, const std::string& match,
 }
 
 TEST(ConfigPolish, AnUnsetKeySecretVariableIsOneErrorNotAlsoABuiltInKeyWarning) {
-  auto r = load_config_text(kHead + "store:\n  key_secret: ${FLOODGATE_KEY_SECRET}\nroutes:\n" +
-                                route("api", "{ path_prefix: / }"),
-                            "f.yaml", env_of({}));
+  auto r =
+      load_config_text(kPolishHead + "store:\n  key_secret: ${FLOODGATE_KEY_SECRET}\nroutes:\n" +
+                           route("api", "{ path_prefix: / }"),
+                       "f.yaml", env_of({}));
   ASSERT_EQ(r.errors.size(), 1u) << all_of(r.errors);
   EXPECT_NE(r.errors[0].message.find("FLOODGATE_KEY_SECRET is not set"), std::string::npos);
   EXPECT_EQ(all_of(r.warnings).find("built-in key"), std::string::npos) << all_of(r.warnings);
   // Without any key_secret the warning stays.
-  auto none = load_config_text(kHead + "routes:\n" + route("api", "{ path_prefix: / }"), "f.yaml",
-                               env_of({}));
+  auto none = load_config_text(kPolishHead + "routes:\n" + route("api", "{ path_prefix: / }"),
+                               "f.yaml", env_of({}));
   EXPECT_NE(all_of(none.warnings).find("built-in key"), std::string::npos);
 }
 
 TEST(ConfigPolish, ErrorsAreListedInFileOrder) {
   // The routes are read after the store, but their error is on an earlier line.
-  auto r = load_config_text(kHead +
+  auto r = load_config_text(kPolishHead +
                                 "routes:\n  - name: api\n    match: { path_prefix: / }\n"
                                 "    upstream: nowhere\n"
                                 "store:\n  backend: redis\n  redis: { address: \"nohost\" }\n",
@@ -70,7 +71,7 @@ TEST(ConfigPolish, AFileThatCannotBeReadSaysWhy) {
 }
 
 TEST(ConfigPolish, ARouteAfterOneThatMatchesAllItsRequestsIsWarnedAbout) {
-  auto r = load_config_text(kHead + "routes:\n" + route("api", "{ path_prefix: /api/ }") +
+  auto r = load_config_text(kPolishHead + "routes:\n" + route("api", "{ path_prefix: /api/ }") +
                                 route("all", "{ path_prefix: / }") +
                                 route("login", "{ path: /login, methods: [POST] }") +
                                 route("admin", "{ path_prefix: /admin/, host: a.example }") +
@@ -84,7 +85,7 @@ TEST(ConfigPolish, ARouteAfterOneThatMatchesAllItsRequestsIsWarnedAbout) {
   EXPECT_NE(w.find("routes[3]: can never match"), std::string::npos) << w;
   EXPECT_NE(w.find("routes[4]: can never match: routes[0] (\"api\")"), std::string::npos) << w;
   // A route that only a narrower one precedes is fine.
-  auto ok = load_config_text(kHead + "routes:\n" + route("login", "{ path: /login }") +
+  auto ok = load_config_text(kPolishHead + "routes:\n" + route("login", "{ path: /login }") +
                                  route("host", "{ path_prefix: /, host: a.example }") +
                                  route("post", "{ path_prefix: /, methods: [POST] }") +
                                  route("all", "{ path_prefix: / }"),
@@ -94,7 +95,7 @@ TEST(ConfigPolish, ARouteAfterOneThatMatchesAllItsRequestsIsWarnedAbout) {
 
 TEST(ConfigPolish, FailClosedOnTheMemoryBackendIsWarnedAbout) {
   auto r =
-      load_config_text(kHead + "store: { key_secret: 0123456789abcdef }\nroutes:\n" +
+      load_config_text(kPolishHead + "store: { key_secret: 0123456789abcdef }\nroutes:\n" +
                            route("api", "{ path_prefix: / }", "    on_store_error: fail_closed\n"),
                        "f.yaml", env_of({}));
   ASSERT_TRUE(r.errors.empty()) << all_of(r.errors);

@@ -30,7 +30,7 @@ namespace {
 namespace bhttp = boost::beast::http;
 using namespace floodgate;
 
-config::ConfigPtr load(const std::string& routes, const std::string& log = "") {
+config::ConfigPtr load_routes(const std::string& routes, const std::string& log = "") {
   const std::string yaml =
       "server:\n  listen: 127.0.0.1:8080\n"
       "  client_ip: { header: X-Forwarded-For, trusted_proxies: [127.0.0.1/32] }\n" +
@@ -67,7 +67,7 @@ struct Request {
 };
 
 TEST(Pipeline, RouteExchangeAnswersWhatCannotBeForwarded) {
-  auto c = load(kRoutes);
+  auto c = load_routes(kRoutes);
   ASSERT_TRUE(c);
   struct Case {
     std::string target, host;
@@ -101,7 +101,7 @@ TEST(Pipeline, RouteExchangeAnswersWhatCannotBeForwarded) {
 // An absolute-form target overrides Host and is rewritten to origin-form for the upstream:
 // what the exchange holds stays valid after that rewrite (the access log reads it last).
 TEST(Pipeline, AbsoluteFormTargetsOutliveTheRewriteForTheUpstream) {
-  auto c = load(kRoutes, "log: { access_log: true, replay_fields: [ip, host] }\n");
+  auto c = load_routes(kRoutes, "log: { access_log: true, replay_fields: [ip, host] }\n");
   ASSERT_TRUE(c);
   Request r(c, "http://Shop.Example:8080/cart/./a/../b?q=1%2F", "ignored.example");
   ASSERT_FALSE(http::route_exchange(r.x));
@@ -120,7 +120,7 @@ TEST(Pipeline, AbsoluteFormTargetsOutliveTheRewriteForTheUpstream) {
 }
 
 TEST(Pipeline, RepliesRenderTheirStatusHeadersAndBody) {
-  auto c = load(kRoutes);
+  auto c = load_routes(kRoutes);
   ASSERT_TRUE(c);
   auto busy = http::render(http::Reply{503, "1"}, 11, true);
   EXPECT_EQ(busy.status, 503u);
@@ -147,7 +147,7 @@ TEST(Pipeline, RepliesRenderTheirStatusHeadersAndBody) {
 // A route's own refusal page: its status and content type, its placeholders filled in, any
 // other brace sent as written; the rate-limit headers as always.
 TEST(Pipeline, ARoutesRefusalPageReplacesTheBuiltInJson) {
-  auto c = load(R"(
+  auto c = load_routes(R"(
   - name: branded
     match: { path_prefix: / }
     upstream: origin
@@ -235,7 +235,7 @@ struct Gate {
 };
 
 TEST(Gate, AdmitsThenRefusesAndTheNextRefusalComesFromTheDenyCache) {
-  auto c = load(kRoutes);
+  auto c = load_routes(kRoutes);
   ASSERT_TRUE(c);
   Gate g(false);
   for (int i = 0; i < 4; ++i) {
@@ -265,7 +265,7 @@ TEST(Gate, AdmitsThenRefusesAndTheNextRefusalComesFromTheDenyCache) {
 // With the store down and on_store_error: local, a concurrency unit is charged to the
 // in-process store, and returned there: the next request is admitted again.
 TEST(Gate, ADegradedAdmissionIsReturnedToTheStoreThatCharged) {
-  auto c = load(R"(
+  auto c = load_routes(R"(
   - name: api
     match: { path_prefix: /api/ }
     upstream: origin

@@ -36,12 +36,12 @@ using floodgate::store::Outcome;
 
 namespace {
 
-constexpr Micros kSec = kMicrosPerSecond;
+constexpr Micros kSecond = kMicrosPerSecond;
 
 using floodgate::testing::Claims;
 using floodgate::testing::Headers;
 
-config::KeyPart part(config::KeyPart::Kind kind, std::string name = "") {
+config::KeyPart key_part(config::KeyPart::Kind kind, std::string name = "") {
   config::KeyPart k;
   k.kind = kind;
   k.name = std::move(name);
@@ -54,7 +54,7 @@ config::Limit bucket_limit(std::string name, std::int64_t capacity, double rate)
   l.algorithm = config::Algorithm::token_bucket;
   l.params.capacity = capacity;
   l.params.refill_rate.per_second = rate;
-  l.key = {part(config::KeyPart::Kind::ip)};
+  l.key = {key_part(config::KeyPart::Kind::ip)};
   l.cost.max = capacity;
   return l;
 }
@@ -66,12 +66,12 @@ config::Limit window_limit(std::string name, config::Algorithm a, std::int64_t l
   l.algorithm = a;
   l.params.limit = limit;
   l.params.window = window;
-  l.key = {part(config::KeyPart::Kind::ip)};
+  l.key = {key_part(config::KeyPart::Kind::ip)};
   l.cost.max = limit;
   return l;
 }
 
-config::IpAddress ip(const char* text) {
+config::IpAddress address(const char* text) {
   return *config::parse_ip(text);
 }
 
@@ -90,7 +90,7 @@ struct Fixture {
     facts.method = "GET";
     facts.host = "api.example";
     facts.path = "/v1/items";
-    facts.client = ip("203.0.113.7");
+    facts.client = address("203.0.113.7");
     facts.headers = &headers;
     facts.claims = &claims;
   }
@@ -119,7 +119,7 @@ TEST(Plan, OneItemPerLimitWithKeysParamsAndModes) {
   EXPECT_EQ(p.items[0].params.capacity, 20);
   EXPECT_DOUBLE_EQ(p.items[0].params.per_second, 10);
   EXPECT_EQ(p.items[1].params.capacity, 100);
-  EXPECT_EQ(p.items[1].params.window, 60 * kSec);
+  EXPECT_EQ(p.items[1].params.window, 60 * kSecond);
   EXPECT_EQ(p.items[0].cost, 1);
   EXPECT_TRUE(p.items[0].enforce);
   EXPECT_FALSE(p.items[1].enforce) << "mode: shadow";
@@ -178,7 +178,7 @@ TEST(Plan, FixedCostAndConcurrencyAlwaysOne) {
   conc.name = "inflight";
   conc.algorithm = config::Algorithm::concurrency;
   conc.params.limit = 4;
-  conc.key = {part(config::KeyPart::Kind::ip)};
+  conc.key = {key_part(config::KeyPart::Kind::ip)};
   f.route.limits.push_back(conc);
   f.headers = Headers{{"X-Cost", "9"}};
   auto p = f.run();
@@ -191,7 +191,7 @@ TEST(Plan, FixedCostAndConcurrencyAlwaysOne) {
 TEST(Plan, OnMissingKey) {
   auto api_key_limit = [](config::OnMissingKey m) {
     auto l = bucket_limit("per-key", 10, 1);
-    l.key = {part(config::KeyPart::Kind::header, "x-api-key")};
+    l.key = {key_part(config::KeyPart::Kind::header, "x-api-key")};
     l.on_missing_key = m;
     return l;
   };
@@ -221,7 +221,7 @@ TEST(Plan, OnMissingKey) {
     EXPECT_EQ(p.reject_status, 0);
     ASSERT_EQ(p.items.size(), 1u);
     EXPECT_EQ(p.items[0].key, "rl:api:per-key:{shared}");
-    f.facts.client = ip("198.51.100.1");
+    f.facts.client = address("198.51.100.1");
     EXPECT_EQ(f.run().items[0].key, "rl:api:per-key:{shared}") << "the same for everyone";
     f.headers = Headers{{"X-Api-Key", "k-123"}};
     auto with_key = f.run();
@@ -242,9 +242,9 @@ TEST(Plan, TiersByAVerifiedClaim) {
   auto tiered = [] {
     auto l =
         window_limit("tenant", config::Algorithm::sliding_window, 1000, std::chrono::seconds(60));
-    l.key = {part(config::KeyPart::Kind::jwt, "tenant")};
+    l.key = {key_part(config::KeyPart::Kind::jwt, "tenant")};
     config::Overrides o;
-    o.by = part(config::KeyPart::Kind::jwt, "tier");
+    o.by = key_part(config::KeyPart::Kind::jwt, "tier");
     auto gold = l.params;
     gold.limit = 10000;
     auto free = l.params;
@@ -259,10 +259,11 @@ TEST(Plan, TiersByAVerifiedClaim) {
     std::int64_t limit;
     Micros window;
   };
-  for (const auto& c : std::vector<Case>{{"gold", 10000, 60 * kSec},
-                                         {"free", 100, 3600 * kSec},
-                                         {"platinum", 1000, 60 * kSec},  // unknown tier: the base
-                                         {std::nullopt, 1000, 60 * kSec}}) {
+  for (const auto& c :
+       std::vector<Case>{{"gold", 10000, 60 * kSecond},
+                         {"free", 100, 3600 * kSecond},
+                         {"platinum", 1000, 60 * kSecond},  // unknown tier: the base
+                         {std::nullopt, 1000, 60 * kSecond}}) {
     SCOPED_TRACE(c.tier.value_or("(no tier claim)"));
     Fixture f;
     f.route.limits.push_back(tiered());
@@ -320,7 +321,7 @@ routes:
   Headers headers{{"x-estimated-tokens", "5000"}};
   keys::RequestFacts facts;
   facts.route = route.name;
-  facts.client = ip("192.0.2.1");
+  facts.client = address("192.0.2.1");
   facts.headers = &headers;
   auto p = plan(*config, route, facts, hasher);
   ASSERT_EQ(p.items.size(), 1u);
@@ -358,11 +359,11 @@ routes:
   for (int i = 0; i < 64; ++i) {
     keys::RequestFacts facts;
     facts.route = route.name;
-    facts.client = ip(("192.0.2." + std::to_string(i)).c_str());
+    facts.client = address(("192.0.2." + std::to_string(i)).c_str());
     const auto item = plan(*config, route, facts, hasher).items.at(0);
     if (item.enforce) {
       ++enforced;
-      EXPECT_EQ(item.params.max_delay, 2 * kSec);
+      EXPECT_EQ(item.params.max_delay, 2 * kSecond);
       EXPECT_EQ(item.params.delay_allowance(), 20);
       EXPECT_EQ(divided(item.params, 4).delay_allowance(), 5) << "2 s at a quarter of the rate";
     } else {
@@ -408,17 +409,17 @@ TEST(Verdict, RefusedShowsTheRefusingLimitWithTheLongestWait) {
   auto p = plan_of({true, true, true, false});
   Outcome o;
   o.admitted = false;
-  o.decisions = {admitted(100, 50, 1 * kSec), refused(10, 2 * kSec), refused(20, 5 * kSec),
-                 refused(5, 100 * kSec)};  // the shadow one waits longest, but is never shown
+  o.decisions = {admitted(100, 50, 1 * kSecond), refused(10, 2 * kSecond), refused(20, 5 * kSecond),
+                 refused(5, 100 * kSecond)};  // the shadow one waits longest, but is never shown
   auto v = verdict(p, o);
   EXPECT_FALSE(v.admitted);
   EXPECT_EQ(v.shown, 2);
-  EXPECT_EQ(v.decision.retry_after, 5 * kSec);
+  EXPECT_EQ(v.decision.retry_after, 5 * kSecond);
   EXPECT_EQ(v.decision.limit, 20);
 
   // Order does not matter.
-  o.decisions = {refused(20, 5 * kSec), refused(10, 2 * kSec), admitted(100, 50, 1 * kSec),
-                 refused(5, 100 * kSec)};
+  o.decisions = {refused(20, 5 * kSecond), refused(10, 2 * kSecond), admitted(100, 50, 1 * kSecond),
+                 refused(5, 100 * kSecond)};
   v = verdict(p, o);
   EXPECT_EQ(v.shown, 0);
 }
@@ -427,23 +428,23 @@ TEST(Verdict, AdmittedShowsTheLimitClosestToRefusal) {
   auto p = plan_of({true, true, false, true});
   Outcome o;
   o.admitted = true;
-  o.decisions = {admitted(10, 5, 1 * kSec),       // 50 % left
-                 admitted(100, 30, 1 * kSec),     // 30 % left: the closest
-                 admitted(10, 0, 9 * kSec),       // shadow: never shown
-                 admitted(1000, 900, 1 * kSec)};  // 90 %
+  o.decisions = {admitted(10, 5, 1 * kSecond),       // 50 % left
+                 admitted(100, 30, 1 * kSecond),     // 30 % left: the closest
+                 admitted(10, 0, 9 * kSecond),       // shadow: never shown
+                 admitted(1000, 900, 1 * kSecond)};  // 90 %
   auto v = verdict(p, o);
   EXPECT_TRUE(v.admitted);
   EXPECT_EQ(v.shown, 1);
   EXPECT_EQ(v.decision.remaining, 30);
 
   // A tie on the share left: the one longest until whole.
-  o.decisions = {admitted(10, 3, 2 * kSec), admitted(100, 30, 8 * kSec), admitted(10, 0, 9 * kSec),
-                 admitted(1000, 300, 4 * kSec)};
+  o.decisions = {admitted(10, 3, 2 * kSecond), admitted(100, 30, 8 * kSecond),
+                 admitted(10, 0, 9 * kSecond), admitted(1000, 300, 4 * kSecond)};
   v = verdict(p, o);
   EXPECT_EQ(v.shown, 1);
 
   // A refusing shadow limit changes nothing.
-  o.decisions[2] = refused(10, 60 * kSec);
+  o.decisions[2] = refused(10, 60 * kSecond);
   v = verdict(p, o);
   EXPECT_TRUE(v.admitted);
   EXPECT_EQ(v.shown, 1);
@@ -453,7 +454,7 @@ TEST(Verdict, OnlyShadowLimitsShowNothing) {
   auto p = plan_of({false, false});
   Outcome o;
   o.admitted = true;
-  o.decisions = {refused(10, 5 * kSec), admitted(10, 1, 1 * kSec)};
+  o.decisions = {refused(10, 5 * kSecond), admitted(10, 1, 1 * kSecond)};
   auto v = verdict(p, o);
   EXPECT_TRUE(v.admitted);
   EXPECT_EQ(v.shown, -1);
@@ -474,12 +475,12 @@ std::optional<std::string> header(const Headers_& h, const std::string& name) {
   return out;
 }
 
-constexpr Micros kNow = 1'700'000'000LL * kSec + 250'000;  // 1700000000.25 s
+constexpr Micros kAt = 1'700'000'000LL * kSecond + 250'000;  // 1700000000.25 s
 
 TEST(RateHeaders, TokenBucketAdmitted) {
   auto l = bucket_limit("ip-burst", 20, 10);
   Params p = Params::from(l, l.params);
-  auto h = rate_headers(l, p, admitted(20, 17, 300'000), kNow);
+  auto h = rate_headers(l, p, admitted(20, 17, 300'000), kAt);
   EXPECT_EQ(header(h, "X-RateLimit-Limit"), "20");
   EXPECT_EQ(header(h, "X-RateLimit-Remaining"), "17");
   EXPECT_EQ(header(h, "X-RateLimit-Reset"), "1700000001")
@@ -493,7 +494,7 @@ TEST(RateHeaders, TokenBucketAdmitted) {
 
 TEST(RateHeaders, SlowBucketPolicyWindow) {
   auto l = bucket_limit("slow", 3, 0.5);
-  auto h = rate_headers(l, Params::from(l, l.params), admitted(3, 2, 2 * kSec), kNow);
+  auto h = rate_headers(l, Params::from(l, l.params), admitted(3, 2, 2 * kSecond), kAt);
   EXPECT_EQ(header(h, "RateLimit-Policy"), "\"slow\";q=3;w=6");
   EXPECT_EQ(header(h, "RateLimit"), "\"slow\";r=2;t=2");
 }
@@ -502,7 +503,7 @@ TEST(RateHeaders, WindowRefused) {
   auto l =
       window_limit("ip-minute", config::Algorithm::sliding_window, 100, std::chrono::seconds(60));
   Params p = Params::from(l, l.params);
-  auto h = rate_headers(l, p, refused(100, 1'200'000, 119 * kSec), kNow);
+  auto h = rate_headers(l, p, refused(100, 1'200'000, 119 * kSecond), kAt);
   EXPECT_EQ(header(h, "X-RateLimit-Limit"), "100");
   EXPECT_EQ(header(h, "X-RateLimit-Remaining"), "0");
   EXPECT_EQ(header(h, "X-RateLimit-Reset"), "1700000120");
@@ -520,21 +521,21 @@ TEST(RateHeaders, RetryAfterIsWholeSecondsAtLeastOne) {
   };
   for (auto [retry, expected] : std::vector<Case>{{1, "1"},
                                                   {300'000, "1"},
-                                                  {1 * kSec, "1"},
-                                                  {1 * kSec + 1, "2"},
-                                                  {2 * kSec, "2"},
-                                                  {59 * kSec + 999'999, "60"},
+                                                  {1 * kSecond, "1"},
+                                                  {1 * kSecond + 1, "2"},
+                                                  {2 * kSecond, "2"},
+                                                  {59 * kSecond + 999'999, "60"},
                                                   {0, "1"}}) {
     SCOPED_TRACE(retry);
     auto d = refused(10, retry, retry);
-    EXPECT_EQ(header(rate_headers(l, p, d, kNow), "Retry-After"), expected);
+    EXPECT_EQ(header(rate_headers(l, p, d, kAt), "Retry-After"), expected);
     EXPECT_EQ(std::to_string(retry_after_seconds(d)), expected);
   }
 }
 
 TEST(RateHeaders, FixedWindowAndConcurrencyPolicies) {
   auto fw = window_limit("hourly", config::Algorithm::fixed_window, 5000, std::chrono::hours(1));
-  auto h = rate_headers(fw, Params::from(fw, fw.params), admitted(5000, 4999, 1800 * kSec), kNow);
+  auto h = rate_headers(fw, Params::from(fw, fw.params), admitted(5000, 4999, 1800 * kSecond), kAt);
   EXPECT_EQ(header(h, "RateLimit-Policy"), "\"hourly\";q=5000;w=3600");
   EXPECT_EQ(header(h, "RateLimit"), "\"hourly\";r=4999;t=1800");
 
@@ -542,7 +543,7 @@ TEST(RateHeaders, FixedWindowAndConcurrencyPolicies) {
   conc.name = "inflight";
   conc.algorithm = config::Algorithm::concurrency;
   conc.params.limit = 8;
-  h = rate_headers(conc, Params::from(conc, conc.params), admitted(8, 7, 0), kNow);
+  h = rate_headers(conc, Params::from(conc, conc.params), admitted(8, 7, 0), kAt);
   EXPECT_EQ(header(h, "RateLimit-Policy"), "\"inflight\";q=8") << "no window for concurrency";
   EXPECT_EQ(header(h, "X-RateLimit-Limit"), "8");
 }
@@ -552,7 +553,7 @@ TEST(RateHeaders, FixedWindowAndConcurrencyPolicies) {
 TEST(RateHeaders, RemainingIsNeverNegative) {
   auto l = bucket_limit("ip-burst", 20, 10);
   Params p = Params::from(l, l.params);
-  auto h = rate_headers(l, p, admitted(20, std::numeric_limits<std::int64_t>::min(), kSec), kNow);
+  auto h = rate_headers(l, p, admitted(20, std::numeric_limits<std::int64_t>::min(), kSecond), kAt);
   EXPECT_EQ(header(h, "X-RateLimit-Remaining"), "0");
   EXPECT_EQ(header(h, "RateLimit"), "\"ip-burst\";r=0;t=1");
 }
@@ -591,10 +592,10 @@ TEST(Divided, EachInstanceGetsCeilOfItsShare) {
   Params window;
   window.algorithm = config::Algorithm::sliding_window;
   window.capacity = 1000;
-  window.window = 60 * kSec;
+  window.window = 60 * kSecond;
   auto w = divided(window, 7);
   EXPECT_EQ(w.capacity, 143);
-  EXPECT_EQ(w.window, 60 * kSec) << "the window is not divided";
+  EXPECT_EQ(w.window, 60 * kSecond) << "the window is not divided";
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ namespace {
 using namespace floodgate;
 using namespace std::chrono_literals;
 
-config::ConfigPtr load(const std::string& upstream) {
+config::ConfigPtr load_balanced(const std::string& upstream) {
   auto r = config::load_config_text(
       "server: { listen: \"127.0.0.1:0\" }\nupstreams:\n  pool:\n" + upstream +
           "routes:\n  - { name: all, match: { path_prefix: / }, upstream: pool }\n",
@@ -44,7 +44,7 @@ std::vector<int> spread(http::UpstreamBalancer& b, const config::ConfigPtr& c, i
 }
 
 TEST(UpstreamBalancer, SmoothWeightedRoundRobinInterleaves) {
-  auto c = load(kThree);
+  auto c = load_balanced(kThree);
   http::UpstreamHealth health;
   http::UpstreamBalancer b(health);
   // nginx's sequence for weights 5, 1, 1: the heavy server's turns are spread out.
@@ -55,7 +55,7 @@ TEST(UpstreamBalancer, SmoothWeightedRoundRobinInterleaves) {
 }
 
 TEST(UpstreamBalancer, ServersOutOfServiceAreSkippedUntilNoneIsLeft) {
-  auto c = load(kThree);
+  auto c = load_balanced(kThree);
   http::UpstreamHealth health;
   http::UpstreamBalancer b(health);
   const auto& up = c->upstreams[0];
@@ -69,7 +69,7 @@ TEST(UpstreamBalancer, ServersOutOfServiceAreSkippedUntilNoneIsLeft) {
 }
 
 TEST(UpstreamBalancer, ARetryGoesToAnotherServerOrNowhere) {
-  auto c = load(kThree);
+  auto c = load_balanced(kThree);
   http::UpstreamHealth health;
   http::UpstreamBalancer b(health);
   const auto& up = c->upstreams[0];
@@ -78,12 +78,12 @@ TEST(UpstreamBalancer, ARetryGoesToAnotherServerOrNowhere) {
     ASSERT_TRUE(next);
     EXPECT_NE(&next.server(), &up.servers[0]);
   }
-  auto one = load("    url: \"http://10.0.0.9\"\n");
+  auto one = load_balanced("    url: \"http://10.0.0.9\"\n");
   EXPECT_FALSE(b.pick(one, one->upstreams[0], &one->upstreams[0].servers[0]));
 }
 
 TEST(UpstreamBalancer, LeastRequestsPerUnitOfWeight) {
-  auto c = load(kThree + "    balance: least_requests\n");
+  auto c = load_balanced(kThree + "    balance: least_requests\n");
   http::UpstreamHealth health;
   http::UpstreamBalancer b(health);
   // Requests held open: the heavy server takes five for each one of the others.
@@ -101,7 +101,7 @@ TEST(UpstreamBalancer, LeastRequestsPerUnitOfWeight) {
 }
 
 TEST(UpstreamBalancer, ConsecutiveFailuresEjectForTheCoolDown) {
-  auto c = load(kThree + "    ejection: { consecutive_failures: 3, cool_down: 10s }\n");
+  auto c = load_balanced(kThree + "    ejection: { consecutive_failures: 3, cool_down: 10s }\n");
   http::UpstreamHealth health;
   const auto& up = c->upstreams[0];
   auto& h = health.of(up.servers[1]);
@@ -128,12 +128,12 @@ TEST(UpstreamBalancer, ConsecutiveFailuresEjectForTheCoolDown) {
 }
 
 TEST(UpstreamBalancer, AReloadKeepsAServersStateAndANewServerStartsUp) {
-  auto c = load(kThree);
+  auto c = load_balanced(kThree);
   http::UpstreamHealth health;
   http::UpstreamBalancer b(health);
   health.of(c->upstreams[0].servers[0]).checked_up = false;
   // The same servers in another order, and one new: the first keeps its verdict.
-  auto d = load(
+  auto d = load_balanced(
       "    servers:\n"
       "      - { url: \"http://10.0.0.4\" }\n"
       "      - { url: \"http://10.0.0.1\", weight: 5 }\n");
