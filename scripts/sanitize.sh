@@ -48,6 +48,10 @@ cmake --build "$dir" -j "$(nproc)" --target unit_tests integration_tests floodga
 # The integration tests spend most of their time waiting (timeouts, child processes): two
 # GoogleTest shards run side by side, as ctest -j 2 runs them in the plain build (every test
 # takes its own free ports), alongside the unit tests.
+# Not run here, said rather than skipped (a skip fails CI): the test that exhausts this
+# process's descriptors on purpose (the sanitizer runtimes need descriptors of their own).
+export GTEST_FILTER='-Abuse.OutOfDescriptorsPausesAcceptingAndLogsOncePerSecond'
+echo "not run under the sanitizer: Abuse.OutOfDescriptorsPausesAcceptingAndLogsOncePerSecond"
 log=$(mktemp)
 pids=()
 for shard in 0 1; do
@@ -59,6 +63,10 @@ status=0
 for p in "${pids[@]}"; do wait "$p" || status=1; done
 cat "$log.0" "$log.1" >>"$log" && rm -f "$log.0" "$log.1"
 reports=$(grep -cE "$pattern" "$log" || true)
+# Each skipped test's line (its name and time); GoogleTest's summary repeats the names bare.
+skipped=$(grep -E '^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)$' "$log" || true)
+echo "skipped: $(printf '%s' "$skipped" | grep -c . || true)"
+[ -z "$skipped" ] || { echo "$skipped"; status=1; }
 grep -E "^\[  (PASSED|FAILED)" "$log" || true
 # What each failed expectation said (CI keeps only this output, not the log).
 grep -A8 -E ": Failure$" "$log" | head -120 || true

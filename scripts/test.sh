@@ -8,4 +8,14 @@ werror=OFF
 if [ "${CI:-}" = "true" ]; then werror=ON; fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLOODGATE_WERROR="$werror"
 cmake --build build -j "$(nproc)"
-ctest --test-dir build --output-on-failure -j 2 --timeout 300
+log=$(mktemp)
+status=0
+ctest --test-dir build --output-on-failure -j 2 --timeout 300 2>&1 | tee "$log" || status=$?
+# A skipped test passes in ctest's count; CI fails the run on one (the tests themselves fail
+# under CI=true where a tool or headroom is missing: tests/integration/cannot_run.hpp).
+skipped=$(grep -cE '\(Skipped\)$' "$log" || true)
+echo "skipped: $skipped"
+grep -E '\(Skipped\)$' "$log" || true
+rm -f "$log"
+if [ "${CI:-}" = "true" ] && [ "$skipped" != 0 ]; then status=1; fi
+exit "$status"

@@ -12,6 +12,7 @@
 #include <list>
 #include <thread>
 
+#include "cannot_run.hpp"
 #include "harness.hpp"
 
 namespace floodgate::testing {
@@ -100,8 +101,8 @@ TEST(Abuse, StalledAndIdleConnectionsDoNotStarveANormalClientOrGrowMemory) {
   const int n_stalled = connections_per_kind();
   const int n_idle = n_stalled;
   if (n_stalled < kFewest)
-    GTEST_SKIP() << "the descriptor limit (RLIMIT_NOFILE) allows only " << n_stalled
-                 << " connections of each kind; " << kFewest << " are needed";
+    FLOODGATE_CANNOT_RUN("the descriptor limit (RLIMIT_NOFILE) allows only "
+                         << n_stalled << " connections of each kind; " << kFewest << " are needed");
   Origin origin;
   Proxy proxy(one_route_config(origin));
   const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), proxy.port());

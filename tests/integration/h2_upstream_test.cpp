@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "cannot_run.hpp"
 #include "floodgate_process.hpp"
 #include "h2_upstream_config.hpp"
 #include "harness.hpp"
@@ -30,9 +31,9 @@ class Nghttpd {
                    const std::string& key = "", int max_streams = 100)
       : port_(free_port()),
         process_(cert.empty()
-                     ? std::vector<std::string>{"/usr/sbin/nghttpd", "--no-tls", "-d", dir, "-m",
+                     ? std::vector<std::string>{find_tool("nghttpd"), "--no-tls", "-d", dir, "-m",
                                                 std::to_string(max_streams), std::to_string(port_)}
-                     : std::vector<std::string>{"/usr/sbin/nghttpd", "-d", dir, "-m",
+                     : std::vector<std::string>{find_tool("nghttpd"), "-d", dir, "-m",
                                                 std::to_string(max_streams), std::to_string(port_),
                                                 key, cert}) {
     wait_listening(port_);
@@ -53,7 +54,7 @@ std::string served_dir() {
 }
 
 TEST(H2Upstream, NghttpdIsAnH2OriginForHttp2AndHttp11Clients) {
-  if (!std::filesystem::exists("/usr/sbin/nghttpd")) GTEST_SKIP() << "nghttp2-server not installed";
+  FLOODGATE_REQUIRE_TOOL("nghttpd", "nghttp2-server");
   Nghttpd origin(served_dir());
   Proxy proxy(grpc_config(h2_upstream("h2", origin.port()),
                           "  - name: all\n    match: { path_prefix: / }\n    upstream: h2\n"
@@ -94,7 +95,7 @@ TEST(H2Upstream, NghttpdIsAnH2OriginForHttp2AndHttp11Clients) {
 }
 
 TEST(H2Upstream, AnOriginsStreamLimitIsKeptWithMoreConnections) {
-  if (!std::filesystem::exists("/usr/sbin/nghttpd")) GTEST_SKIP() << "nghttp2-server not installed";
+  FLOODGATE_REQUIRE_TOOL("nghttpd", "nghttp2-server");
   // The origin takes 2 streams per connection; 40 arrive at once over 2 client connections.
   Nghttpd origin(served_dir(), "", "", 2);
   Proxy proxy(grpc_config(h2_upstream("h2", origin.port()),
@@ -107,7 +108,7 @@ TEST(H2Upstream, AnOriginsStreamLimitIsKeptWithMoreConnections) {
 }
 
 TEST(H2Upstream, AnHttpsH2UpstreamIsVerifiedAndAgreesOnH2ByAlpn) {
-  if (!std::filesystem::exists("/usr/sbin/nghttpd")) GTEST_SKIP() << "nghttp2-server not installed";
+  FLOODGATE_REQUIRE_TOOL("nghttpd", "nghttp2-server");
   TestPki pki;
   auto leaf = pki.issue("localhost", {"localhost"});
   Nghttpd origin(served_dir(), leaf.cert, leaf.key);

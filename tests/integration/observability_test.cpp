@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "cannot_run.hpp"
 #include "harness.hpp"
 #include "proxy_yaml.hpp"
 
@@ -17,7 +18,7 @@ namespace floodgate::testing {
 namespace {
 
 const std::string kSource = FLOODGATE_SOURCE_DIR;
-constexpr const char* kPromtool = "/usr/bin/promtool";
+constexpr const char* kPromtool = "promtool";  // found on PATH by the shell
 
 // What `words` printed, both streams, and its exit status as "exit=N". Built with += (GCC 12
 // warns falsely about a chain of std::string operator+).
@@ -29,7 +30,7 @@ std::string run(std::initializer_list<std::string_view> words) {
 }
 
 TEST(Observability, AlertRulesParseAndFireWhenTheyShould) {
-  if (!std::filesystem::exists(kPromtool)) GTEST_SKIP() << "prometheus (promtool) not installed";
+  FLOODGATE_REQUIRE_TOOL("promtool", "prometheus");
   auto checked = run({kPromtool, "check rules", kSource + "/docs/alerts.yml"});
   EXPECT_NE(checked.find("SUCCESS: 8 rules found"), std::string::npos) << checked;
   EXPECT_NE(checked.find("exit=0"), std::string::npos) << checked;
@@ -39,7 +40,7 @@ TEST(Observability, AlertRulesParseAndFireWhenTheyShould) {
 }
 
 TEST(Observability, TheDashboardReadsOnlyExportedSeriesAndParses) {
-  if (!std::filesystem::exists(kPromtool)) GTEST_SKIP() << "prometheus (promtool) not installed";
+  FLOODGATE_REQUIRE_TOOL("promtool", "prometheus");
   Origin a, b;
   Proxy proxy(
       "server:\n  listen: [127.0.0.1:0]\n  threads: 1\n"

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "admin/admin_server.hpp"
+#include "cannot_run.hpp"
 #include "floodgate/server/server.hpp"
 #include "floodgate_process.hpp"
 #include "harness.hpp"
@@ -180,10 +181,8 @@ TEST(Top, StatsCarryRatesByRouteAndTheStore) {
 // Headless Chromium loads the page against a proxy under traffic; the rendered DOM must list
 // the heavy caller, and a screenshot is left in the build folder for a person to look at.
 TEST(AdminPage, ChromiumShowsTheHeavyCaller) {
-  const std::string chromium = command_output("which chromium chromium-browser | head -n 1", 5);
-  if (chromium.empty())
-    GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs it): the admin "
-                    "page was not tested in a browser";
+  FLOODGATE_REQUIRE_TOOL("chromium", "chromium");
+  const std::string chromium = find_tool("chromium");
   Origin origin;
   Proxy proxy(top_config(origin));
   Admin admin(proxy);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include "cannot_run.hpp"
 #include "floodgate_process.hpp"
 #include "harness.hpp"
 #include "proxy_yaml.hpp"
@@ -115,11 +116,12 @@ TEST(UpstreamPool, AServerLostIsRetriedAroundTakenOutAndBackWhenItServesAgain) {
 
   // Two failed checks take it out; then no request goes its way (no retries either).
   ASSERT_TRUE(eventually([&] { return m("floodgate_upstream_server_up", b_port) == 0; }, 3s));
-  const auto retries =
-      metric(admin::render_prometheus(proxy.metrics()), "floodgate_upstream_retries_total{upstream=\"pool\"}");
+  const auto retries = metric(admin::render_prometheus(proxy.metrics()),
+                              "floodgate_upstream_retries_total{upstream=\"pool\"}");
   const auto b_requests = m("floodgate_upstream_server_requests_total", b_port);
   EXPECT_EQ(send(proxy.port(), 60), (std::map<int, int>{{200, 60}}));
-  EXPECT_EQ(metric(admin::render_prometheus(proxy.metrics()), "floodgate_upstream_retries_total{upstream=\"pool\"}"),
+  EXPECT_EQ(metric(admin::render_prometheus(proxy.metrics()),
+                   "floodgate_upstream_retries_total{upstream=\"pool\"}"),
             retries);
   EXPECT_EQ(m("floodgate_upstream_server_requests_total", b_port), b_requests);
   EXPECT_GE(m("floodgate_upstream_server_checks_failed_total", b_port), 2u);
@@ -196,7 +198,8 @@ TEST(UpstreamPool, ARequestThatReachedAServerIsNeverSentToAnother) {
   ASSERT_TRUE(eventually([&] { return swallower.requests() == statuses[502]; }, 2s));
   EXPECT_EQ(statuses[200] + statuses[502], 12);
   EXPECT_EQ(origin.requests(), static_cast<std::uint64_t>(statuses[200]));
-  EXPECT_EQ(metric(admin::render_prometheus(proxy.metrics()), "floodgate_upstream_retries_total{upstream=\"pool\"}"),
+  EXPECT_EQ(metric(admin::render_prometheus(proxy.metrics()),
+                   "floodgate_upstream_retries_total{upstream=\"pool\"}"),
             4u);  // the dead port's four turns, each sent on once
   EXPECT_GE(statuses[502], 4);
 }
@@ -210,7 +213,9 @@ TEST(UpstreamPool, ConsecutiveFailuresEjectAServerForItsCoolDown) {
                           "    ejection: { consecutive_failures: 2, cool_down: 1s }\n"),
               nullptr, nullptr, log.logger());
   EXPECT_EQ(send(proxy.port(), 10), (std::map<int, int>{{200, 10}}));
-  auto m = [&](const char* name) { return metric(admin::render_prometheus(proxy.metrics()), series(name, dead)); };
+  auto m = [&](const char* name) {
+    return metric(admin::render_prometheus(proxy.metrics()), series(name, dead));
+  };
   // Two refused connections (each retried on the origin) eject it: then it gets none.
   EXPECT_EQ(m("floodgate_upstream_server_requests_total"), 2u);
   EXPECT_EQ(m("floodgate_upstream_server_ejections_total"), 1u);
@@ -229,12 +234,13 @@ TEST(UpstreamPool, ConsecutiveFailuresEjectAServerForItsCoolDown) {
 }
 
 TEST(UpstreamPool, AnH2UpstreamsServersAreCheckedOverHttp2) {
-  if (!std::filesystem::exists("/usr/sbin/nghttpd")) GTEST_SKIP() << "nghttp2-server not installed";
+  FLOODGATE_REQUIRE_TOOL("nghttpd", "nghttp2-server");
   auto dir = std::filesystem::temp_directory_path() / ("fg-pool-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "health") << "ok\n";
   const auto port = free_port();
-  ChildProcess nghttpd({"/usr/sbin/nghttpd", "--no-tls", "-d", dir.string(), std::to_string(port)});
+  ChildProcess nghttpd(
+      {find_tool("nghttpd"), "--no-tls", "-d", dir.string(), std::to_string(port)});
   wait_listening(port);
   const auto dead = free_port();
   Proxy proxy(pool_config("    servers:\n      - { url: \"" + url(port) + "\" }\n" +
