@@ -128,8 +128,9 @@ class Driver {
     for (;;) {
       if (abandon_()) co_return Forwarded{};  // the client went away: nothing is sent
       front_.using_upstream(nullptr);         // a connection given up on (a retry) is gone
-      UpstreamCall::Opened opened{call.reuse(use_)};
-      if (!opened.ok) opened = co_await call.open(use_);
+      call.to(use_);
+      UpstreamCall::Opened opened{call.reuse()};
+      if (!opened.ok) opened = co_await call.open();
       if (!opened.ok) {
         ups_.connect_failed(use_, opened.timeout, opened.why);
         // Nothing was sent (the body is still unread): another server may take it.

@@ -146,11 +146,13 @@ class UpstreamCall {
     bool timeout = false;  // connecting timed out (504), else failed (502)
     std::string why;
   };
-  // A connection to `use`'s server that is open already (pooled), taken without a wait; false
+  // The server this attempt goes to (the driver's choice, again on a retry), before reuse().
+  void to(ServerUse& use) { use_ = &use; }
+  // A connection to the server that is open already (pooled), taken without a wait; false
   // when there is none: then open() makes one.
-  virtual bool reuse(ServerUse& use) = 0;
-  // A new connection to `use`'s server.
-  virtual boost::asio::awaitable<Opened> open(ServerUse& use) = 0;
+  virtual bool reuse() = 0;
+  // A new connection to the server.
+  virtual boost::asio::awaitable<Opened> open() = 0;
   // What a step came to: done; `retry`, when the request can safely go again on another
   // connection (the call says so only when nothing of it can have been processed), or the
   // status to answer (0: nothing can be, the client is gone).
@@ -193,6 +195,13 @@ class UpstreamCall {
   // The HTTP/1.1 connection in use (null for h2): an accepted upgrade's, which then no longer
   // carries HTTP.
   virtual UpstreamConnection* connection() = 0;
+
+ protected:
+  const config::UpstreamServer& server() const { return use_->server(); }
+  ServerUse& use() const { return *use_; }
+
+ private:
+  ServerUse* use_ = nullptr;
 };
 
 struct Forwarded {

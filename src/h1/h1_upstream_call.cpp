@@ -38,18 +38,16 @@ H1UpstreamCall::~H1UpstreamCall() {
     conn_->watch.relax();
 }
 
-bool H1UpstreamCall::reuse(ServerUse& use) {
-  use_ = &use;
-  conn_ = pool_.take(use.server());
+bool H1UpstreamCall::reuse() {
+  conn_ = pool_.take(server());
   return conn_ != nullptr;
 }
 
-asio::awaitable<UpstreamCall::Opened> H1UpstreamCall::open(ServerUse& use) {
-  use_ = &use;
+asio::awaitable<UpstreamCall::Opened> H1UpstreamCall::open() {
   // A front without a watchdog of its own times the connecting with one made for it.
   std::optional<Watchdog> own;
   if (!front_watch_) own.emplace(pool_.executor());
-  auto fresh = co_await pool_.connect(use.server(), front_watch_ ? *front_watch_ : *own);
+  auto fresh = co_await pool_.connect(server(), front_watch_ ? *front_watch_ : *own);
   if (fresh.error) co_return Opened{false, fresh.error == beast::error::timeout, fresh.why};
   conn_ = std::move(fresh.conn);
   co_return Opened{true};
@@ -60,7 +58,7 @@ UpstreamCall::Step H1UpstreamCall::send_head(bhttp::request_header<>& req, const
   retryable_ = !shape.has_body && is_idempotent(req.method());
   head_.clear();
   append_head(head_, req);
-  writer_.emplace(conn_->stream, watch(), use_->server().response_timeout);
+  writer_.emplace(conn_->stream, watch(), server().response_timeout);
   writer_->start(head_, shape.chunked);
   return Step{};  // the head leaves with the body's first piece, or in read_head
 }
@@ -77,7 +75,7 @@ asio::awaitable<UpstreamCall::Step> H1UpstreamCall::read_head(bool upgrade) {
     const bool sent = co_await writer_->write({}, true);
     if (!sent) co_return failed(writer_->error());
   }
-  const auto timeout = use_->server().response_timeout;
+  const auto timeout = server().response_timeout;
   for (;;) {
     response_.emplace();
     response_->header_limit(kUpstreamHeaderLimit);
@@ -130,13 +128,13 @@ ResponseBody H1UpstreamCall::body() const {
 // Not a coroutine of its own: the driver awaits read_body_piece's.
 asio::awaitable<BodyRead> H1UpstreamCall::read_body(std::span<char> into) {
   return read_body_piece(conn_->stream, conn_->buffer, *response_, watch(),
-                         use_->server().response_timeout, into);
+                         server().response_timeout, into);
 }
 
 void H1UpstreamCall::done() {
   if (response_->keep_alive() && conn_->buffer.size() == 0) {
     watch().relax();
-    pool_.give_back(use_->server(), std::move(conn_));
+    pool_.give_back(server(), std::move(conn_));
   }
 }
 

@@ -24,8 +24,8 @@ class H1UpstreamCall final : public UpstreamCall {
   // Its body is framed as HTTP/1.1 frames it (Content-Length, chunked, an upgrade).
   static constexpr bool kMultiplexed = false;
 
-  bool reuse(ServerUse& use) override;
-  boost::asio::awaitable<Opened> open(ServerUse& use) override;
+  bool reuse() override;
+  boost::asio::awaitable<Opened> open() override;
   Step send_head(boost::beast::http::request_header<>& head, const Shape& shape) override;
   boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last,
                                          const Trailers* trailers) override;
@@ -47,7 +47,6 @@ class H1UpstreamCall final : public UpstreamCall {
 
   UpstreamPool& pool_;
   Watchdog* front_watch_;
-  ServerUse* use_ = nullptr;
   UpstreamConnectionPtr conn_;
   std::string& head_;  // the request's, serialized
   std::optional<BodyWriter> writer_;

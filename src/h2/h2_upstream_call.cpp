@@ -40,15 +40,13 @@ H2CallPtr H2UpstreamCall::fresh_call() {
 }
 
 // Most calls find an open connection with room: no coroutine of the pool's for them.
-bool H2UpstreamCall::reuse(ServerUse& use) {
-  use_ = &use;
-  conn_ = pool_.ready(use.server());
+bool H2UpstreamCall::reuse() {
+  conn_ = pool_.ready(server());
   return conn_ != nullptr;
 }
 
-asio::awaitable<UpstreamCall::Opened> H2UpstreamCall::open(ServerUse& use) {
-  use_ = &use;
-  auto got = co_await pool_.get(use.server());
+asio::awaitable<UpstreamCall::Opened> H2UpstreamCall::open() {
+  auto got = co_await pool_.get(server());
   if (!got.conn) co_return Opened{false, got.timeout, got.why};
   conn_ = std::move(got.conn);
   co_return Opened{true};
@@ -58,7 +56,7 @@ UpstreamCall::Step H2UpstreamCall::send_head(bhttp::request_header<>& req, const
   ++attempt_;
   // Built again for each server: its scheme and authority may differ.
   block_ = H2HeaderBlock();
-  add_upstream_request(block_, req, use_->server(), shape.takes_trailers);
+  add_upstream_request(block_, req, server(), shape.takes_trailers);
   if (!call_) {
     call_ = fresh_call();
     request_done_ = !shape.has_body;

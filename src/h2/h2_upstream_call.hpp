@@ -36,8 +36,8 @@ class H2UpstreamCall final : public UpstreamCall {
   // no upgrade), and the request's body may flow beside the response (gRPC's streaming).
   static constexpr bool kMultiplexed = true;
 
-  bool reuse(ServerUse& use) override;
-  boost::asio::awaitable<Opened> open(ServerUse& use) override;
+  bool reuse() override;
+  boost::asio::awaitable<Opened> open() override;
   Step send_head(boost::beast::http::request_header<>& head, const Shape& shape) override;
   boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last,
                                          const Trailers* trailers) override;
@@ -53,11 +53,10 @@ class H2UpstreamCall final : public UpstreamCall {
 
  private:
   H2CallPtr fresh_call();
-  std::chrono::milliseconds timeout() const { return use_->server().response_timeout; }
+  std::chrono::milliseconds timeout() const { return server().response_timeout; }
 
   H2UpstreamPool& pool_;
   Exchange& x_;
-  ServerUse* use_ = nullptr;
   const Abandon& abandon_;
   // Cancelled by the call whenever it changes: the response's waits on `in_`, the request's
   // on `out_` (the front's, or these).
