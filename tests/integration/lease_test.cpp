@@ -54,12 +54,24 @@ std::uint64_t metric(Proxy& p, const std::string& line_start) {
   return std::stoull(text.substr(text.find(' ', at + line_start.size()) + 1));
 }
 
-// The state of a limit's key in the store: its tokens (the first of its numbers), -1 when it
-// has none.
-double tokens_of(RedisServer& redis, const std::string& route_limit) {
+// The numbers of a limit's state in the store (a bucket's tokens first; a fixed window's
+// start, then its count), none when it has no state.
+std::vector<double> state_of(RedisServer& redis, const std::string& route_limit) {
   auto key = redis.cli("--scan --pattern '*:" + route_limit + ":*}'");
   auto value = key.empty() ? std::string() : redis.cli(state_command(key));
-  return value.empty() ? -1.0 : std::stod(value.substr(0, value.find('\n')));
+  std::vector<double> numbers;
+  for (std::size_t at = 0; at < value.size();) {
+    const auto end = std::min(value.find('\n', at), value.size());
+    numbers.push_back(std::stod(value.substr(at, end - at)));
+    at = end + 1;
+  }
+  return numbers;
+}
+
+// A bucket's tokens in the store, -1 when it has no state.
+double tokens_of(RedisServer& redis, const std::string& route_limit) {
+  const auto state = state_of(redis, route_limit);
+  return state.empty() ? -1.0 : state[0];
 }
 
 TEST(FarStore, AHotKeyThroughALeaseIsAnsweredLocallyWhileTheExactLimitPaysTheRoundTrip) {
@@ -74,11 +86,15 @@ TEST(FarStore, AHotKeyThroughALeaseIsAnsweredLocallyWhileTheExactLimitPaysTheRou
   auto leased = timed(proxy.port(), "/leased/x", 40, &statuses);
   auto exact = timed(proxy.port(), "/exact/x", 10, &statuses);
   EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 200), 50);
-  // The first leased request waits for its lease, as without one; the rest do not.
+  // The first leased request waits for its lease, as without one; the rest do not: none of
+  // them takes the 80 ms a round trip takes (the budget: the round trip itself; a request
+  // here takes 1 to 3 ms, under the sanitizers on a busy CI machine up to 20), and the lease
+  // counted every one of them as decided in the instance.
   EXPECT_GE(leased.front(), 80.0);
   const auto rest = std::vector<double>(leased.begin() + 1, leased.end());
-  EXPECT_LT(median(rest), 5.0) << "leased requests waited for the store";
-  EXPECT_LT(*std::max_element(rest.begin(), rest.end()), 20.0);
+  EXPECT_LT(median(rest), 20.0) << "leased requests waited for the store";
+  EXPECT_LT(*std::max_element(rest.begin(), rest.end()), 80.0)
+      << "a leased request paid the round trip";
   EXPECT_GE(median(exact), 80.0) << "exact requests did not pay the round trip";
   std::printf(
       "[ far store ] 80 ms away: leased median %.2f ms (max %.2f), first %.1f ms; "
@@ -89,33 +105,47 @@ TEST(FarStore, AHotKeyThroughALeaseIsAnsweredLocallyWhileTheExactLimitPaysTheRou
 }
 
 // Three instances (each its own process state and lease book) on one store, a burst at all
-// of them: never more than the limit, and at most the bound fewer.
-void expect_three_instances_within(const std::string& limit, int quota, int bound) {
+// of them: never more than the limit, and at most the published early-refusal bound fewer
+// (LeaseSettings::early_refusal_bound, as --check-config and /config print it). Then each
+// drains, and what they held goes back: the store records nothing as held and counts only
+// what was admitted (`spent(state)`: the admitted units as the limit's state shows them).
+void expect_three_instances_within(const std::string& limit, int quota,
+                                   double (*spent)(const std::vector<double>& state, int quota)) {
   RedisServer redis;
   Origin origin;
   auto config =
       substitute(redis_config(0, origin.port(), redis.port(), lease_routes(limit, limit), "500ms"),
                  "instances: 2", "instances: 3");
-  Proxy a(config), b(config), c(config);
-  auto statuses = burst({a.port(), b.port(), c.port()}, "/leased/x", 300);
+  auto a = std::make_unique<Proxy>(config), b = std::make_unique<Proxy>(config),
+       c = std::make_unique<Proxy>(config);
+  const auto& hot = a->source().get()->routes[0].limits[0];
+  const auto bound = hot.lease->early_refusal_bound(3, hot.algorithm);
+  auto statuses = burst({a->port(), b->port(), c->port()}, "/leased/x", 300);
   const int admitted = statuses[200];
   EXPECT_EQ(admitted + statuses[429], 300);
   EXPECT_LE(admitted, quota) << "over-admitted";
-  EXPECT_GE(admitted, quota - bound) << "refused earlier than the bound";
-  // What was held goes back on drain: the instances' units are all in the store again.
-  std::printf("[ three instances ] %s: %d of 300 admitted (limit %d, bound %d)\n", limit.c_str(),
-              admitted, quota, bound);
+  EXPECT_GE(admitted, quota - bound) << "refused earlier than the published bound";
+  for (auto* p : {a.get(), b.get(), c.get()}) p->drain(2000ms);
+  EXPECT_EQ(redis.cli("--scan --pattern '*:leased:hot:*:leases'"), "") << "units still held";
+  const auto state = state_of(redis, "leased:hot");
+  ASSERT_FALSE(state.empty());
+  EXPECT_NEAR(spent(state, quota), admitted, 0.05) << "held units did not go back on drain";
+  std::printf(
+      "[ three instances ] %s: %d of 300 admitted (limit %d, bound %lld); after the "
+      "drain the store counts %.2f spent\n",
+      limit.c_str(), admitted, quota, static_cast<long long>(bound), spent(state, quota));
 }
 
 TEST(ThreeInstances, NeverOverAdmitATokenBucket) {
   expect_three_instances_within(
       "algorithm: token_bucket, capacity: 60, refill_rate: 1/h, lease: { size: 10, ttl: 30s }", 60,
-      20);
+      [](const std::vector<double>& s, int capacity) { return capacity - s[0]; });
 }
 
 TEST(ThreeInstances, NeverOverAdmitAFixedWindow) {
   expect_three_instances_within(
-      "algorithm: fixed_window, limit: 60, window: 1h, lease: { size: 10, ttl: 30s }", 60, 20);
+      "algorithm: fixed_window, limit: 60, window: 1h, lease: { size: 10, ttl: 30s }", 60,
+      [](const std::vector<double>& s, int) { return s.size() > 1 ? s[1] : -1.0; });
 }
 
 TEST(LeaseOutage, UnitsInHandKeepServingWhileRedisIsStoppedThenThePolicyApplies) {

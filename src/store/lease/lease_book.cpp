@@ -198,8 +198,15 @@ std::vector<LeaseBook::Wake> LeaseBook::granted(const Item& item, std::int64_t n
       // when the grant was sent (the store decided later than that): never late.
       const auto w = l->params.window;
       const auto end = sent + (store_now - store_now % w + w - store_now);
-      if (end != l->window_end) l->units = 0;  // units of another window: void (or soon)
-      l->window_end = end;
+      // Each grant's estimate of the end differs by the round trip's jitter; another window's
+      // by about a window. Units of another window are void (or soon); the same window's stay,
+      // with the earlier estimate kept.
+      if (l->window_end == 0 || end - l->window_end > w / 2 || l->window_end - end > w / 2) {
+        l->units = 0;
+        l->window_end = end;
+      } else {
+        l->window_end = std::min(l->window_end, end);
+      }
     }
     l->units += extra;
     l->spent += need;
