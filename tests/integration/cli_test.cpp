@@ -9,6 +9,7 @@
 #include <regex>
 #include <thread>
 
+#include "floodgate_process.hpp"
 #include "harness.hpp"
 
 namespace floodgate::testing {
@@ -134,21 +135,24 @@ TEST(Cli, ServesReloadsOnSighupAndExitsCleanlyOnSigterm) {
   Origin origin;
   auto port = free_port();
   auto path = temp_file("serve.yaml", serving_config(port, origin.port(), "/a"));
-  ChildProcess fg({FLOODGATE_BINARY, "--config", path.string()});
+  auto fg = start_floodgate(path.string());
   auto r = get_when_up(port, "/a/1");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->result_int(), 200);
   EXPECT_EQ(get(port, "/b/1")->result_int(), 404);
 
-  // A bad file is rejected and the old config keeps serving.
+  // A bad file is rejected, naming itself, and the old config keeps serving.
   std::ofstream(path) << "server: [oops\n";
-  kill(fg.pid(), SIGHUP);
-  std::this_thread::sleep_for(300ms);
+  kill(fg->pid(), SIGHUP);
+  std::string log;
+  const auto rejected = wait_for_line(*fg, "reload rejected", 5s, log);
+  EXPECT_NE(rejected.find(path.string() + ":"), std::string::npos) << log;
+  EXPECT_NE(wait_for_line(*fg, "the previous config keeps serving", 5s, log), "") << log;
   EXPECT_EQ(get(port, "/a/2")->result_int(), 200);
 
   // A good file takes effect.
   std::ofstream(path) << serving_config(port, origin.port(), "/b");
-  kill(fg.pid(), SIGHUP);
+  kill(fg->pid(), SIGHUP);
   bool switched = false;
   for (int i = 0; i < 40 && !switched; ++i) {
     std::this_thread::sleep_for(50ms);
@@ -157,7 +161,7 @@ TEST(Cli, ServesReloadsOnSighupAndExitsCleanlyOnSigterm) {
   EXPECT_TRUE(switched);
   EXPECT_EQ(get(port, "/a/3")->result_int(), 404);
 
-  auto code = fg.signal_and_wait(SIGTERM, 5s);
+  auto code = fg->signal_and_wait(SIGTERM, 5s);
   ASSERT_TRUE(code);
   EXPECT_EQ(*code, 0);
   EXPECT_EQ(origin.requests(), 3u);

@@ -76,6 +76,25 @@ std::string floodgate_binary() {
   return other && *other ? other : FLOODGATE_BINARY;
 }
 
+std::unique_ptr<ChildProcess> start_floodgate(const std::string& config_path) {
+  return std::make_unique<ChildProcess>(std::vector<std::string>{
+      "/bin/sh", "-c", "exec \"$0\" --config \"$1\" 2>&1", floodgate_binary(), config_path});
+}
+
+std::string wait_for_line(ChildProcess& p, const std::string& needle,
+                          std::chrono::milliseconds timeout, std::string& seen) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    auto line = p.read_line(std::max(left, std::chrono::milliseconds(1)));
+    if (line.empty()) continue;
+    seen += line + "\n";
+    if (line.find(needle) != std::string::npos) return line;
+  }
+  return "";
+}
+
 std::string redis_config(std::uint16_t listen_port, std::uint16_t origin_port,
                          std::uint16_t redis_port, const std::string& routes,
                          const std::string& timeout, const std::string& extra) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "harness.hpp"
@@ -20,6 +21,15 @@ std::string floodgate_binary();
 // Writes `text` to a file in the temp directory named after `name` and this process; returns
 // its path. Writing again to the same name replaces the file in place (a reload's new config).
 std::string write_temp_file(const std::string& name, const std::string& text);
+
+// The real binary serving `config_path`, its log (stderr) and access log (stdout) on the one
+// pipe ChildProcess reads. `exec` keeps the pid, so signals reach floodgate itself.
+std::unique_ptr<ChildProcess> start_floodgate(const std::string& config_path);
+
+// Reads `p`'s lines until one contains `needle` and returns it ("" if none came in time).
+// Every line read on the way is appended to `seen`, for failure messages.
+std::string wait_for_line(ChildProcess& p, const std::string& needle,
+                          std::chrono::milliseconds timeout, std::string& seen);
 
 // Until `port` answers a GET of `target` (whatever the status): a test failure after 5 s.
 void wait_serving(std::uint16_t port, const std::string& target = "/__up");

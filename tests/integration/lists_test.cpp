@@ -123,25 +123,29 @@ TEST(Lists, TheRealBinaryReadsItsListFileAgainOnSighupAndKeepsTheOldOneWhenTheNe
                               http_url(origin) + "\" }\nlists:\n  deny: { file: \"" + list +
                               "\" }\nroutes:\n  - name: all\n    match: { path_prefix: / }\n"
                               "    upstream: origin\n");
-  ChildProcess fg({FLOODGATE_BINARY, "--config", yaml});
+  auto fg = start_floodgate(yaml);
   wait_serving(port);
   EXPECT_EQ(status(port, "/a", from("198.51.100.20")), 200);
 
   // The file gains the caller's network: a reload applies it, nothing else changes.
   write_temp_file("lists-deny.txt", "198.51.100.0/24\n");
-  kill(fg.pid(), SIGHUP);
+  kill(fg->pid(), SIGHUP);
   EXPECT_TRUE(eventually([&] { return status(port, "/a", from("198.51.100.20")) == 403; }, 5s));
   EXPECT_EQ(status(port, "/a", from("198.51.100.21")), 403);
   EXPECT_EQ(status(port, "/a", from("192.0.2.1")), 200);
 
-  // A bad line: the reload is refused, and the list that was serving still serves.
+  // A bad line: the reload is refused, naming the list's file, line and column, and the list
+  // that was serving still serves.
   write_temp_file("lists-deny.txt", "192.0.2.0/24\n192.0.2.999\n");
-  kill(fg.pid(), SIGHUP);
-  std::this_thread::sleep_for(500ms);
+  kill(fg->pid(), SIGHUP);
+  std::string log;
+  const auto rejected = wait_for_line(*fg, "reload rejected", 5s, log);
+  EXPECT_NE(rejected.find(list + ":2:"), std::string::npos) << log;
+  EXPECT_NE(wait_for_line(*fg, "the previous config keeps serving", 5s, log), "") << log;
   EXPECT_EQ(status(port, "/a", from("198.51.100.20")), 403);
   EXPECT_EQ(status(port, "/a", from("192.0.2.1")), 200);
 
-  auto code = fg.signal_and_wait(SIGTERM, 5s);
+  auto code = fg->signal_and_wait(SIGTERM, 5s);
   ASSERT_TRUE(code);
   EXPECT_EQ(*code, 0);
 }

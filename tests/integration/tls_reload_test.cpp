@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "admin/admin_server.hpp"
+#include "floodgate_process.hpp"
 #include "harness.hpp"
 #include "proxy_yaml.hpp"
 #include "test_pki.hpp"
@@ -34,29 +35,6 @@ void overwrite(const std::string& path, const std::string& text) {
   out << text;
   out.close();
   ASSERT_TRUE(out) << "cannot write " << path;
-}
-
-// The real binary with its log (stderr) and access log (stdout) on the one pipe that
-// ChildProcess reads. `exec` keeps the pid, so signals reach floodgate itself.
-std::unique_ptr<ChildProcess> start_floodgate(const std::string& config_path) {
-  return std::make_unique<ChildProcess>(std::vector<std::string>{
-      "/bin/sh", "-c", "exec \"$0\" --config \"$1\" 2>&1", FLOODGATE_BINARY, config_path});
-}
-
-// Reads log lines until one contains `needle` and returns it ("" if none came in time).
-// Every line read on the way is appended to `seen`, for failure messages.
-std::string wait_for_line(ChildProcess& p, const std::string& needle,
-                          std::chrono::milliseconds timeout, std::string& seen) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    auto line = p.read_line(std::max(left, 1ms));
-    if (line.empty()) continue;
-    seen += line + "\n";
-    if (line.find(needle) != std::string::npos) return line;
-  }
-  return "";
 }
 
 const std::string kGet = "GET /hello HTTP/1.1\r\nHost: shop.test\r\n\r\n";
