@@ -198,7 +198,6 @@ class UpstreamCall {
 
  protected:
   const config::UpstreamServer& server() const { return use_->server(); }
-  ServerUse& use() const { return *use_; }
 
  private:
   ServerUse* use_ = nullptr;

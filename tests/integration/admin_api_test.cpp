@@ -52,10 +52,7 @@ struct Instance {
            const std::string& yaml)
       : port(port_), admin(admin_) {
     path = write_temp_file(name, yaml);
-    // Its log (stderr) on the pipe too, where log_lines() reads it.
-    fg = std::make_unique<ChildProcess>(std::vector<std::string>{
-        "/bin/sh", "-c",
-        std::string("exec ") + FLOODGATE_BINARY + " --config '" + path + "' 2>&1"});
+    fg = start_floodgate(path);  // its log on the pipe too, where log_lines() reads it
     wait_serving(admin, "/healthz");
     wait_listening(port);
   }

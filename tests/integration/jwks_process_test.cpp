@@ -34,9 +34,7 @@ struct Floodgate {
             "\" } }\nroutes:\n  - name: api\n    match: { path_prefix: / }\n"
             "    upstream: origin\n    limits:\n      - { name: per-tenant, algorithm: "
             "fixed_window, limit: 100, window: 1h, key: [\"jwt:tenant\"] }\n");
-    process = std::make_unique<ChildProcess>(std::vector<std::string>{
-        "/bin/sh", "-c",
-        std::string("exec ") + FLOODGATE_BINARY + " --config '" + path + "' 2>&1"});
+    process = start_floodgate(path);
   }
   // The log's lines that arrive within `for_how_long`, added to `log`.
   const std::string& read_log(std::chrono::milliseconds for_how_long) {

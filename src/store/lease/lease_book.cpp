@@ -1,6 +1,7 @@
 // The units in hand, per key, for one instance (store/leased_store.hpp).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <utility>
@@ -201,7 +202,7 @@ std::vector<LeaseBook::Wake> LeaseBook::granted(const Item& item, std::int64_t n
       // Each grant's estimate of the end differs by the round trip's jitter; another window's
       // by about a window. Units of another window are void (or soon); the same window's stay,
       // with the earlier estimate kept.
-      if (l->window_end == 0 || end - l->window_end > w / 2 || l->window_end - end > w / 2) {
+      if (l->window_end == 0 || std::abs(end - l->window_end) > w / 2) {
         l->units = 0;
         l->window_end = end;
       } else {
