@@ -17,13 +17,13 @@
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/heavy_hitters.hpp"
 #include "floodgate/limit/policy.hpp"
+#include "h1/http1_client.hpp"
 #include "h1/wire.hpp"
 #include "store/redis/script_calls.hpp"
 
 namespace {
 
 using namespace floodgate;
-namespace bhttp = boost::beast::http;
 
 constexpr std::string_view kRequest =
     "GET /api/v1/orders?page=2 HTTP/1.1\r\n"
@@ -61,10 +61,10 @@ routes:
 
 void BM_ParseRequestHead(benchmark::State& state) {
   for (auto _ : state) {
-    bhttp::request_parser<bhttp::empty_body> p;
+    http::RequestParser p;
     boost::beast::error_code ec;
     p.put(boost::asio::buffer(kRequest), ec);
-    benchmark::DoNotOptimize(p.get().target());
+    benchmark::DoNotOptimize(p.get().target);
   }
   state.SetItemsProcessed(state.iterations());
 }
@@ -82,10 +82,10 @@ BENCHMARK(BM_Route);
 void BM_PlanTwoLimits(benchmark::State& state) {
   const auto& c = bench_config();
   const auto* route = decide::match_route(c, "GET", "shop.example.com", "/api/v1/orders");
-  bhttp::request_parser<bhttp::empty_body> p;
+  http::RequestParser p;
   boost::beast::error_code ec;
   p.put(boost::asio::buffer(kRequest), ec);
-  http::FieldHeaders headers(p.get());
+  http::FieldHeaders headers(p.get().fields);
   keys::KeyHasher hasher(c.store.key_secret);
   keys::RequestFacts facts{route->name,      "GET",    "shop.example.com",
                            "/api/v1/orders", "page=2", *config::parse_ip("203.0.113.7"),
@@ -99,7 +99,7 @@ void BM_ScriptArguments(benchmark::State& state) {
   const auto& c = bench_config();
   const auto* route = decide::match_route(c, "GET", "shop.example.com", "/api/v1/orders");
   keys::KeyHasher hasher(c.store.key_secret);
-  bhttp::fields f;
+  http::Fields f;
   f.set("X-Api-Key", "k-0123456789");
   http::FieldHeaders headers(f);
   keys::RequestFacts facts{route->name,      "GET",  "shop.example.com",
@@ -152,15 +152,15 @@ BENCHMARK(BM_RefusalAnswer);
 
 // The head of a proxied response, serialized flat (what goes out with the body's first piece).
 void BM_ResponseHead(benchmark::State& state) {
-  bhttp::response_header<> h;
-  h.result(200);
-  h.version(11);
-  h.set(bhttp::field::content_type, "application/json");
-  h.set(bhttp::field::content_length, "1234");
-  h.set(bhttp::field::date, "Mon, 30 Nov 2026 02:00:00 GMT");
-  h.set("X-RateLimit-Limit", "100");
-  h.set("X-RateLimit-Remaining", "42");
-  h.set("X-RateLimit-Reset", "1796000000");
+  http::ResponseHead h;
+  h.status = 200;
+  auto& f = h.fields;
+  f.set("Content-Type", "application/json");
+  f.set("Content-Length", "1234");
+  f.set("Date", "Mon, 30 Nov 2026 02:00:00 GMT");
+  f.set("X-RateLimit-Limit", "100");
+  f.set("X-RateLimit-Remaining", "42");
+  f.set("X-RateLimit-Reset", "1796000000");
   std::string out;
   for (auto _ : state) {
     out.clear();

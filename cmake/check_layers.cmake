@@ -28,9 +28,10 @@ set(RANK_replay 14)
 set(RANK_app 15)
 
 # Libraries a layer may not include at all, whatever its rank: the decision is protocol-free
-# (an RLS call reaches it with no HTTP), and nghttp2 stays in h2/.
+# (an RLS call reaches it with no HTTP), the exchange and its driver speak no protocol's types
+# (their Fields are filled by each front), and nghttp2 stays in h2/.
 set(FORBIDDEN_decide "boost/beast|nghttp2|boost/asio/ip")
-set(FORBIDDEN_exchange "nghttp2")
+set(FORBIDDEN_exchange "nghttp2|boost/beast")
 set(FORBIDDEN_h1 "nghttp2")
 
 # The layer of a path relative to the source root ("" when it is in none).

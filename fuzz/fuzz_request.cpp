@@ -1,7 +1,7 @@
 // Client bytes through the steps the HTTP/1.1 session takes, the real ones (pipeline.hpp):
-// Beast's request parser with the session's limits, the framing checks, route_exchange
-// (target parsing, path normalization, routing), the limit gate deciding on an in-process
-// store (keys from headers, query, verified JWT claims and the client behind trusted
+// the session's request parser (Beast's, into the exchange's Fields) with its limits, the framing
+// checks, route_exchange (target parsing, path normalization, routing), the limit gate deciding on
+// an in-process store (keys from headers, query, verified JWT claims and the client behind trusted
 // proxies; the deny cache; a refusal rendered), the head rewritten for the upstream, a
 // response settled, the access-log line with replay fields, and the body read through a small
 // buffer as the relay reads it. Pipelined requests are served in turn, as one keep-alive
@@ -14,9 +14,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/parser.hpp>
 
 #include <array>
 #include <cstddef>
@@ -32,6 +30,7 @@
 #include "floodgate/metrics/metrics.hpp"
 #include "floodgate/store/memory_store.hpp"
 #include "h1/error_response.hpp"
+#include "h1/http1_client.hpp"
 #include "h1/http1_head.hpp"
 #include "h1/wire.hpp"
 #include "support.hpp"
@@ -41,7 +40,7 @@ namespace {
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using namespace floodgate;
-using Parser = bhttp::request_parser<bhttp::buffer_body>;
+using Parser = http::RequestParser;
 
 // Every key part kind, a cost header, tiers from a claim, a shadow limit, allow and deny
 // lists, and a peer that is a trusted proxy so that X-Forwarded-For is walked.
@@ -153,7 +152,7 @@ struct Connection {
 // the connection. The exchange is logged however it ends.
 bool serve(Fixture& fx, Connection& conn, Parser& parser, http::Exchange& x) {
   auto& req = parser.get();
-  http::take_http1_head(x, req, req.keep_alive() && parser.is_done());
+  http::take_http1_head(x, req, parser.keep_alive() && parser.is_done());
   x.peer_ip = kPeer;
   x.peer = fx.peer;
   if (!http::framing_is_safe(req, parser.chunked())) return false;
@@ -184,11 +183,11 @@ bool serve(Fixture& fx, Connection& conn, Parser& parser, http::Exchange& x) {
   std::string head;
   http::append_head(head, req);
   // An upstream response reporting a true cost (and a refund) for the settled limit.
-  bhttp::response_header<> res;
-  res.result(200);
-  res.set("X-Used", "0");
-  http::settle_response(conn.gate, x, res);
-  http::add_rate_headers(x, res);
+  http::ResponseHead res;
+  res.status = 200;
+  res.fields.set("X-Used", "0");
+  http::settle_response(conn.gate, x, res.fields);
+  http::add_rate_headers(x, res.fields);
   x.status = 200;
   return true;
 }
@@ -199,9 +198,7 @@ bool read_body(Parser& parser, std::string_view& in) {
   std::array<char, 256> chunk;
   parser.eager(true);
   while (!parser.is_done()) {
-    auto& body = parser.get().body();
-    body.data = chunk.data();
-    body.size = chunk.size();
+    parser.body_into(chunk);
     beast::error_code ec;
     auto used = parser.put(boost::asio::buffer(in.data(), in.size()), ec);
     in.remove_prefix(used);
@@ -236,7 +233,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     http::Exchange x;
     x.config = fx.config;
     x.arrived = fx.clock.now();
-    bool keep_alive = parser.get().keep_alive();
+    bool keep_alive = parser.keep_alive();
     bool go_on = serve(fx, conn, parser, x);
     http::log_exchange(x, *fx.log, conn.gate.hasher(*x.config));
     http::finish_exchange(conn.gate, x);  // the response ended

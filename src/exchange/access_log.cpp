@@ -159,7 +159,7 @@ std::string access_line(Exchange& x, std::chrono::steady_clock::duration took,
     });
     line += logged_client(x, hashed, hasher);
     line += "\",\"user_agent\":\"";
-    append_json_escaped(line, (*x.fields)[boost::beast::http::field::user_agent]);
+    append_json_escaped(line, x.fields->get("user-agent"));
   }
   line += "\",\"protocol\":\"";
   line += x.protocol;

@@ -8,8 +8,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/status.hpp>
 
 #include <array>
 #include <chrono>
@@ -70,7 +68,7 @@ class Driver {
     const UpstreamCall::Shape shape{!front_.body_done(), framing.chunked, front_.takes_trailers()};
     prepare_upstream_head(x_, req, use_.server(), framing);
     auto done = co_await exchange_heads(call, req, shape, framing.upgrade);
-    if (!done && call.head().result() == bhttp::status::switching_protocols) {
+    if (!done && call.head().status == 101) {
       x_.status = 101;
       count_status(gate_, x_);  // an open tunnel holds nothing of a counting limit
       co_await front_.tunnel(call.head(), *call.connection());
@@ -119,8 +117,7 @@ class Driver {
  private:
   // Connects, sends the request (another server once when no connection can be made; again
   // when the call says it may) and reads the response's head. A Forwarded when it failed.
-  asio::awaitable<std::optional<Forwarded>> exchange_heads(UpstreamCall& call,
-                                                           bhttp::request_header<>& req,
+  asio::awaitable<std::optional<Forwarded>> exchange_heads(UpstreamCall& call, RequestHead& req,
                                                            const UpstreamCall::Shape& shape,
                                                            bool upgrade) {
     bool retried = false;  // on another server, after a connection could not be made
@@ -154,7 +151,7 @@ class Driver {
       if (step.ok) step = co_await call.read_head(upgrade);
       if (step.ok) {
         x_.upstream_took = std::chrono::steady_clock::now() - sent_at;
-        ups_.answered(use_, x_.upstream_took, call.head().result_int());
+        ups_.answered(use_, x_.upstream_took, call.head().status);
         co_return std::nullopt;
       }
       if (step.retry) continue;
@@ -203,10 +200,10 @@ class Driver {
   // The response's head rewritten for the client, then its body as the client takes it.
   asio::awaitable<Forwarded> relay_response(UpstreamCall& call) {
     auto& res = call.head();
-    settle_response(gate_, x_, res);
-    strip_hop_by_hop(res);
-    add_rate_headers(x_, res);
-    x_.status = res.result_int();
+    settle_response(gate_, x_, res.fields);
+    strip_hop_by_hop(res.fields);
+    add_rate_headers(x_, res.fields);
+    x_.status = res.status;
     count_status(gate_, x_);  // not at the body's end: a long download holds nothing
     const auto body = call.body();
     front_.set_head(res, body);

@@ -1,11 +1,9 @@
 #pragma once
-// The value one request becomes. The front protocol (HTTP/1.1 today) fills in what it read;
+// The value one request becomes. The front protocol (HTTP/1.1, HTTP/2) fills in what it read;
 // the pipeline (pipeline.hpp) derives the rest once: the target in the form it is routed,
 // keyed, logged and forwarded in, the route, the client, the verified claims, then the
 // limits' decision, the status and the timings. Everything after the head reads it, the
 // access log included; nothing recomputes it.
-
-#include <boost/beast/http/fields.hpp>
 
 #include <chrono>
 #include <optional>
@@ -14,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "fields.hpp"
 #include "floodgate/config/config.hpp"
 #include "floodgate/decide/admission.hpp"
 #include "floodgate/decide/reply.hpp"
@@ -39,8 +38,8 @@ struct Exchange {
   Exchange& operator=(const Exchange&) = delete;
 
   // Filled in by the front protocol when the request's head has been read.
-  config::ConfigPtr config;  // the snapshot the request is served under, to its end
-  const boost::beast::http::fields* fields = nullptr;  // the request's header fields
+  config::ConfigPtr config;        // the snapshot the request is served under, to its end
+  const Fields* fields = nullptr;  // the request's header fields, as received
   std::string_view method;
   std::string_view raw_target;  // as received: the request-target
   std::string_view host_field;  // Host as received (empty when absent)

@@ -1,8 +1,5 @@
 #include "forwarding.hpp"
 
-#include <boost/beast/core/string.hpp>
-#include <boost/beast/http/field.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -14,16 +11,15 @@
 
 namespace floodgate::http {
 
-namespace bhttp = boost::beast::http;
-
 namespace {
 
 // Calls fn(token) for each element of a comma-separated list header, over every occurrence
 // of it, trimmed of blanks; stops when fn returns true.
 template <typename Fn>
-bool any_token(const bhttp::fields& fields, bhttp::field name, Fn&& fn) {
-  for (auto it = fields.find(name); it != fields.end() && it->name() == name; ++it) {
-    std::string_view v = it->value();
+bool any_token(const Fields& fields, std::string_view name, Fn&& fn) {
+  for (const auto& field : fields) {
+    if (!Fields::named(field, name)) continue;
+    std::string_view v = field.value;
     while (!v.empty()) {
       auto comma = v.find(',');
       auto token = v.substr(0, comma);
@@ -39,7 +35,7 @@ bool any_token(const bhttp::fields& fields, bhttp::field name, Fn&& fn) {
   return false;
 }
 
-bool has_token(const bhttp::fields& fields, bhttp::field name, std::string_view wanted) {
+bool has_token(const Fields& fields, std::string_view name, std::string_view wanted) {
   return any_token(fields, name, [&](std::string_view t) { return iequals(t, wanted); });
 }
 
@@ -58,65 +54,65 @@ bool is_protected(std::string_view name) {
 
 }  // namespace
 
-std::optional<std::uint64_t> content_length_of(const bhttp::fields& fields) {
-  auto it = fields.find(bhttp::field::content_length);
-  if (it == fields.end()) return std::nullopt;
-  std::string_view v = it->value();
+std::optional<std::uint64_t> content_length_of(const Fields& fields) {
+  auto found = fields.find("content-length");
+  if (!found) return std::nullopt;
+  std::string_view v = *found;
   std::uint64_t n = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
   if (ec != std::errc{} || p != v.data() + v.size()) return std::nullopt;
   return n;
 }
 
-bool asks_for_trailers(const bhttp::fields& fields) {
-  auto it = fields.find(bhttp::field::te);
-  return it != fields.end() && iequals(it->value(), "trailers");
+bool asks_for_trailers(const Fields& fields) {
+  auto te = fields.find("te");
+  return te && iequals(*te, "trailers");
 }
 
-void strip_hop_by_hop(bhttp::fields& fields) {
+void strip_hop_by_hop(Fields& fields) {
   // Collect the names listed in Connection before erasing it: "Connection: close, X-Foo"
   // makes X-Foo hop-by-hop too.
-  std::vector<std::string> named;
-  any_token(fields, bhttp::field::connection, [&](std::string_view t) {
-    if (!is_protected(t)) named.emplace_back(t);
+  std::vector<std::string_view> named;  // views into the fields' text, which stays
+  any_token(fields, "connection", [&](std::string_view t) {
+    if (!is_protected(t)) named.push_back(t);
     return false;
   });
-  // One pass over the fields (a lookup per hop-by-hop name would walk the index ten times).
-  for (auto it = fields.begin(); it != fields.end();) {
-    switch (it->name()) {
-      case bhttp::field::connection:
-      case bhttp::field::keep_alive:
-      case bhttp::field::proxy_connection:
-      case bhttp::field::te:
-      case bhttp::field::trailer:
-      case bhttp::field::transfer_encoding:
-      case bhttp::field::upgrade:
-      case bhttp::field::proxy_authenticate:
-      case bhttp::field::proxy_authorization:
-      case bhttp::field::content_length:
-        it = fields.erase(it);
-        break;
-      default:
-        ++it;
-    }
+  static constexpr std::string_view kHopByHop[] = {"connection",
+                                                   "keep-alive",
+                                                   "proxy-connection",
+                                                   "te",
+                                                   "trailer",
+                                                   "transfer-encoding",
+                                                   "upgrade",
+                                                   "proxy-authenticate",
+                                                   "proxy-authorization",
+                                                   "content-length"};
+  // One pass over the fields (a lookup per hop-by-hop name would walk them ten times).
+  for (std::size_t i = 0; i < fields.size();) {
+    const auto& f = fields[i];
+    const bool hop = std::any_of(std::begin(kHopByHop), std::end(kHopByHop),
+                                 [&](std::string_view h) { return Fields::named(f, h); }) ||
+                     std::any_of(named.begin(), named.end(),
+                                 [&](std::string_view n) { return Fields::named(f, n); });
+    if (hop)
+      fields.erase_at(i);
+    else
+      ++i;
   }
-  for (const auto& name : named) fields.erase(name);
 }
 
-bool is_websocket_upgrade(const bhttp::request_header<>& req) {
-  return req.method() == bhttp::verb::get && req.version() == 11 &&
-         has_token(req, bhttp::field::upgrade, "websocket") &&
-         has_token(req, bhttp::field::connection, "upgrade");
+bool is_websocket_upgrade(const RequestHead& req) {
+  return req.method == "GET" && req.version == 11 &&
+         has_token(req.fields, "upgrade", "websocket") &&
+         has_token(req.fields, "connection", "upgrade");
 }
 
-std::string joined_values(const bhttp::fields& fields, std::string_view name,
-                          std::string_view separator) {
+std::string joined_values(const Fields& fields, std::string_view name, std::string_view separator) {
   std::string out;
-  auto range = fields.equal_range(name);
-  for (auto it = range.first; it != range.second; ++it) {
+  fields.each(name, [&](std::string_view value) {
     if (!out.empty()) out += separator;
-    out += it->value();
-  }
+    out += value;
+  });
   return out;
 }
 
@@ -156,21 +152,21 @@ bool valid_host(std::string_view host) {
   return true;
 }
 
-bool framing_is_safe(const bhttp::request_header<>& req, bool chunked) {
-  bool has_te = req.find(bhttp::field::transfer_encoding) != req.end();
-  if (has_te &&
-      (req.version() < 11 || !chunked || req.count(bhttp::field::transfer_encoding) != 1 ||
-       !iequals(req[bhttp::field::transfer_encoding], "chunked")))
+bool framing_is_safe(const RequestHead& req, bool chunked) {
+  const auto& f = req.fields;
+  if (auto te = f.find("transfer-encoding");
+      te && (req.version < 11 || !chunked || f.count("transfer-encoding") != 1 ||
+             !iequals(*te, "chunked")))
     return false;
-  auto hosts = req.count(bhttp::field::host);
-  if (hosts > 1 || (hosts == 0 && req.version() >= 11)) return false;
-  if (hosts == 1 && !valid_host(req[bhttp::field::host])) return false;
+  auto hosts = f.count("host");
+  if (hosts > 1 || (hosts == 0 && req.version >= 11)) return false;
+  if (hosts == 1 && !valid_host(f.get("host"))) return false;
   return true;
 }
 
 namespace {
 
-void append_to_list(bhttp::fields& fields, std::string_view name, std::string_view value) {
+void append_to_list(Fields& fields, std::string_view name, std::string_view value) {
   std::string list = joined_values(fields, name);
   if (!list.empty()) list += ", ";
   list += value;
@@ -179,7 +175,7 @@ void append_to_list(bhttp::fields& fields, std::string_view name, std::string_vi
 
 }  // namespace
 
-void add_forwarding_headers(bhttp::fields& fields, const ForwardedFor& info) {
+void add_forwarding_headers(Fields& fields, const ForwardedFor& info) {
   append_to_list(fields, "X-Forwarded-For", info.peer_ip);
   fields.set("X-Forwarded-Proto", info.tls ? "https" : "http");
   std::string via = "1.1 ";

@@ -1,14 +1,12 @@
 #pragma once
 // Header hygiene between client and upstream: what a proxy must drop, add and normalise.
-// Pure functions over beast::http::fields, so they are unit-tested without sockets.
-
-#include <boost/beast/http/fields.hpp>
-#include <boost/beast/http/message.hpp>
+// Pure functions over a message's Fields, so they are unit-tested without sockets.
 
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "fields.hpp"
 #include "floodgate/config/config.hpp"
 
 namespace floodgate::http {
@@ -19,29 +17,29 @@ namespace floodgate::http {
 // re-establishes framing itself, so that exactly one framing header ever leaves. Connection
 // cannot name Host, the framing fields or the forwarding ones (X-Forwarded-For,
 // X-Forwarded-Proto, Via, Forwarded, X-Real-IP): those names in it are ignored.
-void strip_hop_by_hop(boost::beast::http::fields& fields);
+void strip_hop_by_hop(Fields& fields);
 
 // Content-Length as a number; nullopt when absent or not a number.
-std::optional<std::uint64_t> content_length_of(const boost::beast::http::fields& fields);
+std::optional<std::uint64_t> content_length_of(const Fields& fields);
 
 // TE: trailers, the one TE a proxy passes on (to an h2 upstream: gRPC needs it).
-bool asks_for_trailers(const boost::beast::http::fields& fields);
+bool asks_for_trailers(const Fields& fields);
 
 // Every value of a possibly repeated list header, joined as one list (RFC 9110 section 5.3).
-std::string joined_values(const boost::beast::http::fields& fields, std::string_view name,
+std::string joined_values(const Fields& fields, std::string_view name,
                           std::string_view separator = ", ");
 
 // Request framing a proxy must refuse before anything is forwarded (RFC 9112 sections 3.2
 // and 6): a Transfer-Encoding that is not exactly chunked (`chunked`: the parser's verdict),
 // any Transfer-Encoding in HTTP/1.0, a missing (HTTP/1.1) or repeated Host, and a Host that
 // is not a valid authority.
-bool framing_is_safe(const boost::beast::http::request_header<>& req, bool chunked);
+bool framing_is_safe(const RequestHead& req, bool chunked);
 // host [":" port], host a reg-name, an IPv4 address or an IP literal in brackets.
 bool valid_host(std::string_view host);
 
 // A WebSocket opening handshake (RFC 6455 section 4.1): GET, HTTP/1.1, `Upgrade: websocket`
 // and `upgrade` among the Connection tokens. Other upgrades (h2c, ...) are not tunnelled.
-bool is_websocket_upgrade(const boost::beast::http::request_header<>& req);
+bool is_websocket_upgrade(const RequestHead& req);
 
 struct ForwardedFor {
   std::string_view peer_ip;  // the socket peer, as text
@@ -51,6 +49,6 @@ struct ForwardedFor {
 
 // X-Forwarded-For gains the peer (after any it already had), X-Forwarded-Proto is set, and
 // Via gains "1.1 <pop>".
-void add_forwarding_headers(boost::beast::http::fields& fields, const ForwardedFor& info);
+void add_forwarding_headers(Fields& fields, const ForwardedFor& info);
 
 }  // namespace floodgate::http

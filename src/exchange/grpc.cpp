@@ -38,10 +38,10 @@ std::string message_for(const Reply& r) {
 
 }  // namespace
 
-bool is_grpc(const boost::beast::http::fields& request) {
-  auto it = request.find(boost::beast::http::field::content_type);
-  if (it == request.end()) return false;
-  std::string_view v = it->value();
+bool is_grpc(const Fields& request) {
+  auto type = request.find("content-type");
+  if (!type) return false;
+  std::string_view v = *type;
   constexpr std::string_view kType = "application/grpc";
   if (v.size() < kType.size() || !iequals(v.substr(0, kType.size()), kType)) return false;
   return v.size() == kType.size() || v[kType.size()] == '+' || v[kType.size()] == ';';

@@ -5,8 +5,6 @@
 // other HTTP status to UNAVAILABLE or UNKNOWN and retries blindly, while RESOURCE_EXHAUSTED
 // with grpc-retry-pushback-ms tells its retry policy when to come back.
 
-#include <boost/beast/http/fields.hpp>
-
 #include <string_view>
 
 #include "exchange.hpp"
@@ -15,7 +13,7 @@
 namespace floodgate::http {
 
 // content-type application/grpc, alone or followed by '+' (a codec) or ';' (parameters).
-bool is_grpc(const boost::beast::http::fields& request);
+bool is_grpc(const Fields& request);
 
 // The gRPC status floodgate answers for one of its HTTP statuses: 429 -> 8
 // RESOURCE_EXHAUSTED, 503 (fail_closed) and 502 -> 14 UNAVAILABLE, 504 -> 4

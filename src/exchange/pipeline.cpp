@@ -1,7 +1,5 @@
 #include "pipeline.hpp"
 
-#include <boost/beast/http/field.hpp>
-
 #include "access_log.hpp"
 #include "floodgate/decide/router.hpp"
 #include "floodgate/keys/client_ip.hpp"
@@ -14,8 +12,6 @@
 #endif
 
 namespace floodgate::http {
-
-namespace bhttp = boost::beast::http;
 
 std::optional<Unrouted> route_exchange(Exchange& x) {
   std::string_view raw = x.raw_target;
@@ -70,13 +66,9 @@ boost::asio::awaitable<std::optional<Reply>> decide_exchange(decide::Gate& gate,
   co_return reply;
 }
 
-void settle_response(decide::Gate& gate, Exchange& x, const bhttp::fields& response) {
+void settle_response(decide::Gate& gate, Exchange& x, const Fields& response) {
   if (x.admission.settles.empty()) return;  // most responses: no lookup built for nothing
-  settle_fields(gate, x, false, [&](std::string_view name) -> std::optional<std::string_view> {
-    auto it = response.find(name);
-    if (it == response.end()) return std::nullopt;
-    return it->value();
-  });
+  settle_fields(gate, x, false, [&](std::string_view name) { return response.find(name); });
 }
 
 void settle_fields(decide::Gate& gate, Exchange& x, bool trailers,
@@ -85,37 +77,37 @@ void settle_fields(decide::Gate& gate, Exchange& x, bool trailers,
   gate.ledger().settle(x.admission, trailers, field, noted ? &x.settled : nullptr);
 }
 
-void prepare_upstream_head(Exchange& x, bhttp::request_header<>& req,
-                           const config::UpstreamServer& u, const UpstreamFraming& framing) {
+void prepare_upstream_head(Exchange& x, RequestHead& req, const config::UpstreamServer& u,
+                           const UpstreamFraming& framing) {
   // The access log names the client the forwarding header named as received, before it is
   // extended below.
   if (x.config->log.access_log) client_of(x);
-  if (!x.target.authority.empty()) req.set(bhttp::field::host, x.target.authority);
+  auto& f = req.fields;
+  if (!x.target.authority.empty()) f.set("Host", x.target.authority);
   // An HTTP/1.0 client may omit Host; what we send is HTTP/1.1, which must carry one
   // (RFC 9112 section 3.2): the upstream's own authority, as nginx's $proxy_host.
-  if (req.find(bhttp::field::host) == req.end())
-    req.set(bhttp::field::host,
-            (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" +
-                std::to_string(u.port));
-  if (x.target.origin_form != std::string_view(req.target()))  // normalized (or absolute-form)
-    req.target(std::string(x.target.origin_form));
-  strip_hop_by_hop(req);
+  if (!f.has("host"))
+    f.set("Host", (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" +
+                      std::to_string(u.port));
+  if (x.target.origin_form != req.target)  // normalized (or absolute-form)
+    req.set_target(x.target.origin_form);
+  strip_hop_by_hop(f);
   if (framing.upgrade) {  // the one hop-by-hop pair we pass on (RFC 9110 section 7.8)
-    req.set(bhttp::field::connection, "Upgrade");
-    req.set(bhttp::field::upgrade, "websocket");
+    f.set("Connection", "Upgrade");
+    f.set("Upgrade", "websocket");
   }
-  req.erase(bhttp::field::expect);  // answered by us, before the body is relayed
-  add_forwarding_headers(req, {x.peer_ip, x.tls, x.config->server.pop});
-  add_trace_fields(x, req);
-  req.version(11);
+  f.erase("expect");  // answered by us, before the body is relayed
+  add_forwarding_headers(f, {x.peer_ip, x.tls, x.config->server.pop});
+  add_trace_fields(x, f);
+  req.version = 11;
   // strip_hop_by_hop dropped both framing fields: exactly one comes back.
   if (framing.content_length)
-    req.set(bhttp::field::content_length, std::to_string(*framing.content_length));
+    f.set("Content-Length", std::to_string(*framing.content_length));
   else if (framing.chunked)
-    req.set(bhttp::field::transfer_encoding, "chunked");
+    f.set("Transfer-Encoding", "chunked");
 }
 
-void add_rate_headers(const Exchange& x, bhttp::fields& response) {
+void add_rate_headers(const Exchange& x, Fields& response) {
   for (const auto& [name, value] : x.admission.headers) response.set(name, value);
 }
 

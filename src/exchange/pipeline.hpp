@@ -12,7 +12,6 @@
 #include <spdlog/logger.h>
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/beast/http/message.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -56,7 +55,7 @@ inline void count_own_status(decide::Gate& gate, const Exchange* x, int status) 
 }
 // The upstream's response head arrived: true costs from its settle fields are settled and
 // noted for the access log (decide::Ledger::settle).
-void settle_response(decide::Gate& gate, Exchange& x, const boost::beast::http::fields& response);
+void settle_response(decide::Gate& gate, Exchange& x, const Fields& response);
 // The same for settles read from trailers (`trailers`) or from the head, by lookup.
 void settle_fields(decide::Gate& gate, Exchange& x, bool trailers,
                    const decide::Ledger::FieldLookup& field);
@@ -100,11 +99,11 @@ struct UpstreamFraming {
 
 // Rewrites the request's head in place for upstream `u`: Host, the normalized origin-form
 // target, hop-by-hop fields out, forwarding fields in, HTTP/1.1 with exactly one framing.
-void prepare_upstream_head(Exchange& x, boost::beast::http::request_header<>& req,
-                           const config::UpstreamServer& u, const UpstreamFraming& framing);
+void prepare_upstream_head(Exchange& x, RequestHead& req, const config::UpstreamServer& u,
+                           const UpstreamFraming& framing);
 
 // The admitted request's rate-limit headers onto the upstream's response.
-void add_rate_headers(const Exchange& x, boost::beast::http::fields& response);
+void add_rate_headers(const Exchange& x, Fields& response);
 
 // The exchange's access-log line, when its snapshot asks for one.
 void log_exchange(Exchange& x, spdlog::logger& access_log, keys::KeyHasher& hasher);

@@ -10,7 +10,6 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/beast/http/message.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -50,16 +49,9 @@ struct ResponseBody {
   bool has_body = false;
 };
 
-// A response's trailer fields, found by name (any case): settled by the driver, then written
-// on by the front that takes them.
-class Trailers {
- public:
-  virtual ~Trailers() = default;
-  virtual std::optional<std::string_view> find(std::string_view name) const = 0;
-  virtual std::size_t size() const = 0;
-  virtual std::string_view name(std::size_t i) const = 0;
-  virtual std::string_view value(std::size_t i) const = 0;
-};
+// A message's trailer fields: settled by the driver, then written on by the front that
+// takes them.
+using Trailers = Fields;
 
 // Set when an exchange is over on one side, so that the other stops waiting: the client
 // went away (a stream reset), or the driver stopped one direction of a full-duplex exchange.
@@ -83,7 +75,7 @@ class Front {
  public:
   virtual ~Front() = default;
   // The request's head as received; the driver rewrites it for the upstream.
-  virtual boost::beast::http::request_header<>& request() = 0;
+  virtual RequestHead& request() = 0;
   // How its body is framed (UpstreamFraming::upgrade: an admitted WebSocket upgrade).
   virtual UpstreamFraming framing() const = 0;
   // Nothing (more) of the request's body is to be read.
@@ -107,7 +99,7 @@ class Front {
 
   // The response: its head (rewritten by the driver: hop-by-hop out, rate headers in), kept
   // until the first piece of its body (or its end) goes with it.
-  virtual void set_head(boost::beast::http::response_header<>& head, const ResponseBody& body) = 0;
+  virtual void set_head(ResponseHead& head, const ResponseBody& body) = 0;
   // A piece of the response's body; `last` ends it, with `trailers` (may be null). False when
   // the client is gone (the response is then cut short).
   virtual boost::asio::awaitable<bool> write_body(std::span<const char> piece, bool last,
@@ -133,8 +125,7 @@ class Front {
   virtual Watchdog* watchdog() = 0;
   // An accepted upgrade (the upstream's 101 `head`): bytes relayed both ways until either
   // side ends; neither connection carries HTTP afterwards.
-  virtual boost::asio::awaitable<void> tunnel(boost::beast::http::response_header<>& head,
-                                              UpstreamConnection& upstream) = 0;
+  virtual boost::asio::awaitable<void> tunnel(ResponseHead& head, UpstreamConnection& upstream) = 0;
 };
 
 // The upstream side: one request to one server, over the protocol the server speaks.
@@ -172,13 +163,13 @@ class UpstreamCall {
   };
   // The rewritten request head, staged (no wait): it leaves with the body's first piece, or
   // when the response is awaited (read_head) for a request without a body.
-  virtual Step send_head(boost::beast::http::request_header<>& head, const Shape& shape) = 0;
+  virtual Step send_head(RequestHead& head, const Shape& shape) = 0;
   // A piece of the request's body; `last` ends it, with `trailers` (may be null).
   virtual boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last,
                                                  const Trailers* trailers) = 0;
   // The final response head (interim 1xx skipped; 101 only when an upgrade was asked for).
   virtual boost::asio::awaitable<Step> read_head(bool upgrade) = 0;
-  virtual boost::beast::http::response_header<>& head() = 0;
+  virtual ResponseHead& head() = 0;
   virtual ResponseBody body() const = 0;
   // None of the response's body is here yet: the head may go to the client at once rather
   // than with the body's first piece (when the front is eager, or the call streams).

@@ -5,8 +5,6 @@
 
 namespace floodgate::http {
 
-namespace bhttp = boost::beast::http;
-
 namespace {
 
 bool sane_id(std::string_view v) {
@@ -76,11 +74,11 @@ void identify(Exchange& x, RequestIds& ids) {
   const auto& fields = *x.fields;
   const auto& client_ip = x.config->server.client_ip;
   bool generated = false;
-  if (auto it = fields.find("x-request-id");
-      it != fields.end() && sane_id(it->value()) &&
+  if (auto id = fields.find("x-request-id");
+      id && sane_id(*id) &&
       std::any_of(client_ip.trusted_proxies.begin(), client_ip.trusted_proxies.end(),
                   [&](const config::Cidr& c) { return c.contains(x.peer); })) {
-    x.request_id = it->value();
+    x.request_id = *id;
   } else {
     x.request_id.reserve(32);
     ids.append_hex(x.request_id, 16);
@@ -88,9 +86,8 @@ void identify(Exchange& x, RequestIds& ids) {
   }
   auto tp = fields.find("traceparent");
   // One valid traceparent passes through; two are as malformed as a bad one.
-  if (tp != fields.end() && fields.count("traceparent") == 1 && valid_traceparent(tp->value()))
-    return;
-  x.drop_tracestate = tp != fields.end();
+  if (tp && fields.count("traceparent") == 1 && valid_traceparent(*tp)) return;
+  x.drop_tracestate = tp.has_value();
   x.traceparent.reserve(55);
   x.traceparent = "00-";
   if (generated)
@@ -102,7 +99,7 @@ void identify(Exchange& x, RequestIds& ids) {
   x.traceparent += "-01";
 }
 
-void add_trace_fields(const Exchange& x, bhttp::request_header<>& req) {
+void add_trace_fields(const Exchange& x, Fields& req) {
   if (!x.request_id.empty()) req.set("X-Request-Id", x.request_id);
   if (!x.traceparent.empty()) {
     req.set("traceparent", x.traceparent);

@@ -10,8 +10,6 @@
 // trace (version 00, the request id as trace-id when it was generated here, a new span-id,
 // sampled), and a malformed one's tracestate is dropped with it (W3C Trace Context 4.3).
 
-#include <boost/beast/http/message.hpp>
-
 #include <cstdint>
 #include <random>
 #include <string>
@@ -35,6 +33,6 @@ class RequestIds {
 void identify(Exchange& x, RequestIds& ids);
 
 // The origin's request carries the exchange's id and trace context.
-void add_trace_fields(const Exchange& x, boost::beast::http::request_header<>& req);
+void add_trace_fields(const Exchange& x, Fields& req);
 
 }  // namespace floodgate::http

@@ -11,9 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 
 #include <array>
@@ -26,6 +24,7 @@
 #include <string_view>
 
 #include "exchange/proxy.hpp"
+#include "h1_parser.hpp"
 #include "net/transport.hpp"
 #include "net/watchdog.hpp"
 
@@ -60,42 +59,37 @@ inline BodyRead body_read_failed(const boost::system::error_code& ec) {
 // bodies arrive with their head, and parsing them here saves a read operation and a turn of
 // the event loop. Nothing when the stream must be read for it.
 template <bool isRequest>
-std::optional<BodyRead> buffered_body_piece(
-    boost::beast::flat_buffer& buffer,
-    boost::beast::http::parser<isRequest, boost::beast::http::buffer_body>& parser,
-    std::span<char> into) {
+std::optional<BodyRead> buffered_body_piece(boost::beast::flat_buffer& buffer,
+                                            H1Parser<isRequest>& parser, std::span<char> into) {
   namespace bhttp = boost::beast::http;
   if (parser.is_done()) return BodyRead{0, true};
   if (buffer.size() == 0) return std::nullopt;
-  auto& body = parser.get().body();
-  body.data = into.data();
-  body.size = into.size();
+  parser.body_into(into);
   boost::system::error_code ec;
   buffer.consume(parser.put(buffer.data(), ec));
   if (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more) ec = {};
   if (ec) return body_read_failed(ec);
-  const std::size_t n = into.size() - body.size;
+  const std::size_t n = into.size() - parser.body_left();
   if (n == 0 && !parser.is_done()) return std::nullopt;
   return BodyRead{n, parser.is_done()};
 }
 
 // The next piece of `parser`'s body into `into`, read from `stream` within `timeout`.
 template <bool isRequest>
-boost::asio::awaitable<BodyRead> read_body_piece(
-    Transport& stream, boost::beast::flat_buffer& buffer,
-    boost::beast::http::parser<isRequest, boost::beast::http::buffer_body>& parser, Watchdog& watch,
-    std::chrono::milliseconds timeout, std::span<char> into) {
+boost::asio::awaitable<BodyRead> read_body_piece(Transport& stream,
+                                                 boost::beast::flat_buffer& buffer,
+                                                 H1Parser<isRequest>& parser, Watchdog& watch,
+                                                 std::chrono::milliseconds timeout,
+                                                 std::span<char> into) {
   namespace bhttp = boost::beast::http;
   if (auto here = buffered_body_piece(buffer, parser, into)) co_return *here;
-  auto& body = parser.get().body();
-  body.data = into.data();
-  body.size = into.size();
+  parser.body_into(into);
   watch.guard(stream.socket(), timeout);
   auto [ec, n] = co_await bhttp::async_read(stream, buffer, parser,
                                             boost::asio::as_tuple(boost::asio::use_awaitable));
   if (ec == bhttp::error::need_buffer) ec = {};
   if (ec) co_return body_read_failed(watch.translate(ec));
-  co_return BodyRead{into.size() - body.size, parser.is_done()};
+  co_return BodyRead{into.size() - parser.body_left(), parser.is_done()};
 }
 
 // Writes a message's pieces on to `stream`: its serialized head (`head`, kept until the first

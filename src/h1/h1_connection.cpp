@@ -125,7 +125,7 @@ asio::awaitable<bool> H1Connection::send_error(bhttp::status status, unsigned ve
 // connection's.
 void H1Connection::take_connection(Exchange& x, RequestParser& parser, bool whole) {
   auto& req = parser.get();
-  take_http1_head(x, req, whole && req.keep_alive() && parser.is_done());
+  take_http1_head(x, req, whole && parser.keep_alive() && parser.is_done());
   if (!whole) x.version = 11;  // what our answer speaks, whatever the head got to say
   x.peer_ip = peer_ip_;
   x.peer = peer_;

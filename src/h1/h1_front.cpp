@@ -26,9 +26,9 @@ H1Front::H1Front(Http1Client client, RequestParser& parser, Exchange& x, metrics
       parser.content_length() ? std::optional(*parser.content_length()) : std::nullopt;
   framing_.chunked = parser.chunked();
   framing_.upgrade = !has_body && is_websocket_upgrade(req);
-  expect_continue_ = has_body && iequals(req[bhttp::field::expect], "100-continue");
-  te_trailers_ = asks_for_trailers(req);
-  keep_alive_ = req.keep_alive();
+  expect_continue_ = has_body && iequals(req.fields.get("expect"), "100-continue");
+  te_trailers_ = asks_for_trailers(req.fields);
+  keep_alive_ = parser.keep_alive();
 }
 
 asio::awaitable<bool> H1Front::send_continue() {
@@ -47,24 +47,25 @@ asio::awaitable<BodyRead> H1Front::read_body(std::span<char> into) {
   co_return r;
 }
 
-void H1Front::set_head(bhttp::response_header<>& res, const ResponseBody& body) {
+void H1Front::set_head(ResponseHead& res, const ResponseBody& body) {
   keep_alive_ = keep_alive_ && parser_.is_done();
   bool chunked = false;
   // The driver stripped the hop-by-hop fields (the framing and Connection among them): the
   // client's come back here.
+  auto& f = res.fields;
   if (body.length) {
-    res.set(bhttp::field::content_length, std::to_string(*body.length));
+    f.set("Content-Length", std::to_string(*body.length));
   } else if (body.has_body) {
     if (x_.version >= 11) {
-      res.set(bhttp::field::transfer_encoding, "chunked");
+      f.set("Transfer-Encoding", "chunked");
       chunked = true;
     } else {
       keep_alive_ = false;  // HTTP/1.0 without a length: the body ends with the connection
     }
   }
-  res.version(x_.version);
-  if (x_.version >= 11 && !keep_alive_) res.set(bhttp::field::connection, "close");
-  if (x_.version < 11 && keep_alive_) res.set(bhttp::field::connection, "keep-alive");
+  res.version = x_.version;
+  if (x_.version >= 11 && !keep_alive_) f.set("Connection", "close");
+  if (x_.version < 11 && keep_alive_) f.set("Connection", "keep-alive");
   client_.head.clear();
   append_head(client_.head, res);
   writer_.start(client_.head, chunked);
@@ -84,8 +85,7 @@ asio::awaitable<bool> H1Front::write_body(std::span<const char> piece, bool last
   return writer_.write(piece, last, trailer_fields_);
 }
 
-asio::awaitable<void> H1Front::tunnel(bhttp::response_header<>& head,
-                                      UpstreamConnection& upstream) {
+asio::awaitable<void> H1Front::tunnel(ResponseHead& head, UpstreamConnection& upstream) {
   co_await run_tunnel(client_, head, upstream, x_, metrics_);
 }
 

@@ -20,7 +20,7 @@ class H1Front final : public Front {
   // driver rewrites it for the upstream.
   H1Front(Http1Client client, RequestParser& parser, Exchange& x, metrics::Metrics& metrics);
 
-  boost::beast::http::request_header<>& request() override { return parser_.get(); }
+  RequestHead& request() override { return parser_.get(); }
   UpstreamFraming framing() const override { return framing_; }
   bool body_done() const override { return parser_.is_done(); }
   bool takes_trailers() const override { return te_trailers_; }
@@ -32,7 +32,7 @@ class H1Front final : public Front {
   Wakers wakers() override { return {}; }
   const bool* gone_flag() const override { return nullptr; }
 
-  void set_head(boost::beast::http::response_header<>& head, const ResponseBody& body) override;
+  void set_head(ResponseHead& head, const ResponseBody& body) override;
   boost::asio::awaitable<bool> write_body(std::span<const char> piece, bool last,
                                           const Trailers* trailers) override;
   bool responded() const override { return writer_.written(); }
@@ -43,8 +43,7 @@ class H1Front final : public Front {
   std::span<char> scratch() override { return client_.chunk; }
   std::string& head_buffer() override { return client_.head; }
   Watchdog* watchdog() override { return &client_.watch; }
-  boost::asio::awaitable<void> tunnel(boost::beast::http::response_header<>& head,
-                                      UpstreamConnection& upstream) override;
+  boost::asio::awaitable<void> tunnel(ResponseHead& head, UpstreamConnection& upstream) override;
 
  private:
   Http1Client client_;

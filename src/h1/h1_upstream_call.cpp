@@ -1,6 +1,8 @@
 #include "h1_upstream_call.hpp"
 
 #include <boost/asio/ssl/error.hpp>
+
+#include <algorithm>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http.hpp>
 
@@ -17,9 +19,10 @@ namespace {
 
 constexpr std::uint64_t kUpstreamHeaderLimit = 64 * 1024;
 
-bool is_idempotent(bhttp::verb v) {
-  return v == bhttp::verb::get || v == bhttp::verb::head || v == bhttp::verb::options ||
-         v == bhttp::verb::put || v == bhttp::verb::delete_ || v == bhttp::verb::trace;
+bool is_idempotent(std::string_view method) {
+  static constexpr std::string_view kIdempotent[] = {"GET", "HEAD",   "OPTIONS",
+                                                     "PUT", "DELETE", "TRACE"};
+  return std::find(std::begin(kIdempotent), std::end(kIdempotent), method) != std::end(kIdempotent);
 }
 
 // The ways a reused keep-alive connection shows that its upstream closed it meanwhile.
@@ -53,9 +56,9 @@ asio::awaitable<UpstreamCall::Opened> H1UpstreamCall::open() {
   co_return Opened{true};
 }
 
-UpstreamCall::Step H1UpstreamCall::send_head(bhttp::request_header<>& req, const Shape& shape) {
-  head_only_ = req.method() == bhttp::verb::head;
-  retryable_ = !shape.has_body && is_idempotent(req.method());
+UpstreamCall::Step H1UpstreamCall::send_head(RequestHead& req, const Shape& shape) {
+  head_only_ = req.method == "HEAD";
+  retryable_ = !shape.has_body && is_idempotent(req.method);
   head_.clear();
   append_head(head_, req);
   writer_.emplace(conn_->stream, watch(), server().response_timeout);
@@ -85,7 +88,7 @@ asio::awaitable<UpstreamCall::Step> H1UpstreamCall::read_head(bool upgrade) {
     auto [read_ec, n] = co_await bhttp::async_read_header(conn_->stream, conn_->buffer, *response_,
                                                           as_tuple(use_awaitable));
     if (auto ec = watch().translate(read_ec)) co_return failed(ec);
-    const auto code = response_->get().result_int();
+    const auto code = response_->get().status;
     if (code >= 200) co_return Step{};
     // 101 is final for an upgrade we asked for; anything else switching protocols on a
     // request that did not ask is a broken upstream.

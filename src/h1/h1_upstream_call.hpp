@@ -26,11 +26,11 @@ class H1UpstreamCall final : public UpstreamCall {
 
   bool reuse() override;
   boost::asio::awaitable<Opened> open() override;
-  Step send_head(boost::beast::http::request_header<>& head, const Shape& shape) override;
+  Step send_head(RequestHead& head, const Shape& shape) override;
   boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last,
                                          const Trailers* trailers) override;
   boost::asio::awaitable<Step> read_head(bool upgrade) override;
-  boost::beast::http::response_header<>& head() override { return response_->get(); }
+  ResponseHead& head() override { return response_->get(); }
   ResponseBody body() const override;
   bool head_first() const override { return conn_->buffer.size() == 0; }
   bool streams() const override { return false; }

@@ -4,19 +4,18 @@
 // buffers. Owned by the session; these are references into it.
 
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/parser.hpp>
 
 #include <span>
 #include <string>
 
+#include "h1_parser.hpp"
 #include "net/transport.hpp"
 #include "net/watchdog.hpp"
 
 namespace floodgate::http {
 
-using RequestParser = boost::beast::http::request_parser<boost::beast::http::buffer_body>;
-using ResponseParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
+using RequestParser = H1Parser<true>;
+using ResponseParser = H1Parser<false>;
 
 struct Http1Client {
   Transport& transport;

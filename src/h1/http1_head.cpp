@@ -1,16 +1,13 @@
 #include "http1_head.hpp"
 
-#include <boost/beast/http/field.hpp>
-
 namespace floodgate::http {
 
-void take_http1_head(Exchange& x, const boost::beast::http::request_header<>& req,
-                     bool can_continue) {
-  x.fields = &req;
-  x.method = req.method_string();
-  x.raw_target = req.target();
-  x.host_field = req[boost::beast::http::field::host];
-  x.version = req.version();
+void take_http1_head(Exchange& x, const RequestHead& req, bool can_continue) {
+  x.fields = &req.fields;
+  x.method = req.method;
+  x.raw_target = req.target;
+  x.host_field = req.fields.get("host");
+  x.version = req.version;
   x.can_continue = can_continue;
 }
 

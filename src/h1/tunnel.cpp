@@ -57,14 +57,14 @@ asio::awaitable<void> idle_watch(std::chrono::milliseconds idle,
 
 }  // namespace
 
-asio::awaitable<void> run_tunnel(Http1Client client, bhttp::response_header<>& res,
-                                 UpstreamConnection& conn, Exchange& x, metrics::Metrics& metrics) {
+asio::awaitable<void> run_tunnel(Http1Client client, ResponseHead& res, UpstreamConnection& conn,
+                                 Exchange& x, metrics::Metrics& metrics) {
   using namespace asio::experimental::awaitable_operators;
   const auto idle = x.config->server.timeouts.idle;
-  strip_hop_by_hop(res);
-  res.set(bhttp::field::connection, "Upgrade");
-  res.set(bhttp::field::upgrade, "websocket");
-  add_rate_headers(x, res);
+  strip_hop_by_hop(res.fields);
+  res.fields.set("Connection", "Upgrade");
+  res.fields.set("Upgrade", "websocket");
+  add_rate_headers(x, res.fields);
   x.status = 101;
   client.head.clear();
   append_head(client.head, res);

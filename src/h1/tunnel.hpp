@@ -4,7 +4,6 @@
 // idle timeout. Neither connection carries HTTP afterwards: both are closed.
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/beast/http/message.hpp>
 
 #include "exchange/exchange.hpp"
 #include "floodgate/metrics/metrics.hpp"
@@ -15,8 +14,7 @@ namespace floodgate::http {
 
 // `response`: the upstream's 101 head; `x`: the admitted exchange (its rate headers go into
 // the 101, its status becomes 101).
-boost::asio::awaitable<void> run_tunnel(Http1Client client,
-                                        boost::beast::http::response_header<>& response,
+boost::asio::awaitable<void> run_tunnel(Http1Client client, ResponseHead& response,
                                         UpstreamConnection& upstream, Exchange& x,
                                         metrics::Metrics& metrics);
 

@@ -22,9 +22,9 @@ void append_number(std::string& out, std::uint64_t n) {
 }
 
 // Measured first, then copied into place: one growth of `out`, not four appends a field.
-void append_fields(std::string& out, const bhttp::fields& f) {
+void append_fields(std::string& out, const Fields& f) {
   std::size_t size = 2;
-  for (const auto& field : f) size += field.name_string().size() + field.value().size() + 4;
+  for (const auto& field : f) size += field.name.size() + field.value.size() + 4;
   const auto at = out.size();
   out.resize(at + size);
   char* p = out.data() + at;
@@ -33,10 +33,10 @@ void append_fields(std::string& out, const bhttp::fields& f) {
     p += s.size();
   };
   for (const auto& field : f) {
-    put(field.name_string());
+    put(field.name);
     *p++ = ':';
     *p++ = ' ';
-    put(field.value());
+    put(field.value);
     *p++ = '\r';
     *p++ = '\n';
   }
@@ -56,21 +56,21 @@ void append_status_line(std::string& out, unsigned version, unsigned status,
 
 }  // namespace
 
-void append_head(std::string& out, const bhttp::request_header<>& h) {
-  out += h.method_string();
+void append_head(std::string& out, const RequestHead& h) {
+  out += h.method;
   out += ' ';
-  out += h.target();
+  out += h.target;
   out += ' ';
-  append_version(out, h.version());
+  append_version(out, h.version);
   out += "\r\n";
-  append_fields(out, h);
+  append_fields(out, h.fields);
 }
 
-void append_head(std::string& out, const bhttp::response_header<>& h) {
-  std::string_view reason = h.reason();
-  if (reason.empty()) reason = bhttp::obsolete_reason(h.result());
-  append_status_line(out, h.version(), h.result_int(), reason);
-  append_fields(out, h);
+void append_head(std::string& out, const ResponseHead& h) {
+  std::string_view reason = h.reason;
+  if (reason.empty()) reason = bhttp::obsolete_reason(static_cast<bhttp::status>(h.status));
+  append_status_line(out, h.version, static_cast<unsigned>(h.status), reason);
+  append_fields(out, h.fields);
 }
 
 AnswerWriter::AnswerWriter(unsigned status, unsigned version, bool keep_alive) : version_(version) {

@@ -3,16 +3,16 @@
 // field, no per-field buffer sequence for the kernel to walk) and the answers it gives
 // itself (errors, 429s) rendered complete, so each leaves in a single write.
 
-#include <boost/beast/http/message.hpp>
-
 #include <string>
 #include <string_view>
+
+#include "exchange/fields.hpp"
 
 namespace floodgate::http {
 
 // Appends the start line, every field and the blank line.
-void append_head(std::string& out, const boost::beast::http::request_header<>& h);
-void append_head(std::string& out, const boost::beast::http::response_header<>& h);
+void append_head(std::string& out, const RequestHead& h);
+void append_head(std::string& out, const ResponseHead& h);
 
 // A response floodgate gives itself, already serialized.
 struct Answer {

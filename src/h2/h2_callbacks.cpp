@@ -78,7 +78,7 @@ int H2Callbacks::on_header(nghttp2_session*, const nghttp2_frame* frame, const s
     else if (n == "cookie")
       s->cookies += (s->cookies.empty() ? "" : "; ") + std::string(v);
     else
-      s->head.insert(n, v);
+      s->head.fields.add(n, v);
     return 0;
   });
 }

@@ -257,7 +257,7 @@ void H2Connection::submit_reply(H2Stream& s, Reply reply) {
   auto add = [](H2HeaderBlock& head) {
     return [&head](std::string_view n, std::string_view v) { head.add(n, v); };
   };
-  if (is_grpc(s.head)) {
+  if (is_grpc(s.head.fields)) {
     // A gRPC call is answered trailers-only (grpc.hpp): :status 200, no body.
     H2HeaderBlock head(200);
     head.add("content-type", "application/grpc");

@@ -12,7 +12,6 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/message.hpp>
 #include <boost/container/small_vector.hpp>
 
 #include <array>
@@ -45,7 +44,7 @@ struct H2Stream {
   bool extended_connect = false;  // :protocol (RFC 8441): not something floodgate forwards
   // The regular fields, names lower-case (nghttp2 checks); method and target are set when
   // it is forwarded, and it becomes the upstream's head, changed in place as HTTP/1.1's is.
-  boost::beast::http::request_header<> head;
+  RequestHead head;
   std::string cookies;           // cookie fields joined with "; " (RFC 9113 8.2.3)
   std::size_t header_bytes = 0;  // as SETTINGS_MAX_HEADER_LIST_SIZE counts them
   bool head_done = false;

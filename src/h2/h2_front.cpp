@@ -2,8 +2,6 @@
 
 #include <nghttp2/nghttp2.h>
 
-#include <boost/beast/http.hpp>
-
 #include <algorithm>
 
 #include "exchange/forwarding.hpp"
@@ -16,13 +14,12 @@
 namespace floodgate::http {
 
 H2Front::H2Front(H2Connection& conn, H2Stream& s) : conn_(conn), s_(s) {
-  trailers_.fields = &s.trailers;
-  te_trailers_ = asks_for_trailers(s.head);
+  te_trailers_ = asks_for_trailers(s.head.fields);
   auto& req = s.head;
-  req.method_string(s.method);
-  req.target(s.path);
-  if (!s.authority.empty()) req.set(bhttp::field::host, s.authority);
-  framing_.content_length = content_length_of(req);  // nghttp2 has checked DATA matches it
+  req.method = s.method;  // the stream's, which outlives the exchange
+  req.target = s.path;
+  if (!s.authority.empty()) req.fields.set("Host", s.authority);
+  framing_.content_length = content_length_of(req.fields);  // nghttp2 has checked DATA matches it
   framing_.chunked = !framing_.content_length && !body_done();
 }
 
@@ -71,9 +68,9 @@ asio::awaitable<BodyRead> H2Front::read_body(std::span<char> into) {
   }
 }
 
-void H2Front::set_head(bhttp::response_header<>& res, const ResponseBody& body) {
-  head_block_ = H2HeaderBlock(res.result_int());
-  for (const auto& f : res) head_block_.add(f.name_string(), f.value());
+void H2Front::set_head(ResponseHead& res, const ResponseBody& body) {
+  head_block_ = H2HeaderBlock(res.status);
+  for (const auto& f : res.fields) head_block_.add(f.name, f.value);
   if (body.length) head_block_.add("content-length", *body.length);
   has_body_ = body.has_body;
 }

@@ -22,21 +22,21 @@ class H2Front final : public Front {
   H2Front(const H2Front&) = delete;
   H2Front& operator=(const H2Front&) = delete;
 
-  boost::beast::http::request_header<>& request() override { return s_.head; }
+  RequestHead& request() override { return s_.head; }
   UpstreamFraming framing() const override { return framing_; }
   bool body_done() const override { return s_.body_done && s_.body.empty() && s_.trailers.empty(); }
   bool takes_trailers() const override { return te_trailers_; }
   boost::asio::awaitable<bool> send_continue() override { co_return true; }
   boost::asio::awaitable<BodyRead> read_body(std::span<char> into) override;
   const Trailers* request_trailers() const override {
-    return s_.trailers.empty() ? nullptr : &trailers_;
+    return s_.trailers.empty() ? nullptr : &s_.trailers;
   }
   bool duplex() const override { return true; }
   void watch(const Abandon& abandon) override { abandon_ = &abandon; }
   Wakers wakers() override { return {&s_.wake, &s_.wake_out}; }
   const bool* gone_flag() const override { return &s_.closed; }
 
-  void set_head(boost::beast::http::response_header<>& head, const ResponseBody& body) override;
+  void set_head(ResponseHead& head, const ResponseBody& body) override;
   boost::asio::awaitable<bool> write_body(std::span<const char> piece, bool last,
                                           const Trailers* trailers) override;
   bool responded() const override { return s_.responded; }
@@ -50,8 +50,7 @@ class H2Front final : public Front {
   }
   std::string& head_buffer() override { return head_; }
   Watchdog* watchdog() override { return nullptr; }
-  boost::asio::awaitable<void> tunnel(boost::beast::http::response_header<>&,
-                                      UpstreamConnection&) override {
+  boost::asio::awaitable<void> tunnel(ResponseHead&, UpstreamConnection&) override {
     co_return;  // an HTTP/2 request never asks for an upgrade (CONNECT is refused)
   }
 
@@ -67,7 +66,6 @@ class H2Front final : public Front {
   std::size_t unconsumed_ = 0;   // bytes handed on whose window has not reopened yet
   H2HeaderBlock head_block_;     // the response's, submitted with its body's first piece
   bool has_body_ = false;
-  H2FieldsView trailers_;  // the request's trailers
   std::string head_;
   std::unique_ptr<H2Connection::Scratch> scratch_;  // the connection's, taken when first used
 };

@@ -6,8 +6,6 @@
 
 namespace floodgate::http {
 
-namespace bhttp = boost::beast::http;
-
 H2HeaderBlock::H2HeaderBlock(int status) {
   add(":status", static_cast<std::uint64_t>(status));
 }
@@ -30,12 +28,6 @@ void H2HeaderBlock::add(std::string_view name, std::uint64_t number) {
   add(name, std::string_view(digits, static_cast<std::size_t>(end - digits)));
 }
 
-std::optional<std::string_view> H2HeaderBlock::find(std::string_view name) const {
-  for (std::size_t i = 0; i < entries_.size(); ++i)
-    if (iequals(this->name(i), name)) return value(i);
-  return std::nullopt;
-}
-
 std::span<const nghttp2_nv> H2HeaderBlock::pairs() {
   nva_.clear();
   auto* base = reinterpret_cast<std::uint8_t*>(arena_.data());
@@ -44,14 +36,14 @@ std::span<const nghttp2_nv> H2HeaderBlock::pairs() {
   return nva_;
 }
 
-void add_upstream_request(H2HeaderBlock& block, const bhttp::request_header<>& req,
+void add_upstream_request(H2HeaderBlock& block, const RequestHead& req,
                           const config::UpstreamServer& u, bool te_trailers) {
-  block.add(":method", req.method_string());
+  block.add(":method", req.method);
   block.add(":scheme", u.tls ? "https" : "http");
-  block.add(":authority", req[bhttp::field::host]);
-  block.add(":path", req.target());
-  for (const auto& f : req)
-    if (f.name() != bhttp::field::host) block.add(f.name_string(), f.value());
+  block.add(":authority", req.fields.get("host"));
+  block.add(":path", req.target);
+  for (const auto& f : req.fields)
+    if (!Fields::named(f, "host")) block.add(f.name, f.value);
   if (te_trailers) block.add("te", "trailers");
 }
 

@@ -3,7 +3,6 @@
 
 #include <nghttp2/nghttp2.h>
 
-#include <boost/beast/http/message.hpp>
 #include <boost/container/small_vector.hpp>
 
 #include <cstdint>
@@ -12,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "exchange/fields.hpp"
 #include "floodgate/config/config.hpp"
 
 namespace floodgate::http {
@@ -27,17 +27,6 @@ class H2HeaderBlock {
   void add(std::string_view name, std::uint64_t number);  // the number in decimal
   // The pairs in the order added; valid until the next add.
   std::span<const nghttp2_nv> pairs();
-  // Reading it back: fields received (a response's head, trailers) are kept in one too.
-  std::size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
-  std::string_view name(std::size_t i) const {
-    return {arena_.data() + entries_[i].name, entries_[i].name_len};
-  }
-  std::string_view value(std::size_t i) const {
-    return {arena_.data() + entries_[i].value, entries_[i].value_len};
-  }
-  // The value of the first field named `name` (in any case).
-  std::optional<std::string_view> find(std::string_view name) const;
 
  private:
   struct Entry {
@@ -52,7 +41,7 @@ class H2HeaderBlock {
 // h2 upstream receives it: pseudo-headers from its method, target and Host, then its fields
 // (Host aside); `te: trailers` again when the client asked for trailers (gRPC needs it;
 // TE is otherwise hop-by-hop).
-void add_upstream_request(H2HeaderBlock& block, const boost::beast::http::request_header<>& req,
+void add_upstream_request(H2HeaderBlock& block, const RequestHead& req,
                           const config::UpstreamServer& u, bool te_trailers);
 
 }  // namespace floodgate::http

@@ -7,8 +7,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/string.hpp>
-#include <boost/beast/http.hpp>
 
 #include <optional>
 
@@ -40,16 +38,15 @@ namespace {
 // header bound, 400 for CONNECT (floodgate forwards requests, not tunnels) and for a host
 // HTTP/1.1 would refuse too.
 std::optional<Reply> refused_head(const H2Stream& s) {
-  auto host = s.head.find(bhttp::field::host);
+  const auto& f = s.head.fields;
+  auto host = f.find("host");
   if (s.header_bytes > s.x.config->server.max_header_bytes) return Reply{431};
   if (s.method == "CONNECT" || s.extended_connect) return Reply{400};
   // As HTTP/1.1's Host (forwarding.hpp): no userinfo, path or spaces.
-  if (!valid_host(s.authority) || s.head.count(bhttp::field::host) > 1 ||
-      (host != s.head.end() && !valid_host(host->value())))
+  if (!valid_host(s.authority) || f.count("host") > 1 || (host && !valid_host(*host)))
     return Reply{400};
   // RFC 9113 8.3.1: they must name the same.
-  if (host != s.head.end() && !s.authority.empty() && !iequals(host->value(), s.authority))
-    return Reply{400};
+  if (host && !s.authority.empty() && !iequals(*host, s.authority)) return Reply{400};
   return std::nullopt;
 }
 
@@ -58,12 +55,11 @@ std::optional<Reply> refused_head(const H2Stream& s) {
 void H2Connection::take_head(H2Stream& s) {
   auto& x = s.x;
   w_.open(x, w_.snapshot());  // a reload applies to the streams that start after it
-  x.fields = &s.head;
-  if (!s.cookies.empty()) s.head.set(bhttp::field::cookie, s.cookies);
+  x.fields = &s.head.fields;
+  if (!s.cookies.empty()) s.head.fields.set("cookie", s.cookies);
   x.method = s.method;
   x.raw_target = s.path;
-  x.host_field = s.authority.empty() ? std::string_view(s.head[bhttp::field::host])
-                                     : std::string_view(s.authority);
+  x.host_field = s.authority.empty() ? s.head.fields.get("host") : std::string_view(s.authority);
   x.peer_ip = peer_ip_;
   x.peer = peer_;
   x.tls = client_.is_tls();

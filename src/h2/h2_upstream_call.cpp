@@ -2,8 +2,6 @@
 
 #include <nghttp2/nghttp2.h>
 
-#include <boost/beast/http.hpp>
-
 #include <algorithm>
 #include <charconv>
 
@@ -52,7 +50,7 @@ asio::awaitable<UpstreamCall::Opened> H2UpstreamCall::open() {
   co_return Opened{true};
 }
 
-UpstreamCall::Step H2UpstreamCall::send_head(bhttp::request_header<>& req, const Shape& shape) {
+UpstreamCall::Step H2UpstreamCall::send_head(RequestHead& req, const Shape& shape) {
   ++attempt_;
   // Built again for each server: its scheme and authority may differ.
   block_ = H2HeaderBlock();
@@ -103,12 +101,15 @@ asio::awaitable<UpstreamCall::Step> H2UpstreamCall::read_head(bool) {
   }
   if (call_->head_done) {
     auto& call = *call_;
-    response_ = {};
-    response_.result(call.status);
+    // A copy the driver rewrites for the client; the call's stays as received (a
+    // trailers-only response's trailers).
+    response_.fields.clear();
+    response_.status = call.status;
+    response_.reason = {};
     std::optional<std::string_view> length;
-    for (std::size_t i = 0; i < call.head.size(); ++i) {
-      if (call.head.name(i) == "content-length") length = call.head.value(i);
-      response_.insert(call.head.name(i), call.head.value(i));
+    for (const auto& f : call.head) {
+      if (f.name == "content-length") length = f.value;
+      response_.fields.add(f.name, f.value);
     }
     const bool bodiless = x_.method == "HEAD" || call.status == 204 || call.status == 304;
     // A response that ended with its head: its trailers, if any (gRPC's trailers-only
@@ -123,7 +124,7 @@ asio::awaitable<UpstreamCall::Step> H2UpstreamCall::read_head(bool) {
       body_.length = 0;
     }
     body_.has_body = !bodiless && !ends_now;
-    trailers_.fields = ends_now ? &call.head : &call.trailers;
+    trailers_ = ends_now ? &call.head : &call.trailers;
     co_return Step{};
   }
   // The origin never processed it: again on another connection, body and all if kept.

@@ -15,18 +15,6 @@
 
 namespace floodgate::http {
 
-// Fields received or to send on HTTP/2 (H2Fields) as the driver reads trailers.
-class H2FieldsView final : public Trailers {
- public:
-  const H2Fields* fields = nullptr;
-  std::optional<std::string_view> find(std::string_view name) const override {
-    return fields ? fields->find(name) : std::nullopt;
-  }
-  std::size_t size() const override { return fields ? fields->size() : 0; }
-  std::string_view name(std::size_t i) const override { return fields->name(i); }
-  std::string_view value(std::size_t i) const override { return fields->value(i); }
-};
-
 class H2UpstreamCall final : public UpstreamCall {
  public:
   // `wakers`: the front's timers, shared (none: the call's own); `abandon`: when to stop
@@ -38,16 +26,16 @@ class H2UpstreamCall final : public UpstreamCall {
 
   bool reuse() override;
   boost::asio::awaitable<Opened> open() override;
-  Step send_head(boost::beast::http::request_header<>& head, const Shape& shape) override;
+  Step send_head(RequestHead& head, const Shape& shape) override;
   boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last,
                                          const Trailers* trailers) override;
   boost::asio::awaitable<Step> read_head(bool upgrade) override;
-  boost::beast::http::response_header<>& head() override { return response_; }
+  ResponseHead& head() override { return response_; }
   ResponseBody body() const override { return body_; }
   bool head_first() const override { return call_->in.empty() && !call_->in_done; }
   bool streams() const override { return true; }
   boost::asio::awaitable<BodyRead> read_body(std::span<char> into) override;
-  const Trailers* trailers() const override { return &trailers_; }
+  const Trailers* trailers() const override { return trailers_; }
   void done() override {}
   UpstreamConnection* connection() override { return nullptr; }
 
@@ -70,9 +58,9 @@ class H2UpstreamCall final : public UpstreamCall {
   H2HeaderBlock block_;
   int attempt_ = 0;
   bool request_done_ = false;  // the whole body is in the call (none, or its last piece)
-  boost::beast::http::response_header<> response_;
+  ResponseHead response_;
   ResponseBody body_;
-  H2FieldsView trailers_;  // a trailers-only response's head, or its trailers
+  const Trailers* trailers_ = nullptr;  // a trailers-only response's head, or its trailers
 };
 
 }  // namespace floodgate::http

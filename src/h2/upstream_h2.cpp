@@ -35,7 +35,9 @@ constexpr int kMaxRounds = 8;
 }  // namespace
 
 int submit_trailers(nghttp2_session* session, std::int32_t id, H2Fields& fields) {
-  const auto nva = fields.pairs();
+  H2HeaderBlock block;
+  for (const auto& f : fields) block.add(f.name, f.value);
+  const auto nva = block.pairs();
   return nghttp2_submit_trailer(session, id, nva.data(), nva.size());
 }
 

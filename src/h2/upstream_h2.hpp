@@ -38,8 +38,8 @@
 
 namespace floodgate::http {
 
-// Fields received or to send (a response's head, trailers): names lower-case, one arena.
-using H2Fields = H2HeaderBlock;
+// Fields received or to send (a response's head, trailers): names lower-case.
+using H2Fields = Fields;
 
 // Queues `fields` as stream id's trailers (a HEADERS frame with END_STREAM); nghttp2 copies
 // them. From a data provider's callback, with NGHTTP2_DATA_FLAG_NO_END_STREAM on the last DATA.

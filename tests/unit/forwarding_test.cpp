@@ -2,9 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/beast/http/field.hpp>
-#include <boost/beast/http/fields.hpp>
-
 #include <string>
 #include <vector>
 
@@ -12,9 +9,9 @@
 #include "floodgate/decide/router.hpp"
 #include "floodgate/uri/target.hpp"
 
-namespace bhttp = boost::beast::http;
 using floodgate::decide::refuses_encoded_separators;
 using floodgate::http::add_forwarding_headers;
+using floodgate::http::Fields;
 using floodgate::http::ForwardedFor;
 using floodgate::http::is_websocket_upgrade;
 using floodgate::http::strip_hop_by_hop;
@@ -23,41 +20,41 @@ using floodgate::uri::parse_target;
 
 namespace {
 
-std::vector<std::string> names_of(const bhttp::fields& f) {
+std::vector<std::string> names_of(const Fields& f) {
   std::vector<std::string> out;
-  for (const auto& h : f) out.emplace_back(h.name_string());
+  for (const auto& h : f) out.emplace_back(h.name);
   return out;
 }
 
-std::size_t count(const bhttp::fields& f, std::string_view name) {
+std::size_t count(const Fields& f, std::string_view name) {
   return f.count(name);
 }
 
-std::string value(const bhttp::fields& f, std::string_view name) {
-  auto it = f.find(name);
-  return it == f.end() ? std::string("<absent>") : std::string(it->value());
+std::string value(const Fields& f, std::string_view name) {
+  auto found = f.find(name);
+  return found ? std::string(*found) : std::string("<absent>");
 }
 
 // ---------------------------------------------------------------- strip_hop_by_hop
 
 TEST(StripHopByHop, RemovesTheHopByHopListAndKeepsEndToEndHeaders) {
-  bhttp::fields f;
-  f.insert(bhttp::field::host, "shop.example");
-  f.insert(bhttp::field::connection, "keep-alive, Upgrade");
-  f.insert(bhttp::field::keep_alive, "timeout=5");
-  f.insert("Proxy-Connection", "keep-alive");
-  f.insert(bhttp::field::te, "trailers");
-  f.insert(bhttp::field::trailer, "X-Checksum");
-  f.insert(bhttp::field::transfer_encoding, "chunked");
-  f.insert(bhttp::field::upgrade, "websocket");
-  f.insert(bhttp::field::proxy_authenticate, "Basic");
-  f.insert(bhttp::field::proxy_authorization, "Basic Zm9vOmJhcg==");
-  f.insert(bhttp::field::content_length, "12");
-  f.insert(bhttp::field::authorization, "Bearer abc");
-  f.insert(bhttp::field::content_type, "application/json");
-  f.insert(bhttp::field::cookie, "a=1");
-  f.insert(bhttp::field::accept, "*/*");
-  f.insert("X-Request-Id", "r-1");
+  Fields f;
+  f.add("Host", "shop.example");
+  f.add("Connection", "keep-alive, Upgrade");
+  f.add("Keep-Alive", "timeout=5");
+  f.add("Proxy-Connection", "keep-alive");
+  f.add("TE", "trailers");
+  f.add("Trailer", "X-Checksum");
+  f.add("Transfer-Encoding", "chunked");
+  f.add("Upgrade", "websocket");
+  f.add("Proxy-Authenticate", "Basic");
+  f.add("Proxy-Authorization", "Basic Zm9vOmJhcg==");
+  f.add("Content-Length", "12");
+  f.add("Authorization", "Bearer abc");
+  f.add("Content-Type", "application/json");
+  f.add("Cookie", "a=1");
+  f.add("Accept", "*/*");
+  f.add("X-Request-Id", "r-1");
 
   strip_hop_by_hop(f);
 
@@ -75,10 +72,10 @@ TEST(StripHopByHop, RemovesTheHopByHopListAndKeepsEndToEndHeaders) {
 }
 
 TEST(StripHopByHop, RemovesHeadersNamedInConnection) {
-  bhttp::fields f;
-  f.insert(bhttp::field::connection, "close, X-Secret-Hop");
-  f.insert("x-secret-hop", "1");  // names are case-insensitive
-  f.insert("X-Kept", "2");
+  Fields f;
+  f.add("Connection", "close, X-Secret-Hop");
+  f.add("x-secret-hop", "1");  // names are case-insensitive
+  f.add("X-Kept", "2");
   strip_hop_by_hop(f);
   EXPECT_EQ(count(f, "X-Secret-Hop"), 0u);
   EXPECT_EQ(value(f, "X-Kept"), "2");
@@ -89,17 +86,17 @@ TEST(StripHopByHop, RemovesHeadersNamedInConnection) {
 // upstream a request without Host, and naming X-Forwarded-For would erase the chain a trusted
 // proxy in front of us built.
 TEST(StripHopByHop, ConnectionCannotNameRoutingFramingOrForwardingFields) {
-  bhttp::fields f;
-  f.insert(bhttp::field::connection,
-           "Host, content-length, Transfer-Encoding, X-Forwarded-For, x-forwarded-proto, Via, "
-           "Forwarded, X-Real-IP, X-Other");
-  f.insert(bhttp::field::host, "shop.example");
-  f.insert("X-Forwarded-For", "203.0.113.7");
-  f.insert("X-Forwarded-Proto", "https");
-  f.insert(bhttp::field::via, "1.1 edge");
-  f.insert("Forwarded", "for=203.0.113.7");
-  f.insert("X-Real-IP", "203.0.113.7");
-  f.insert("X-Other", "gone");
+  Fields f;
+  f.add("Connection",
+        "Host, content-length, Transfer-Encoding, X-Forwarded-For, x-forwarded-proto, Via, "
+        "Forwarded, X-Real-IP, X-Other");
+  f.add("Host", "shop.example");
+  f.add("X-Forwarded-For", "203.0.113.7");
+  f.add("X-Forwarded-Proto", "https");
+  f.add("Via", "1.1 edge");
+  f.add("Forwarded", "for=203.0.113.7");
+  f.add("X-Real-IP", "203.0.113.7");
+  f.add("X-Other", "gone");
   strip_hop_by_hop(f);
   EXPECT_EQ(value(f, "Host"), "shop.example");
   EXPECT_EQ(value(f, "X-Forwarded-For"), "203.0.113.7");
@@ -112,19 +109,19 @@ TEST(StripHopByHop, ConnectionCannotNameRoutingFramingOrForwardingFields) {
 
   // Framing is re-established by the caller: Content-Length and Transfer-Encoding go either
   // way, so that naming them changes nothing about what leaves.
-  bhttp::fields framed;
-  framed.insert(bhttp::field::connection, "Content-Length");
-  framed.insert(bhttp::field::content_length, "5");
+  Fields framed;
+  framed.add("Connection", "Content-Length");
+  framed.add("Content-Length", "5");
   strip_hop_by_hop(framed);
   EXPECT_EQ(count(framed, "Content-Length"), 0u);
 }
 
 TEST(StripHopByHop, ConnectionTokensWithOddWhitespaceAndEmptyItems) {
-  bhttp::fields f;
-  f.insert(bhttp::field::connection, " ,X-A ,\t, \tX-B\t,");
-  f.insert("X-A", "a");
-  f.insert("X-B", "b");
-  f.insert("X-C", "c");
+  Fields f;
+  f.add("Connection", " ,X-A ,\t, \tX-B\t,");
+  f.add("X-A", "a");
+  f.add("X-B", "b");
+  f.add("X-C", "c");
   strip_hop_by_hop(f);
   EXPECT_EQ(count(f, "X-A"), 0u);
   EXPECT_EQ(count(f, "X-B"), 0u);
@@ -133,12 +130,12 @@ TEST(StripHopByHop, ConnectionTokensWithOddWhitespaceAndEmptyItems) {
 
 TEST(StripHopByHop, EveryConnectionLineCounts) {
   // Two Connection lines, with other headers between them as they arrived.
-  bhttp::fields f;
-  f.insert(bhttp::field::connection, "X-First");
-  f.insert("X-First", "1");
-  f.insert("X-Between", "kept");
-  f.insert(bhttp::field::connection, "X-Second");
-  f.insert("X-Second", "2");
+  Fields f;
+  f.add("Connection", "X-First");
+  f.add("X-First", "1");
+  f.add("X-Between", "kept");
+  f.add("Connection", "X-Second");
+  f.add("X-Second", "2");
   strip_hop_by_hop(f);
   EXPECT_EQ(count(f, "X-First"), 0u);
   EXPECT_EQ(count(f, "X-Second"), 0u);
@@ -147,12 +144,12 @@ TEST(StripHopByHop, EveryConnectionLineCounts) {
 }
 
 TEST(StripHopByHop, RepeatedHopByHopHeadersAreAllRemoved) {
-  bhttp::fields f;
-  f.insert(bhttp::field::transfer_encoding, "gzip");
-  f.insert(bhttp::field::accept, "*/*");
-  f.insert(bhttp::field::transfer_encoding, "chunked");
-  f.insert(bhttp::field::content_length, "5");
-  f.insert(bhttp::field::content_length, "6");
+  Fields f;
+  f.add("Transfer-Encoding", "gzip");
+  f.add("Accept", "*/*");
+  f.add("Transfer-Encoding", "chunked");
+  f.add("Content-Length", "5");
+  f.add("Content-Length", "6");
   strip_hop_by_hop(f);
   EXPECT_EQ(count(f, "Transfer-Encoding"), 0u);
   EXPECT_EQ(count(f, "Content-Length"), 0u);
@@ -160,9 +157,9 @@ TEST(StripHopByHop, RepeatedHopByHopHeadersAreAllRemoved) {
 }
 
 TEST(StripHopByHop, NothingToStrip) {
-  bhttp::fields f;
-  f.insert(bhttp::field::host, "h");
-  f.insert("X-Forwarded-For", "1.2.3.4");
+  Fields f;
+  f.add("Host", "h");
+  f.add("X-Forwarded-For", "1.2.3.4");
   strip_hop_by_hop(f);
   EXPECT_EQ(names_of(f), (std::vector<std::string>{"Host", "X-Forwarded-For"}));
 }
@@ -170,7 +167,7 @@ TEST(StripHopByHop, NothingToStrip) {
 // ---------------------------------------------------------------- add_forwarding_headers
 
 TEST(AddForwardingHeaders, SetsAllThreeOnAFreshRequest) {
-  bhttp::fields f;
+  Fields f;
   add_forwarding_headers(f, ForwardedFor{"192.0.2.10", false, "fra1"});
   EXPECT_EQ(value(f, "X-Forwarded-For"), "192.0.2.10");
   EXPECT_EQ(value(f, "X-Forwarded-Proto"), "http");
@@ -178,9 +175,9 @@ TEST(AddForwardingHeaders, SetsAllThreeOnAFreshRequest) {
 }
 
 TEST(AddForwardingHeaders, AppendsToExistingLists) {
-  bhttp::fields f;
-  f.insert("X-Forwarded-For", "203.0.113.1");
-  f.insert(bhttp::field::via, "1.0 fred");
+  Fields f;
+  f.add("X-Forwarded-For", "203.0.113.1");
+  f.add("Via", "1.0 fred");
   add_forwarding_headers(f, ForwardedFor{"10.0.0.2", true, "ams2"});
   EXPECT_EQ(value(f, "X-Forwarded-For"), "203.0.113.1, 10.0.0.2");
   EXPECT_EQ(value(f, "Via"), "1.0 fred, 1.1 ams2");
@@ -190,12 +187,12 @@ TEST(AddForwardingHeaders, AppendsToExistingLists) {
 }
 
 TEST(AddForwardingHeaders, JoinsRepeatedHeaderLinesInOrder) {
-  bhttp::fields f;
-  f.insert("X-Forwarded-For", "198.51.100.1");
-  f.insert(bhttp::field::accept, "*/*");
-  f.insert("x-forwarded-for", "198.51.100.2, 198.51.100.3");  // any case
-  f.insert(bhttp::field::via, "1.1 a");
-  f.insert(bhttp::field::via, "1.1 b");
+  Fields f;
+  f.add("X-Forwarded-For", "198.51.100.1");
+  f.add("Accept", "*/*");
+  f.add("x-forwarded-for", "198.51.100.2, 198.51.100.3");  // any case
+  f.add("Via", "1.1 a");
+  f.add("Via", "1.1 b");
   add_forwarding_headers(f, ForwardedFor{"2001:db8::7", false, "pop"});
   EXPECT_EQ(count(f, "X-Forwarded-For"), 1u);
   EXPECT_EQ(value(f, "X-Forwarded-For"), "198.51.100.1, 198.51.100.2, 198.51.100.3, 2001:db8::7");
@@ -206,9 +203,9 @@ TEST(AddForwardingHeaders, JoinsRepeatedHeaderLinesInOrder) {
 
 TEST(AddForwardingHeaders, ProtoIsReplacedNotTrusted) {
   // A client cannot claim https through a plain connection.
-  bhttp::fields f;
-  f.insert("X-Forwarded-Proto", "https");
-  f.insert("X-Forwarded-Proto", "https");
+  Fields f;
+  f.add("X-Forwarded-Proto", "https");
+  f.add("X-Forwarded-Proto", "https");
   add_forwarding_headers(f, ForwardedFor{"192.0.2.1", false, "p"});
   EXPECT_EQ(count(f, "X-Forwarded-Proto"), 1u);
   EXPECT_EQ(value(f, "X-Forwarded-Proto"), "http");
@@ -357,40 +354,40 @@ TEST(ParseTarget, RejectsWhatAProxyMustRefuse) {
 
 // ---------------------------------------------------------------- is_websocket_upgrade
 
-bhttp::request_header<> upgrade_request(bhttp::verb verb, unsigned version,
-                                        std::vector<std::pair<std::string, std::string>> fields) {
-  bhttp::request_header<> req;
-  req.method(verb);
-  req.version(version);
-  for (const auto& [name, value] : fields) req.insert(name, value);
+floodgate::http::RequestHead upgrade_request(
+    std::string_view method, unsigned version,
+    std::vector<std::pair<std::string, std::string>> fields) {
+  floodgate::http::RequestHead req;
+  req.set_method(method);
+  req.version = version;
+  for (const auto& [name, value] : fields) req.fields.add(name, value);
   return req;
 }
 
 TEST(WebSocketUpgrade, RecognisedWithTokensInAnyCaseOrPosition) {
-  EXPECT_TRUE(is_websocket_upgrade(upgrade_request(
-      bhttp::verb::get, 11, {{"Connection", "Upgrade"}, {"Upgrade", "websocket"}})));
+  EXPECT_TRUE(is_websocket_upgrade(
+      upgrade_request("GET", 11, {{"Connection", "Upgrade"}, {"Upgrade", "websocket"}})));
   // Browsers send "keep-alive, Upgrade"; Firefox too; case is not significant.
   EXPECT_TRUE(is_websocket_upgrade(upgrade_request(
-      bhttp::verb::get, 11, {{"Connection", "keep-alive, Upgrade"}, {"Upgrade", "WebSocket"}})));
+      "GET", 11, {{"Connection", "keep-alive, Upgrade"}, {"Upgrade", "WebSocket"}})));
   // A list split over two Connection lines.
   EXPECT_TRUE(is_websocket_upgrade(upgrade_request(
-      bhttp::verb::get, 11,
+      "GET", 11,
       {{"Connection", "keep-alive"}, {"Connection", " upgrade "}, {"Upgrade", "websocket"}})));
 }
 
 TEST(WebSocketUpgrade, OtherRequestsAreNotTunnelled) {
   // No Connection: upgrade token: Upgrade alone is just a header to drop.
-  EXPECT_FALSE(
-      is_websocket_upgrade(upgrade_request(bhttp::verb::get, 11, {{"Upgrade", "websocket"}})));
+  EXPECT_FALSE(is_websocket_upgrade(upgrade_request("GET", 11, {{"Upgrade", "websocket"}})));
   EXPECT_FALSE(is_websocket_upgrade(
-      upgrade_request(bhttp::verb::get, 11, {{"Connection", "Upgrade"}, {"Upgrade", "h2c"}})));
-  EXPECT_FALSE(is_websocket_upgrade(upgrade_request(
-      bhttp::verb::post, 11, {{"Connection", "Upgrade"}, {"Upgrade", "websocket"}})));
-  EXPECT_FALSE(is_websocket_upgrade(upgrade_request(
-      bhttp::verb::get, 10, {{"Connection", "Upgrade"}, {"Upgrade", "websocket"}})));
+      upgrade_request("GET", 11, {{"Connection", "Upgrade"}, {"Upgrade", "h2c"}})));
+  EXPECT_FALSE(is_websocket_upgrade(
+      upgrade_request("POST", 11, {{"Connection", "Upgrade"}, {"Upgrade", "websocket"}})));
+  EXPECT_FALSE(is_websocket_upgrade(
+      upgrade_request("GET", 10, {{"Connection", "Upgrade"}, {"Upgrade", "websocket"}})));
   // A token that merely contains the word.
-  EXPECT_FALSE(is_websocket_upgrade(upgrade_request(
-      bhttp::verb::get, 11, {{"Connection", "Upgraded"}, {"Upgrade", "websocket"}})));
+  EXPECT_FALSE(is_websocket_upgrade(
+      upgrade_request("GET", 11, {{"Connection", "Upgraded"}, {"Upgrade", "websocket"}})));
 }
 
 }  // namespace
