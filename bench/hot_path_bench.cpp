@@ -61,7 +61,8 @@ routes:
 
 void BM_ParseRequestHead(benchmark::State& state) {
   for (auto _ : state) {
-    http::RequestParser p;
+    http::RequestHead head;
+    http::RequestParser p(head);
     boost::beast::error_code ec;
     p.put(boost::asio::buffer(kRequest), ec);
     benchmark::DoNotOptimize(p.get().target);
@@ -82,7 +83,8 @@ BENCHMARK(BM_Route);
 void BM_PlanTwoLimits(benchmark::State& state) {
   const auto& c = bench_config();
   const auto* route = decide::match_route(c, "GET", "shop.example.com", "/api/v1/orders");
-  http::RequestParser p;
+  http::RequestHead head;
+  http::RequestParser p(head);
   boost::beast::error_code ec;
   p.put(boost::asio::buffer(kRequest), ec);
   http::FieldHeaders headers(p.get().fields);

@@ -215,7 +215,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Connection conn(fx);
   std::string_view in(reinterpret_cast<const char*>(data), size);
   for (std::size_t n = 0; n < kMaxPipelined && !in.empty(); ++n) {
-    Parser parser;
+    http::RequestHead head;
+    Parser parser(head);
     parser.header_limit(static_cast<std::uint32_t>(fx.config->server.max_header_bytes));
     parser.body_limit(fx.config->server.max_body_bytes);
     beast::error_code ec;

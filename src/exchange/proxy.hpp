@@ -131,6 +131,8 @@ class Front {
 // The upstream side: one request to one server, over the protocol the server speaks.
 class UpstreamCall {
  public:
+  // `streams`: see streams().
+  explicit UpstreamCall(bool streams) : streams_(streams) {}
   virtual ~UpstreamCall() = default;
   struct Opened {
     bool ok = false;
@@ -169,18 +171,18 @@ class UpstreamCall {
                                                  const Trailers* trailers) = 0;
   // The final response head (interim 1xx skipped; 101 only when an upgrade was asked for).
   virtual boost::asio::awaitable<Step> read_head(bool upgrade) = 0;
-  virtual ResponseHead& head() = 0;
+  ResponseHead& head() { return response_; }
   virtual ResponseBody body() const = 0;
   // None of the response's body is here yet: the head may go to the client at once rather
   // than with the body's first piece (when the front is eager, or the call streams).
   virtual bool head_first() const = 0;
   // A stream's body may come much later than its head (h2: the head goes at once).
-  virtual bool streams() const = 0;
+  bool streams() const { return streams_; }
   // The next piece of the response's body into `into` (the front's scratch, or the call's).
   virtual boost::asio::awaitable<BodyRead> read_body(std::span<char> into) = 0;
   // The response's trailers once its body has ended (null: none); a trailers-only response
   // (gRPC) has them in its head.
-  virtual const Trailers* trailers() const = 0;
+  const Trailers* trailers() const { return trailers_; }
   // The response has been relayed whole: the connection may serve another request.
   virtual void done() = 0;
   // The HTTP/1.1 connection in use (null for h2): an accepted upgrade's, which then no longer
@@ -189,8 +191,11 @@ class UpstreamCall {
 
  protected:
   const config::UpstreamServer& server() const { return use_->server(); }
+  ResponseHead response_;               // filled by read_head
+  const Trailers* trailers_ = nullptr;  // set once the response's trailers are known
 
  private:
+  const bool streams_;
   ServerUse* use_ = nullptr;
 };
 

@@ -60,7 +60,7 @@ asio::awaitable<H1Connection::End> H1Connection::run() {
       break;
     }
     first = false;
-    RequestParser parser;
+    RequestParser parser(request_);
     parser.header_limit(static_cast<std::uint32_t>(config->server.max_header_bytes));
     parser.body_limit(config->server.max_body_bytes);
     watch_.guard(client_.socket(), config->server.timeouts.header_read);

@@ -50,6 +50,7 @@ class H1Connection {
   std::string_view peer_ip_;
   const config::IpAddress& peer_;
   Services& w_;
+  RequestHead request_;             // the request being read (reused: its memory stays)
   std::string head_;                // the message head being relayed, serialized (reused)
   std::array<char, kChunk> chunk_;  // the one body buffer of this connection
 };

@@ -1,9 +1,10 @@
 #pragma once
 // An HTTP/1.x message read into the exchange's protocol-neutral head (exchange/fields.hpp):
 // Beast's parser does the tokenizing, framing and limits; its callbacks put the start line
-// and every field straight into a RequestHead or ResponseHead (no Beast header in between,
-// nothing copied twice), and the body into whatever buffer the reader offers next, a piece
-// at a time, as beast::http::buffer_body would.
+// and every field straight into a RequestHead or ResponseHead the caller owns (no Beast
+// header in between, nothing copied twice: a connection's request head, an upstream call's
+// response head, each cleared and reused), and the body into whatever buffer the reader
+// offers next, a piece at a time, as beast::http::buffer_body would.
 
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
@@ -21,6 +22,9 @@ template <bool isRequest>
 class H1Parser final : public boost::beast::http::basic_parser<isRequest> {
  public:
   using Head = std::conditional_t<isRequest, RequestHead, ResponseHead>;
+
+  // Fills `into`, emptied first; it outlives the parser.
+  explicit H1Parser(Head& into) : head_(into) { head_.fields.clear(); }
 
   Head& get() { return head_; }
   const Head& get() const { return head_; }
@@ -76,7 +80,7 @@ class H1Parser final : public boost::beast::http::basic_parser<isRequest> {
     return n;
   }
 
-  Head head_;
+  Head& head_;
   bool header_done_ = false;
   char* into_ = nullptr;
   std::size_t left_ = 0;

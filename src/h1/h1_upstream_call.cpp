@@ -80,15 +80,15 @@ asio::awaitable<UpstreamCall::Step> H1UpstreamCall::read_head(bool upgrade) {
   }
   const auto timeout = server().response_timeout;
   for (;;) {
-    response_.emplace();
-    response_->header_limit(kUpstreamHeaderLimit);
-    response_->body_limit(boost::none);
-    response_->skip(head_only_);
+    parser_.emplace(response_);
+    parser_->header_limit(kUpstreamHeaderLimit);
+    parser_->body_limit(boost::none);
+    parser_->skip(head_only_);
     watch().guard(conn_->stream.socket(), timeout);
-    auto [read_ec, n] = co_await bhttp::async_read_header(conn_->stream, conn_->buffer, *response_,
+    auto [read_ec, n] = co_await bhttp::async_read_header(conn_->stream, conn_->buffer, *parser_,
                                                           as_tuple(use_awaitable));
     if (auto ec = watch().translate(read_ec)) co_return failed(ec);
-    const auto code = response_->get().status;
+    const auto code = parser_->get().status;
     if (code >= 200) co_return Step{};
     // 101 is final for an upgrade we asked for; anything else switching protocols on a
     // request that did not ask is a broken upstream.
@@ -123,19 +123,19 @@ UpstreamCall::Step H1UpstreamCall::failed(const beast::error_code& ec) {
 
 ResponseBody H1UpstreamCall::body() const {
   ResponseBody b;
-  if (auto n = response_->content_length()) b.length = *n;
-  b.has_body = !response_->is_done();
+  if (auto n = parser_->content_length()) b.length = *n;
+  b.has_body = !parser_->is_done();
   return b;
 }
 
 // Not a coroutine of its own: the driver awaits read_body_piece's.
 asio::awaitable<BodyRead> H1UpstreamCall::read_body(std::span<char> into) {
-  return read_body_piece(conn_->stream, conn_->buffer, *response_, watch(),
+  return read_body_piece(conn_->stream, conn_->buffer, *parser_, watch(),
                          server().response_timeout, into);
 }
 
 void H1UpstreamCall::done() {
-  if (response_->keep_alive() && conn_->buffer.size() == 0) {
+  if (parser_->keep_alive() && conn_->buffer.size() == 0) {
     watch().relax();
     pool_.give_back(server(), std::move(conn_));
   }

@@ -19,7 +19,7 @@ class H1UpstreamCall final : public UpstreamCall {
   // `watch`: the front's watchdog the upstream's socket operations run under (null: the
   // connection's own); `head`: where the request's head is serialized.
   H1UpstreamCall(UpstreamPool& pool, Watchdog* watch, std::string& head)
-      : pool_(pool), front_watch_(watch), head_(head) {}
+      : UpstreamCall(false), pool_(pool), front_watch_(watch), head_(head) {}
   ~H1UpstreamCall() override;
   // Its body is framed as HTTP/1.1 frames it (Content-Length, chunked, an upgrade).
   static constexpr bool kMultiplexed = false;
@@ -30,12 +30,9 @@ class H1UpstreamCall final : public UpstreamCall {
   boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last,
                                          const Trailers* trailers) override;
   boost::asio::awaitable<Step> read_head(bool upgrade) override;
-  ResponseHead& head() override { return response_->get(); }
   ResponseBody body() const override;
   bool head_first() const override { return conn_->buffer.size() == 0; }
-  bool streams() const override { return false; }
   boost::asio::awaitable<BodyRead> read_body(std::span<char> into) override;
-  const Trailers* trailers() const override { return nullptr; }
   void done() override;
   UpstreamConnection* connection() override { return conn_.get(); }
 
@@ -50,7 +47,7 @@ class H1UpstreamCall final : public UpstreamCall {
   UpstreamConnectionPtr conn_;
   std::string& head_;  // the request's, serialized
   std::optional<BodyWriter> writer_;
-  std::optional<ResponseParser> response_;
+  std::optional<ResponseParser> parser_;  // the response's, into response_
   bool head_only_ = false;      // a HEAD request: its response has no body
   bool retryable_ = false;      // no body, idempotent: may go again on a new connection
   bool stale_retried_ = false;  // once

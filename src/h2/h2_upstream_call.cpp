@@ -22,7 +22,8 @@ constexpr std::size_t kMaxBuffered = 64 * 1024;
 
 H2UpstreamCall::H2UpstreamCall(H2UpstreamPool& pool, Exchange& x, Wakers wakers,
                                const Abandon& abandon)
-    : pool_(pool),
+    : UpstreamCall(true),
+      pool_(pool),
       x_(x),
       abandon_(abandon),
       own_in_(pool.executor()),

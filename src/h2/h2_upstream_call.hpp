@@ -30,12 +30,9 @@ class H2UpstreamCall final : public UpstreamCall {
   boost::asio::awaitable<Step> send_body(std::span<const char> piece, bool last,
                                          const Trailers* trailers) override;
   boost::asio::awaitable<Step> read_head(bool upgrade) override;
-  ResponseHead& head() override { return response_; }
   ResponseBody body() const override { return body_; }
   bool head_first() const override { return call_->in.empty() && !call_->in_done; }
-  bool streams() const override { return true; }
   boost::asio::awaitable<BodyRead> read_body(std::span<char> into) override;
-  const Trailers* trailers() const override { return trailers_; }
   void done() override {}
   UpstreamConnection* connection() override { return nullptr; }
 
@@ -58,9 +55,7 @@ class H2UpstreamCall final : public UpstreamCall {
   H2HeaderBlock block_;
   int attempt_ = 0;
   bool request_done_ = false;  // the whole body is in the call (none, or its last piece)
-  ResponseHead response_;
   ResponseBody body_;
-  const Trailers* trailers_ = nullptr;  // a trailers-only response's head, or its trailers
 };
 
 }  // namespace floodgate::http
