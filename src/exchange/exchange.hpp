@@ -33,7 +33,7 @@ using decide::Reply;
 
 struct Exchange {
   Exchange() = default;
-  // Its views may point into its own strings: it stays where it was built.
+  // Its views may point into its own strings and arrays: it stays where it was built.
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
 
@@ -79,10 +79,13 @@ struct Exchange {
   std::string target_copy;
   std::string normalized;
 
-  // Set by identify() (request_id.hpp) before anything can answer the request.
-  std::string request_id;        // X-Request-Id: kept from a trusted peer, or generated
-  std::string traceparent;       // set when a trace starts here (empty: the client's is passed on)
+  // Set by identify() (request_id.hpp) before anything can answer the request; written in
+  // place (no allocation per request).
+  std::string_view request_id;   // X-Request-Id: kept from a trusted peer, or generated
+  std::string_view traceparent;  // set when a trace starts here (empty: the client's is passed on)
   bool drop_tracestate = false;  // the client's traceparent was malformed: its tracestate goes too
+  char id_text[32];              // a generated request id
+  char trace_text[55];           // a traceparent started here
 };
 
 }  // namespace floodgate::http

@@ -1,5 +1,7 @@
 #include "forwarding.hpp"
 
+#include <boost/container/small_vector.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -72,7 +74,7 @@ bool asks_for_trailers(const Fields& fields) {
 void strip_hop_by_hop(Fields& fields) {
   // Collect the names listed in Connection before erasing it: "Connection: close, X-Foo"
   // makes X-Foo hop-by-hop too.
-  std::vector<std::string_view> named;  // views into the fields' text, which stays
+  boost::container::small_vector<std::string_view, 4> named;  // views into the fields' text
   any_token(fields, "connection", [&](std::string_view t) {
     if (!is_protected(t)) named.push_back(t);
     return false;

@@ -120,6 +120,9 @@ class Front {
   // Where a head is serialized (the connection's, reused): the request's for an HTTP/1.1
   // upstream, then the response's, one after the other.
   virtual std::string& head_buffer() = 0;
+  // Where the upstream's response head is read into (the connection's, reused: its memory
+  // stays from one response to the next).
+  virtual ResponseHead& response_head() = 0;
   // The watchdog the upstream's socket operations run under (null: the upstream
   // connection's own, for a front with no socket of its own per exchange).
   virtual Watchdog* watchdog() = 0;
@@ -131,8 +134,8 @@ class Front {
 // The upstream side: one request to one server, over the protocol the server speaks.
 class UpstreamCall {
  public:
-  // `streams`: see streams().
-  explicit UpstreamCall(bool streams) : streams_(streams) {}
+  // `streams`: see streams(); `response`: where the response's head goes (the front's).
+  UpstreamCall(bool streams, ResponseHead& response) : response_(response), streams_(streams) {}
   virtual ~UpstreamCall() = default;
   struct Opened {
     bool ok = false;
@@ -191,7 +194,7 @@ class UpstreamCall {
 
  protected:
   const config::UpstreamServer& server() const { return use_->server(); }
-  ResponseHead response_;               // filled by read_head
+  ResponseHead& response_;              // filled by read_head
   const Trailers* trailers_ = nullptr;  // set once the response's trailers are known
 
  private:

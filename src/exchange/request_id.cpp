@@ -51,13 +51,10 @@ std::mt19937_64 seeded() {
 
 RequestIds::RequestIds() : rng_(seeded()) {}
 
-void RequestIds::append_hex(std::string& out, std::size_t n) {
+char* RequestIds::write_hex(char* p, std::size_t n) {
   static constexpr char kHex[] = "0123456789abcdef";
-  // Written into place, 16 digits a draw: a character at a time through the string cost more
+  // Written into place, 16 digits a draw: a character at a time through a string cost more
   // than the rest of the request's identification.
-  const auto at = out.size();
-  out.resize(at + 2 * n);
-  char* p = out.data() + at;
   while (n > 0) {
     auto r = rng_();
     for (int i = 0; i < 8 && n > 0; ++i, --n, r >>= 8) {
@@ -65,11 +62,12 @@ void RequestIds::append_hex(std::string& out, std::size_t n) {
       *p++ = kHex[r & 0xf];
     }
   }
+  return p;
 }
 
 void identify(Exchange& x, RequestIds& ids) {
-  x.request_id.clear();
-  x.traceparent.clear();
+  x.request_id = {};
+  x.traceparent = {};
   x.drop_tracestate = false;
   const auto& fields = *x.fields;
   const auto& client_ip = x.config->server.client_ip;
@@ -78,25 +76,30 @@ void identify(Exchange& x, RequestIds& ids) {
       id && sane_id(*id) &&
       std::any_of(client_ip.trusted_proxies.begin(), client_ip.trusted_proxies.end(),
                   [&](const config::Cidr& c) { return c.contains(x.peer); })) {
-    x.request_id = *id;
+    x.request_id = *id;  // a view of the field, which the exchange's request keeps
   } else {
-    x.request_id.reserve(32);
-    ids.append_hex(x.request_id, 16);
+    x.request_id = {x.id_text, static_cast<std::size_t>(ids.write_hex(x.id_text, 16) - x.id_text)};
     generated = true;
   }
   auto tp = fields.find("traceparent");
   // One valid traceparent passes through; two are as malformed as a bad one.
   if (tp && fields.count("traceparent") == 1 && valid_traceparent(*tp)) return;
   x.drop_tracestate = tp.has_value();
-  x.traceparent.reserve(55);
-  x.traceparent = "00-";
+  // "00-" trace id "-" parent id "-01": 55 characters, written in place.
+  char* p = x.trace_text;
+  *p++ = '0';
+  *p++ = '0';
+  *p++ = '-';
   if (generated)
-    x.traceparent += x.request_id;
+    p = std::copy(x.request_id.begin(), x.request_id.end(), p);
   else
-    ids.append_hex(x.traceparent, 16);
-  x.traceparent += '-';
-  ids.append_hex(x.traceparent, 8);
-  x.traceparent += "-01";
+    p = ids.write_hex(p, 16);
+  *p++ = '-';
+  p = ids.write_hex(p, 8);
+  *p++ = '-';
+  *p++ = '0';
+  *p++ = '1';
+  x.traceparent = {x.trace_text, static_cast<std::size_t>(p - x.trace_text)};
 }
 
 void add_trace_fields(const Exchange& x, Fields& req) {

@@ -22,8 +22,8 @@ namespace floodgate::http {
 class RequestIds {
  public:
   RequestIds();
-  // `n` random bytes as 2n lower-case hex digits appended to `out`.
-  void append_hex(std::string& out, std::size_t n);
+  // `n` random bytes as 2n lower-case hex digits written at `out`; where they end.
+  char* write_hex(char* out, std::size_t n);
 
  private:
   std::mt19937_64 rng_;

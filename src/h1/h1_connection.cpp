@@ -153,7 +153,8 @@ asio::awaitable<bool> H1Connection::serve(RequestParser& parser, Exchange& x) {
   FinishGuard finish(w_.gate, x);
   // A drain past its deadline may have closed the client while the store decided.
   if (!client_.socket().is_open()) co_return false;
-  H1Front front(Http1Client{client_, buffer_, watch_, chunk_, head_}, parser, x, w_.metrics);
+  H1Front front(Http1Client{client_, buffer_, watch_, chunk_, head_, response_}, parser, x,
+                w_.metrics);
   auto done = co_await w_.proxy.forward(front, x, x.config->upstream_of(*x.route));
   if (done.answer != 0)
     co_return co_await send_error(static_cast<bhttp::status>(done.answer), x.version, false, &x);

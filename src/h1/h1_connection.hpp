@@ -52,6 +52,7 @@ class H1Connection {
   Services& w_;
   RequestHead request_;             // the request being read (reused: its memory stays)
   std::string head_;                // the message head being relayed, serialized (reused)
+  ResponseHead response_;           // the upstream's response head (reused)
   std::array<char, kChunk> chunk_;  // the one body buffer of this connection
 };
 

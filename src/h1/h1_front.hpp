@@ -42,6 +42,7 @@ class H1Front final : public Front {
   bool keeps_alive() const override { return keep_alive_; }
   std::span<char> scratch() override { return client_.chunk; }
   std::string& head_buffer() override { return client_.head; }
+  ResponseHead& response_head() override { return client_.response; }
   Watchdog* watchdog() override { return &client_.watch; }
   boost::asio::awaitable<void> tunnel(ResponseHead& head, UpstreamConnection& upstream) override;
 

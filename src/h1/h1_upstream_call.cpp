@@ -130,8 +130,8 @@ ResponseBody H1UpstreamCall::body() const {
 
 // Not a coroutine of its own: the driver awaits read_body_piece's.
 asio::awaitable<BodyRead> H1UpstreamCall::read_body(std::span<char> into) {
-  return read_body_piece(conn_->stream, conn_->buffer, *parser_, watch(),
-                         server().response_timeout, into);
+  return read_body_piece(conn_->stream, conn_->buffer, *parser_, watch(), server().response_timeout,
+                         into);
 }
 
 void H1UpstreamCall::done() {

@@ -17,9 +17,10 @@ namespace floodgate::http {
 class H1UpstreamCall final : public UpstreamCall {
  public:
   // `watch`: the front's watchdog the upstream's socket operations run under (null: the
-  // connection's own); `head`: where the request's head is serialized.
-  H1UpstreamCall(UpstreamPool& pool, Watchdog* watch, std::string& head)
-      : UpstreamCall(false), pool_(pool), front_watch_(watch), head_(head) {}
+  // connection's own); `head`: where the request's head is serialized; `response`: where the
+  // response's is read.
+  H1UpstreamCall(UpstreamPool& pool, Watchdog* watch, std::string& head, ResponseHead& response)
+      : UpstreamCall(false, response), pool_(pool), front_watch_(watch), head_(head) {}
   ~H1UpstreamCall() override;
   // Its body is framed as HTTP/1.1 frames it (Content-Length, chunked, an upgrade).
   static constexpr bool kMultiplexed = false;
@@ -48,9 +49,9 @@ class H1UpstreamCall final : public UpstreamCall {
   std::string& head_;  // the request's, serialized
   std::optional<BodyWriter> writer_;
   std::optional<ResponseParser> parser_;  // the response's, into response_
-  bool head_only_ = false;      // a HEAD request: its response has no body
-  bool retryable_ = false;      // no body, idempotent: may go again on a new connection
-  bool stale_retried_ = false;  // once
+  bool head_only_ = false;                // a HEAD request: its response has no body
+  bool retryable_ = false;                // no body, idempotent: may go again on a new connection
+  bool stale_retried_ = false;            // once
 };
 
 }  // namespace floodgate::http

@@ -23,6 +23,7 @@ struct Http1Client {
   Watchdog& watch;                    // every socket operation of the connection runs under it
   std::span<char> chunk;              // the connection's one body buffer
   std::string& head;                  // the message head being relayed, serialized (reused)
+  ResponseHead& response;             // an upstream's response head, read (reused)
 };
 
 }  // namespace floodgate::http

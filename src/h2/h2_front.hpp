@@ -49,6 +49,7 @@ class H2Front final : public Front {
     return *scratch_;
   }
   std::string& head_buffer() override { return head_; }
+  ResponseHead& response_head() override { return response_; }
   Watchdog* watchdog() override { return nullptr; }
   boost::asio::awaitable<void> tunnel(ResponseHead&, UpstreamConnection&) override {
     co_return;  // an HTTP/2 request never asks for an upgrade (CONNECT is refused)
@@ -67,6 +68,7 @@ class H2Front final : public Front {
   H2HeaderBlock head_block_;     // the response's, submitted with its body's first piece
   bool has_body_ = false;
   std::string head_;
+  ResponseHead response_;
   std::unique_ptr<H2Connection::Scratch> scratch_;  // the connection's, taken when first used
 };
 

@@ -21,8 +21,8 @@ constexpr std::size_t kMaxBuffered = 64 * 1024;
 }  // namespace
 
 H2UpstreamCall::H2UpstreamCall(H2UpstreamPool& pool, Exchange& x, Wakers wakers,
-                               const Abandon& abandon)
-    : UpstreamCall(true),
+                               const Abandon& abandon, ResponseHead& response)
+    : UpstreamCall(true, response),
       pool_(pool),
       x_(x),
       abandon_(abandon),

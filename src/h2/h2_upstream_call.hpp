@@ -18,8 +18,9 @@ namespace floodgate::http {
 class H2UpstreamCall final : public UpstreamCall {
  public:
   // `wakers`: the front's timers, shared (none: the call's own); `abandon`: when to stop
-  // waiting.
-  H2UpstreamCall(H2UpstreamPool& pool, Exchange& x, Wakers wakers, const Abandon& abandon);
+  // waiting; `response`: where the response's head goes.
+  H2UpstreamCall(H2UpstreamPool& pool, Exchange& x, Wakers wakers, const Abandon& abandon,
+                 ResponseHead& response);
   // A stream of a multiplexed connection: DATA frames carry its body (no chunked encoding,
   // no upgrade), and the request's body may flow beside the response (gRPC's streaming).
   static constexpr bool kMultiplexed = true;

@@ -14,10 +14,13 @@ asio::awaitable<Forwarded> UpstreamProxy::forward(Front& front, Exchange& x,
                                                   const config::Upstream& up) {
   Driver driver(upstreams_, gate_, front, x, up);
   if (driver.h2())
-    co_return co_await driver.run_with(
-        [&] { return H2UpstreamCall(h2_, x, front.wakers(), driver.abandon()); });
-  co_return co_await driver.run_with(
-      [&] { return H1UpstreamCall(upstreams_.pool, front.watchdog(), front.head_buffer()); });
+    co_return co_await driver.run_with([&] {
+      return H2UpstreamCall(h2_, x, front.wakers(), driver.abandon(), front.response_head());
+    });
+  co_return co_await driver.run_with([&] {
+    return H1UpstreamCall(upstreams_.pool, front.watchdog(), front.head_buffer(),
+                          front.response_head());
+  });
 }
 
 }  // namespace floodgate::http
