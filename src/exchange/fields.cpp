@@ -14,8 +14,14 @@ namespace {
 constexpr std::size_t kFirstBlock = 1024;
 constexpr std::size_t kLink = sizeof(char*);  // a block begins with the one before it
 
-char*& link_of(char* block) {
-  return *reinterpret_cast<char**>(block);
+// The block before `block` (null: none), read and written as bytes: the block is a char array.
+char* link_of(const char* block) {
+  char* before;
+  std::memcpy(&before, block, kLink);
+  return before;
+}
+void set_link(char* block, char* before) {
+  std::memcpy(block, &before, kLink);
 }
 
 }  // namespace
@@ -48,7 +54,7 @@ std::string_view TextArena::keep(std::string_view text) {
   if (text.size() > left_) {
     const auto size = std::max({kFirstBlock, newest_size_ * 2, text.size() + kLink});
     char* block = new char[size];
-    link_of(block) = newest_;
+    set_link(block, newest_);
     newest_ = block;
     newest_size_ = size;
     cur_ = block + kLink;
@@ -68,7 +74,7 @@ void TextArena::release_all_but_newest() {
     delete[] b;
     b = before;
   }
-  link_of(newest_) = nullptr;
+  set_link(newest_, nullptr);
 }
 
 void TextArena::clear() {
