@@ -23,8 +23,20 @@ class H1Parser final : public boost::beast::http::basic_parser<isRequest> {
  public:
   using Head = std::conditional_t<isRequest, RequestHead, ResponseHead>;
 
-  // Fills `into`, emptied first; it outlives the parser.
-  explicit H1Parser(Head& into) : head_(into) { head_.fields.clear(); }
+  // Fills `into`, emptied first (its start line too: a message refused before its start line
+  // was read must not show the last one's, whose text the clearing gives back); it outlives
+  // the parser.
+  explicit H1Parser(Head& into) : head_(into) {
+    head_.fields.clear();
+    head_.version = 11;
+    if constexpr (isRequest) {
+      head_.method = {};
+      head_.target = {};
+    } else {
+      head_.status = 0;
+      head_.reason = {};
+    }
+  }
 
   Head& get() { return head_; }
   const Head& get() const { return head_; }

@@ -126,6 +126,27 @@ TEST(H1Parser, ARequestHeadGoesIntoFieldsAndItsChunkedBodyIntoSmallPieces) {
             (std::vector<std::string>{"Host", "X-Api-Key", "Transfer-Encoding"}));
 }
 
+// A keep-alive connection reads every request into one head: a request refused before its
+// request line was read must not show the one before it (whose text is given back).
+TEST(H1Parser, ANewMessageStartsFromAnEmptyHead) {
+  floodgate::http::RequestHead head;
+  {
+    H1Parser<true> first(head);
+    parse_all(first,
+              "GET /first HTTP/1.1\r\nHost: a\r\nX-Big: " + std::string(3000, 'x') + "\r\n\r\n",
+              16);
+    EXPECT_EQ(head.target, "/first");
+  }
+  H1Parser<true> second(head);
+  boost::beast::error_code ec;
+  const std::string_view bad = "\x01\x02 garbage\r\n\r\n";
+  second.put(boost::asio::buffer(bad.data(), bad.size()), ec);
+  EXPECT_TRUE(ec);
+  EXPECT_EQ(head.method, "");
+  EXPECT_EQ(head.target, "");
+  EXPECT_TRUE(head.fields.empty());
+}
+
 TEST(H1Parser, AResponseHeadKeepsStatusReasonAndFields) {
   floodgate::http::ResponseHead head;
   H1Parser<false> p(head);
