@@ -13,6 +13,11 @@ namespace {
 // A typical request's or response's head fits the first block: one allocation for its text.
 constexpr std::size_t kFirstBlock = 1024;
 constexpr std::size_t kLink = sizeof(char*);  // a block begins with the one before it
+// The most text memory cleared fields keep for the next message.
+constexpr std::size_t kKeptBlock = 4 * kFirstBlock;
+// The most field slots cleared fields keep (a head of thousands of tiny fields must not pin
+// its table on an idle connection).
+constexpr std::size_t kKeptFields = 64;
 
 // The block before `block` (null: none), read and written as bytes: the block is a char array.
 char* link_of(const char* block) {
@@ -35,7 +40,8 @@ TextArena::TextArena(TextArena&& other) noexcept
     : newest_(std::exchange(other.newest_, nullptr)),
       cur_(std::exchange(other.cur_, nullptr)),
       left_(std::exchange(other.left_, 0)),
-      newest_size_(std::exchange(other.newest_size_, 0)) {}
+      newest_size_(std::exchange(other.newest_size_, 0)),
+      held_(std::exchange(other.held_, 0)) {}
 
 TextArena& TextArena::operator=(TextArena&& other) noexcept {
   if (this != &other) {
@@ -45,6 +51,7 @@ TextArena& TextArena::operator=(TextArena&& other) noexcept {
     cur_ = std::exchange(other.cur_, nullptr);
     left_ = std::exchange(other.left_, 0);
     newest_size_ = std::exchange(other.newest_size_, 0);
+    held_ = std::exchange(other.held_, 0);
   }
   return *this;
 }
@@ -57,6 +64,7 @@ std::string_view TextArena::keep(std::string_view text) {
     set_link(block, newest_);
     newest_ = block;
     newest_size_ = size;
+    held_ += size;
     cur_ = block + kLink;
     left_ = size - kLink;
   }
@@ -75,10 +83,18 @@ void TextArena::release_all_but_newest() {
     b = before;
   }
   set_link(newest_, nullptr);
+  held_ = newest_size_;
 }
 
 void TextArena::clear() {
   release_all_but_newest();
+  // What a connection keeps between messages is bounded: one block of the usual size. A
+  // larger one (a head of many kilobytes) goes, so that idle connections do not hold it.
+  if (newest_ && newest_size_ > kKeptBlock) {
+    delete[] newest_;
+    newest_ = cur_ = nullptr;
+    left_ = newest_size_ = held_ = 0;
+  }
   if (newest_) {
     cur_ = newest_ + kLink;
     left_ = newest_size_ - kLink;
@@ -117,7 +133,10 @@ std::size_t Fields::count(std::string_view name) const {
 }
 
 void Fields::clear() {
-  fields_.clear();
+  if (fields_.capacity() > kKeptFields)
+    std::vector<Field>().swap(fields_);
+  else
+    fields_.clear();
   text_.clear();
 }
 

@@ -30,7 +30,10 @@ class TextArena {
 
   // A stable copy of `text`.
   std::string_view keep(std::string_view text);
-  // Forgets everything kept; the newest block is kept for what comes next.
+  // Bytes of memory its blocks take.
+  std::size_t held() const { return held_; }
+  // Forgets everything kept; the newest block is kept for what comes next unless it is
+  // larger than a usual head needs.
   void clear();
 
  private:
@@ -40,6 +43,7 @@ class TextArena {
   char* cur_ = nullptr;     // the free part of the newest block
   std::size_t left_ = 0;
   std::size_t newest_size_ = 0;
+  std::size_t held_ = 0;
 };
 
 struct Field {
@@ -87,7 +91,10 @@ class Fields {
 
   // A stable copy of text that belongs with these fields (a start line's parts).
   std::string_view keep(std::string_view text) { return text_.keep(text); }
-  // Empty again, its memory kept for the next message.
+  // Bytes of memory it holds (text blocks and its table of fields).
+  std::size_t held() const { return text_.held() + fields_.capacity() * sizeof(Field); }
+  // Empty again, its memory kept for the next message (up to a usual head's: what an idle
+  // connection holds stays small whatever its last message was).
   void clear();
 
   static bool named(const Field& f, std::string_view name);

@@ -56,7 +56,7 @@ void H2Connection::take_head(H2Stream& s) {
   auto& x = s.x;
   w_.open(x, w_.snapshot());  // a reload applies to the streams that start after it
   x.fields = &s.head.fields;
-  if (!s.cookies.empty()) s.head.fields.set("cookie", s.cookies);
+  if (!s.cookies.empty()) s.head.fields.set("Cookie", s.cookies);
   x.method = s.method;
   x.raw_target = s.path;
   x.host_field = s.authority.empty() ? s.head.fields.get("host") : std::string_view(s.authority);

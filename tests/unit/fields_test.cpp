@@ -80,6 +80,21 @@ TEST(Fields, ViewsStayValidThroughChangesGrowthAndMoves) {
   EXPECT_EQ(moved.get("reused"), "yes");
 }
 
+// A connection keeps one head between messages: after a message of thousands of fields, what
+// it keeps is a usual head's memory, not that message's.
+TEST(Fields, ClearingAfterAHugeHeadKeepsLittle) {
+  Fields f;
+  for (int i = 0; i < 4000; ++i) f.add("a", "");
+  f.add("X-Big", std::string(20000, 'v'));
+  EXPECT_GT(f.held(), 100'000u);
+  f.clear();
+  EXPECT_TRUE(f.empty());
+  EXPECT_LE(f.held(), 4096u + 64 * sizeof(floodgate::http::Field));
+  EXPECT_EQ(f.begin(), f.end());
+  f.add("Host", "shop.example");  // usable again
+  EXPECT_EQ(f.get("host"), "shop.example");
+}
+
 // Parses `bytes` in one go into a parser whose body goes through a buffer of `piece` bytes;
 // returns the body read.
 template <bool isRequest>
