@@ -20,7 +20,7 @@ namespace {
 using floodgate::http::Fields;
 using floodgate::http::H1Parser;
 
-std::vector<std::string> names_of(const Fields& f) {
+std::vector<std::string> field_names(const Fields& f) {
   std::vector<std::string> out;
   for (const auto& field : f) out.emplace_back(field.name);
   return out;
@@ -32,7 +32,7 @@ TEST(Fields, KeepOrderAndCaseAndFindInAnyCase) {
   f.add("X-Api-Key", "k1");
   f.add("cookie", "a=1");
   f.add("Cookie", "b=2");
-  EXPECT_EQ(names_of(f), (std::vector<std::string>{"Host", "X-Api-Key", "cookie", "Cookie"}));
+  EXPECT_EQ(field_names(f), (std::vector<std::string>{"Host", "X-Api-Key", "cookie", "Cookie"}));
   EXPECT_EQ(f.get("HOST"), "shop.example");
   EXPECT_EQ(f.find("x-api-key"), std::optional<std::string_view>("k1"));
   EXPECT_EQ(f.find("X-Absent"), std::nullopt);
@@ -49,7 +49,7 @@ TEST(Fields, SetReplacesEveryFieldOfTheNameWithOneAtTheEnd) {
   f.add("Accept", "*/*");
   f.add("via", "1.1 b");
   f.set("Via", "1.1 a, 1.1 b, 1.1 edge");
-  EXPECT_EQ(names_of(f), (std::vector<std::string>{"Accept", "Via"}));
+  EXPECT_EQ(field_names(f), (std::vector<std::string>{"Accept", "Via"}));
   EXPECT_EQ(f.get("via"), "1.1 a, 1.1 b, 1.1 edge");
   EXPECT_EQ(f.erase("VIA"), 1u);
   EXPECT_EQ(f.erase("Via"), 0u);
@@ -137,7 +137,7 @@ TEST(H1Parser, ARequestHeadGoesIntoFieldsAndItsChunkedBodyIntoSmallPieces) {
   EXPECT_TRUE(p.chunked());
   EXPECT_EQ(body, "0123456789abcdef");
   // A trailer is not a field of the head that already went on.
-  EXPECT_EQ(names_of(head.fields),
+  EXPECT_EQ(field_names(head.fields),
             (std::vector<std::string>{"Host", "X-Api-Key", "Transfer-Encoding"}));
 }
 

@@ -39,7 +39,7 @@ config::ConfigPtr load_routes(const std::string& routes, const std::string& log 
   return r.config;
 }
 
-const std::string kRoutes = R"(
+const std::string kPipelineRoutes = R"(
   - name: shop
     match: { host: shop.example, path_prefix: /cart }
     upstream: origin
@@ -66,7 +66,7 @@ struct Request {
 };
 
 TEST(Pipeline, RouteExchangeAnswersWhatCannotBeForwarded) {
-  auto c = load_routes(kRoutes);
+  auto c = load_routes(kPipelineRoutes);
   ASSERT_TRUE(c);
   struct Case {
     std::string target, host;
@@ -100,7 +100,7 @@ TEST(Pipeline, RouteExchangeAnswersWhatCannotBeForwarded) {
 // An absolute-form target overrides Host and is rewritten to origin-form for the upstream:
 // what the exchange holds stays valid after that rewrite (the access log reads it last).
 TEST(Pipeline, AbsoluteFormTargetsOutliveTheRewriteForTheUpstream) {
-  auto c = load_routes(kRoutes, "log: { access_log: true, replay_fields: [ip, host] }\n");
+  auto c = load_routes(kPipelineRoutes, "log: { access_log: true, replay_fields: [ip, host] }\n");
   ASSERT_TRUE(c);
   Request r(c, "http://Shop.Example:8080/cart/./a/../b?q=1%2F", "ignored.example");
   ASSERT_FALSE(http::route_exchange(r.x));
@@ -119,7 +119,7 @@ TEST(Pipeline, AbsoluteFormTargetsOutliveTheRewriteForTheUpstream) {
 }
 
 TEST(Pipeline, RepliesRenderTheirStatusHeadersAndBody) {
-  auto c = load_routes(kRoutes);
+  auto c = load_routes(kPipelineRoutes);
   ASSERT_TRUE(c);
   auto busy = http::render(http::Reply{503, "1"}, 11, true);
   EXPECT_EQ(busy.status, 503u);
@@ -234,7 +234,7 @@ struct Gate {
 };
 
 TEST(Gate, AdmitsThenRefusesAndTheNextRefusalComesFromTheDenyCache) {
-  auto c = load_routes(kRoutes);
+  auto c = load_routes(kPipelineRoutes);
   ASSERT_TRUE(c);
   Gate g(false);
   for (int i = 0; i < 4; ++i) {
