@@ -108,6 +108,23 @@ def targets_table(results):
         s = median_of(results, t, "redis_script_req")
         rows.append(("L3", f"script calls per decision ({t})", t, fmt(s), "-", "< 1",
                      None if s is None else s < 1.0))
+    # Issue 36: the speed lead back on the one driver (HTTP/2's targets: section 7, bench/h2.sh).
+    ratio_row("S1", "pass-through vs nginx proxy_pass", "fg-pass", "nginx-plain", 1.1)
+    ratio_row("S1", "CPU per pass-through request vs nginx proxy_pass's", "fg-pass", "nginx-plain",
+              1.0, field="target_us_req", higher=False)
+    ratio_row("S2", "429 path, embedded store, vs nginx limit_req 429 path", "fg-mem-low",
+              "nginx-lr-low", 1.0)
+    ratio_row("S2", "429 path, Redis, vs nginx limit_req 429 path", "fg-redis-low", "nginx-lr-low",
+              1.0)
+    ratio_row("S3", "embedded store vs own pass-through", "fg-mem", "fg-pass", 0.95)
+    ratio_row("S3", "leased hot key vs embedded store", "fg-redis-leased", "fg-mem", 0.95)
+    ratio_row("S4", "Redis-checked: floodgate's CPU per request vs its pass-through's", "fg-redis",
+              "fg-pass", 1.15, field="target_us_req", higher=False)
+    ratio_row("S4", "Redis-checked: throughput vs own pass-through (carries Redis's CPU)",
+              "fg-redis", "fg-pass", 0.0)
+    rows[-1] = rows[-1][:5] + ("reported", None)
+    ratio_row("S4", "Redis CPU per decision vs the harness's plain Lua token bucket", "fg-redis",
+              "node-luatb-high", 0.35, field="redis_us_req", higher=False)
     out = ["| target | what | rows | median | per-round range | goal | met |",
            "|---|---|---|---:|---|---|---|"]
     for name, text, pair, m, rng, goal, met in rows:
