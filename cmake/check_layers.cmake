@@ -22,6 +22,7 @@ set(RANK_net 10)       # sockets, deadlines, upstream pools, balancer, health
 set(RANK_exchange 11)  # the exchange, the pipeline, THE driver (driver.hpp)
 set(RANK_h1 12)        # HTTP/1.1 framing (fronts and upstream calls)
 set(RANK_h2 12)        # HTTP/2 framing: a peer of h1, neither includes the other
+set(RANK_rls 12)       # Envoy's rate limit service over a Front: no framing of its own
 set(RANK_server 13)    # workers, acceptors, sessions (the protocol pick), the Proxy
 set(RANK_admin 14)
 set(RANK_replay 14)
@@ -33,6 +34,7 @@ set(RANK_app 15)
 set(FORBIDDEN_decide "boost/beast|nghttp2|boost/asio/ip")
 set(FORBIDDEN_exchange "nghttp2|boost/beast")
 set(FORBIDDEN_h1 "nghttp2")
+set(FORBIDDEN_rls "nghttp2|boost/beast")
 
 # The layer of a path relative to the source root ("" when it is in none).
 function(layer_of path out)

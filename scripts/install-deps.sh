@@ -11,6 +11,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libhiredis-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libssl-dev zlib1g-dev libnghttp2-dev
+  libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev llvm
   redis-server curl ca-certificates tzdata

@@ -133,9 +133,17 @@ int run(const std::string& path) {
     log->critical("{}", e.what());
     return kExitRuntime;
   }
-  std::string ports;
-  for (auto p : server.ports()) ports += (ports.empty() ? "" : ", ") + std::to_string(p);
-  log->info("floodgate {} serving {} on port(s) {}", version(), path, ports);
+  // server.listen's ports, then rls.listen's (Server::ports()).
+  std::string ports, rls_ports;
+  const auto bound = server.ports();
+  const auto http_listeners = r.config->server.listen.size();
+  for (std::size_t i = 0; i < bound.size(); ++i) {
+    auto& list = i < http_listeners ? ports : rls_ports;
+    list += (list.empty() ? "" : ", ") + std::to_string(bound[i]);
+  }
+  log->info("floodgate {} serving {} on port(s) {}{}", version(), path,
+            ports.empty() ? "(none)" : ports,
+            rls_ports.empty() ? "" : "; Envoy's rate limit service on port(s) " + rls_ports);
 
   boost::asio::io_context signals_ioc;
   boost::asio::signal_set signals(signals_ioc, SIGINT, SIGTERM, SIGHUP);

@@ -51,14 +51,17 @@ std::optional<Endpoint> read_endpoint(YamlReader& r, const YAML::Node& n, const 
   return r.parsed<Endpoint>(n, path, parse_endpoint);
 }
 
-std::optional<Listener> read_listener(YamlReader& r, const YAML::Node& n, const std::string& path) {
+std::optional<Listener> read_listener(YamlReader& r, const YAML::Node& n, const std::string& path,
+                                      bool grpc_only) {
   if (n.IsScalar()) {
     auto ep = read_endpoint(r, n, path);
     if (!ep) return std::nullopt;
-    return Listener{*ep, std::nullopt, {Protocol::http1}};
+    return Listener{*ep, std::nullopt, {grpc_only ? Protocol::h2c : Protocol::http1}};
   }
   Section s(r, n, path);
-  if (!r.map(n, path, {"address", "tls", "protocols"}) || !s.require("address"))
+  if (!(grpc_only ? r.map(n, path, {"address", "tls"})
+                  : r.map(n, path, {"address", "tls", "protocols"})) ||
+      !s.require("address"))
     return std::nullopt;
   auto ep = read_endpoint(r, s["address"], s.at("address"));
   if (!ep) return std::nullopt;
@@ -96,7 +99,7 @@ std::optional<Listener> read_listener(YamlReader& r, const YAML::Node& n, const 
       if (certs.empty() && t["certificates"].IsSequence())
         r.error(t["certificates"], t.at("certificates"), "at least one certificate is required");
     }
-    l.protocols = protocols(r, s, true);
+    l.protocols = grpc_only ? std::vector<Protocol>{Protocol::h2} : protocols(r, s, true);
     std::vector<std::string> alpn;
     for (auto p : l.protocols) alpn.emplace_back(p == Protocol::h2 ? "h2" : "http/1.1");
     if (!loaded_certs.empty() && loaded_certs.size() == tls.certificates.size())
@@ -104,7 +107,7 @@ std::optional<Listener> read_listener(YamlReader& r, const YAML::Node& n, const 
           std::make_shared<const tls::ServerContexts>(std::move(loaded_certs), std::move(alpn));
     l.tls = tls;
   } else {
-    l.protocols = protocols(r, s, false);
+    l.protocols = grpc_only ? std::vector<Protocol>{Protocol::h2c} : protocols(r, s, false);
   }
   return l;
 }

@@ -132,12 +132,21 @@ void check_cost_fits(const Section& s, Limit& l) {
                 smallest_name + " (" + std::to_string(smallest) + ")");
 }
 
-std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string& path) {
+}  // namespace
+
+std::optional<Limit> read_limit(YamlReader& r, const YAML::Node& n, const std::string& path,
+                                LimitUse use) {
   Section s(r, n, path);
-  if (!r.map(n, path, {"name",   "algorithm", "capacity",       "refill_rate", "limit",
-                       "window", "key",       "on_missing_key", "overrides",   "cost",
-                       "settle", "count",     "mode",           "rollout",     "lease",
-                       "period", "timezone",  "anchor_day",     "on_exceed",   "max_delay"}))
+  const bool rls = use == LimitUse::rls;
+  // An RLS descriptor's limit is keyed by the descriptor and charged its hits_addend, and
+  // nothing follows its decision (no response to settle or count by, no request to hold).
+  if (rls ? !r.map(n, path,
+                   {"name", "algorithm", "capacity", "refill_rate", "limit", "window", "mode",
+                    "rollout", "lease", "period", "timezone", "anchor_day"})
+          : !r.map(n, path, {"name",   "algorithm", "capacity",       "refill_rate", "limit",
+                             "window", "key",       "on_missing_key", "overrides",   "cost",
+                             "settle", "count",     "mode",           "rollout",     "lease",
+                             "period", "timezone",  "anchor_day",     "on_exceed",   "max_delay"}))
     return std::nullopt;
   Limit l;
   if (s.require("name")) {
@@ -157,8 +166,19 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
                                    {"quota", Algorithm::quota}});
   if (!algo) return std::nullopt;
   l.algorithm = *algo;
+  if (rls && l.algorithm == Algorithm::concurrency)
+    r.error(s["algorithm"], s.at("algorithm"),
+            "concurrency counts requests until their response ends, and Envoy never tells the "
+            "rate limit service when that is; use a rate algorithm");
   read_params(s, l.algorithm, l.params, false);
   l.period = read_period(s, l.algorithm);
+  if (rls) {
+    s.choice<LimitMode>("mode", l.mode,
+                        {{"enforce", LimitMode::enforce}, {"shadow", LimitMode::shadow}});
+    if (s.has("rollout")) read_rollout(s, l);
+    if (s.has("lease")) read_lease(s, l);
+    return l;
+  }
   if (s.require("key")) {
     auto parts = r.sequence(s["key"], s.at("key"));
     for (const auto& p : parts)
@@ -231,6 +251,8 @@ std::optional<Limit> limit(YamlReader& r, const YAML::Node& n, const std::string
   read_on_exceed(s, l);
   return l;
 }
+
+namespace {
 
 std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string& path) {
   Section s(r, n, path);
@@ -308,7 +330,8 @@ std::optional<Route> route(YamlReader& r, const YAML::Node& n, const std::string
     auto items = r.sequence(s["limits"], s.at("limits"));
     std::set<std::string> names;
     for (std::size_t i = 0; i < items.size(); ++i) {
-      auto l = limit(r, items[i], s.at("limits") + "[" + std::to_string(i) + "]");
+      auto l =
+          read_limit(r, items[i], s.at("limits") + "[" + std::to_string(i) + "]", LimitUse::route);
       if (!l) {
         // An error was reported, so this config is never used; the placeholder keeps
         // rt.limits[j] and the YAML's limits[j] aligned for cross_check().

@@ -13,19 +13,20 @@ bool valid_name(std::string_view name) {
   });
 }
 
-void read_server(const Section& s, ServerSettings& out) {
+void read_server(const Section& s, ServerSettings& out, bool rls_only) {
   auto& r = s.reader();
   if (!r.map(s.node(), s.path(),
              {"listen", "threads", "pop", "client_ip", "timeouts", "max_header_bytes",
               "max_body_bytes", "max_connections", "max_delayed", "http2"}))
     return;
-  if (s.require("listen")) {
+  // A config serving only Envoy's rate limit service may have no HTTP listener.
+  if (rls_only ? s.has("listen") : s.require("listen")) {
     const auto& n = s["listen"];
     auto items = n.IsSequence() ? r.sequence(n, s.at("listen")) : std::vector<YAML::Node>{n};
     for (std::size_t i = 0; i < items.size(); ++i)
       if (auto l = read_listener(r, items[i], s.at("listen") + "[" + std::to_string(i) + "]"))
         out.listen.push_back(*l);
-    if (items.empty()) r.error(n, s.at("listen"), "at least one address is required");
+    if (items.empty() && !rls_only) r.error(n, s.at("listen"), "at least one address is required");
   }
   s.integer("threads", out.threads, 0, 256);
   s.string("pop", out.pop);

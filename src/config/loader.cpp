@@ -11,7 +11,6 @@
 #include "sections.hpp"
 
 namespace floodgate::config {
-namespace {
 
 // A lease's default size needs store.instances: max(1, capacity (or limit) / (10 * instances)).
 void check_lease(YamlReader& r, const YAML::Node& n, const std::string& path,
@@ -33,6 +32,8 @@ void check_lease(YamlReader& r, const YAML::Node& n, const std::string& path,
                "): every request asks the store; give "
                "it a size above the cost");
 }
+
+namespace {
 
 // Whether every request `later` matches is matched by `earlier` first (routes are tried in
 // order): the same host or any, the same methods or more, a path it covers.
@@ -124,13 +125,16 @@ void cross_check(YamlReader& r, const YAML::Node& root, Config& c) {
 
 void read_root(YamlReader& r, const YAML::Node& root, Config& c) {
   if (!r.map(root, "",
-             {"server", "admin", "log", "upstreams", "store", "jwt", "lists", "refusal", "routes"}))
+             {"server", "admin", "log", "upstreams", "store", "jwt", "lists", "refusal", "routes",
+              "rls"}))
     return;
   Section top(r, root, "");
-  if (top.require("server")) read_server(Section(r, root["server"], "server"), c.server);
+  // A config that only serves Envoy's rate limit service needs no HTTP routes or upstreams.
+  const bool rls_only = top.has("rls") && !top.has("routes") && !top.has("upstreams");
+  if (top.require("server")) read_server(Section(r, root["server"], "server"), c.server, rls_only);
   if (top.has("admin")) read_admin(Section(r, root["admin"], "admin"), c.admin);
   if (top.has("log")) read_log(Section(r, root["log"], "log"), c.log);
-  if (top.require("upstreams"))
+  if (rls_only ? top.has("upstreams") : top.require("upstreams"))
     read_upstreams(Section(r, root["upstreams"], "upstreams"), c.upstreams);
   if (top.has("store")) read_store(Section(r, root["store"], "store"), c.store);
   if (top.has("jwt")) {
@@ -138,12 +142,15 @@ void read_root(YamlReader& r, const YAML::Node& root, Config& c) {
     read_jwt(Section(r, root["jwt"], "jwt"), *c.jwt);
   }
   if (top.has("lists")) read_lists(Section(r, root["lists"], "lists"), c.lists);
-  if (top.require("routes")) read_routes(r, root["routes"], c.routes);
+  if (rls_only ? top.has("routes") : top.require("routes"))
+    read_routes(r, root["routes"], c.routes);
   if (top.has("refusal"))
     if (auto page = read_refusal(Section(r, root["refusal"], "refusal")))
       for (auto& rt : c.routes)
         if (!rt.refusal) rt.refusal = page;
   cross_check(r, root, c);
+  // After the HTTP routes' checks: the RLS domains' routes follow them in c.routes.
+  if (top.has("rls")) read_rls(Section(r, root["rls"], "rls"), c.store, c.rls, c.routes);
   resolve_replay_fields(r, root, c);
   // limit_inputs: the limits' and the lists' inputs; the log's may add more.
   for (const auto& fields : {limit_inputs(c), c.log.replay_fields})

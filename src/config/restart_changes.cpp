@@ -43,6 +43,7 @@ std::vector<std::string> restart_only_changes(const Config& before, const Config
                     "still " + was);
   };
   note("server.listen", listeners_text(before.server.listen), listeners_text(after.server.listen));
+  note("rls.listen", listeners_text(before.rls.listen), listeners_text(after.rls.listen));
   note("server.threads", before.server.threads ? std::to_string(before.server.threads) : "auto",
        after.server.threads ? std::to_string(after.server.threads) : "auto");
   note("admin.listen", before.admin.listen ? before.admin.listen->to_string() : "off",

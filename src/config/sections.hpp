@@ -7,16 +7,31 @@
 
 namespace floodgate::config {
 
-void read_server(const Section& s, ServerSettings& out);
+// `rls_only`: the config serves only Envoy's rate limit service (listen may be empty).
+void read_server(const Section& s, ServerSettings& out, bool rls_only);
 // HOST:PORT or [V6]:PORT; one entry of server.listen (load_listeners.cpp).
 std::optional<Endpoint> read_endpoint(YamlReader& r, const YAML::Node& n, const std::string& path);
-std::optional<Listener> read_listener(YamlReader& r, const YAML::Node& n, const std::string& path);
+// `grpc_only`: an rls.listen entry (HTTP/2 only: h2c, or h2 by ALPN with tls; no protocols).
+std::optional<Listener> read_listener(YamlReader& r, const YAML::Node& n, const std::string& path,
+                                      bool grpc_only = false);
 void read_admin(const Section& s, AdminSettings& out);
 void read_log(const Section& s, LogSettings& out);
 void read_upstreams(const Section& s, std::vector<Upstream>& out);
 void read_store(const Section& s, StoreSettings& out);
 void read_jwt(const Section& s, JwtSettings& out);
 void read_routes(YamlReader& r, const YAML::Node& n, std::vector<Route>& out);
+// One limit: a route's, or an RLS descriptor rule's (no key, cost, settle, count or delay:
+// the descriptor is its key, hits_addend its cost, and no response follows).
+enum class LimitUse { route, rls };
+std::optional<Limit> read_limit(YamlReader& r, const YAML::Node& n, const std::string& path,
+                                LimitUse use);
+// `rls:` (load_rls.cpp): its listeners and domains; each domain's limits become a route
+// appended to `routes` (after the HTTP routes' checks).
+void read_rls(const Section& s, const StoreSettings& store, RlsSettings& out,
+              std::vector<Route>& routes);
+// A limit's lease checked against the store (its default size needs store.instances).
+void check_lease(YamlReader& r, const YAML::Node& n, const std::string& path,
+                 const StoreSettings& store, Limit& l);
 
 // "ip", "header:NAME", "jwt:CLAIM", ... (the key part syntax); reports an unknown one.
 std::optional<KeyPart> read_key_part(YamlReader& r, const YAML::Node& n, const std::string& path);

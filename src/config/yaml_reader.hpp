@@ -46,6 +46,11 @@ class YamlReader {
   // A file named in the config: relative paths are relative to the config file's directory,
   // so a config and the files beside it work from any working directory.
   std::string resolve_path(const std::string& path) const;
+  // A reader of another file the config names (an RLS rules file), its diagnostics with this
+  // one's, named by that file.
+  YamlReader for_file(std::string file) const {
+    return YamlReader(std::move(file), env_, errors_, warnings_);
+  }
 
   // True when `n` is a mapping; every key not in `allowed` is reported with a "did you mean".
   bool map(const YAML::Node& n, const std::string& path,

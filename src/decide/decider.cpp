@@ -38,8 +38,12 @@ Ruling Decider::rule(const Inquiry& q, limit::Plan& plan, const limit::OverrideI
   if (route.limits.empty()) return Ruling::unlimited;
   limit::plan_into(plan, config, route, q.facts, hasher(config));
   if (plan.reject_status != 0) return Ruling::rejected;
+  return ready(plan, overrides, q.now);
+}
+
+Ruling Decider::ready(limit::Plan& plan, const limit::OverrideIndex* overrides, limit::Micros now) {
   if (overrides && !plan.items.empty()) {
-    overrides->apply(plan, q.now);
+    overrides->apply(plan, now);
     if (plan.items.empty()) return Ruling::exempt;  // from every limit it had
   }
   if (plan.items.empty()) return Ruling::unlimited;  // every limit skipped it (on_missing_key)

@@ -116,19 +116,20 @@ const limit::CallerOverride* Gate::override_of(const config::ConfigPtr& c, const
   return overrides(c).find(key, now);
 }
 
-void Gate::count_callers(const config::ConfigPtr& snapshot, const Inquiry& q,
-                         const limit::Plan& plan, const store::Outcome* outcome, int refused_item) {
+void Gate::count_callers(const Callers& c, const limit::Plan& plan, const store::Outcome* outcome,
+                         int refused_item) {
   // Bound again: a reload may have come while this request waited for the store.
-  const auto& b = bind(snapshot);
+  const auto& b = bind(c.snapshot);
   if (b.top.empty()) return;
-  const auto& route = *q.route;
-  const auto& windows = b.top[index_of(*snapshot, route)];
+  const auto& route = c.route;
+  const auto& windows = b.top[index_of(*c.snapshot, route)];
   for (std::size_t i = 0; i < plan.items.size(); ++i) {
     const auto& limit = *plan.limits[i];
     auto& window = *windows[static_cast<std::size_t>(&limit - route.limits.data())];
     bool fresh = false;
-    auto& e = window.at(q.now).add(limit::key_id(plan.items[i].key), 1, fresh);
-    if (fresh) keys::append_caller_text(e.caller, limit, q.facts);
+    auto& e = window.at(c.now).add(limit::key_id(plan.items[i].key), 1, fresh);
+    const auto& facts = c.facts.size() > 1 ? c.facts[plan.items[i].tag] : c.facts.front();
+    if (fresh) keys::append_caller_text(e.caller, limit, facts);
     const bool refused = outcome ? i < outcome->decisions.size() && !outcome->decisions[i].admitted
                                  : static_cast<int>(i) == refused_item;
     if (refused) ++(plan.items[i].enforce ? e.refused : e.shadow_refused);
@@ -218,16 +219,25 @@ std::optional<Reply> Gate::ruled(Ruling ruling, const limit::Plan& plan,
 boost::asio::awaitable<std::optional<Reply>> Gate::decide(const config::ConfigPtr& snapshot,
                                                           Inquiry& q, Admission& a) {
   complete(q);
-  const auto& config = *snapshot;
   const auto& route = *q.route;
+  limit::Plan plan;
+  const auto ruling = decider_.rule(q, plan, board_ ? &overrides(snapshot) : nullptr);
+  if (ruling != Ruling::ask)
+    co_return ruled(ruling, plan, *bind(snapshot).routes[index_of(*snapshot, route)], a);
+  co_return co_await decide_plan(snapshot, route, plan, q.now, {&q.facts, 1}, a);
+}
+
+boost::asio::awaitable<std::optional<Reply>> Gate::decide_plan(
+    const config::ConfigPtr& snapshot, const config::Route& route, limit::Plan& plan,
+    limit::Micros now, std::span<const keys::RequestFacts> facts, Admission& a,
+    store::Outcome* decided) {
+  const auto& config = *snapshot;
   const auto& bound = bind(snapshot);
   const auto ri = index_of(config, route);
   auto& stats = *bound.routes[ri];
   // Taken now: another request may bind a newer snapshot while this one awaits the store.
   auto* decision_seconds = bound.decision;
-  limit::Plan plan;
-  const auto ruling = decider_.rule(q, plan, board_ ? &overrides(snapshot) : nullptr);
-  if (ruling != Ruling::ask) co_return ruled(ruling, plan, stats, a);
+  const Callers callers{snapshot, route, now, facts};
   // Pointers to the cells themselves, taken now: `bound` may be rebuilt (a reload, /top)
   // while this request waits for the store.
   for (std::size_t i = 0; i < plan.items.size(); ++i) {
@@ -236,15 +246,23 @@ boost::asio::awaitable<std::optional<Reply>> Gate::decide(const config::ConfigPt
     plan.items[i].refusals = bound.limits[ri][li];
   }
   a.key = plan.items.front().key;
-  if (auto hit = deny().check(plan.items, q.now)) {
+  if (auto hit = deny().check(plan.items, now)) {
     stats.count(metrics::Outcome::limited);
     stats.deny_cache_hits.fetch_add(1, std::memory_order_relaxed);
     plan.items[hit->item].refusals->refused.fetch_add(1, std::memory_order_relaxed);
-    count_callers(snapshot, q, plan, nullptr, static_cast<int>(hit->item));
+    count_callers(callers, plan, nullptr, static_cast<int>(hit->item));
     a.decision = "limited";
     a.limit = plan.limits[hit->item]->name;
+    if (decided) {  // what the caller is told: the refusal, nothing charged
+      decided->admitted = false;
+      decided->now = now;
+      decided->decisions.assign(plan.items.size(), {});
+      for (std::size_t i = 0; i < plan.items.size(); ++i)
+        decided->decisions[i].admitted = i != hit->item;
+      decided->decisions[hit->item] = hit->decision;
+    }
     co_return refused(route, *plan.limits[hit->item], plan.items[hit->item].params, hit->decision,
-                      q.now);
+                      now);
   }
   HeldPlace place;
   // No place to wait: the answer is not this key's usual one, and not for the deny cache.
@@ -260,23 +278,23 @@ boost::asio::awaitable<std::optional<Reply>> Gate::decide(const config::ConfigPt
     a.degraded = true;
     a.decision = to_string(route.on_store_error);
     outcome = co_await degraded(config, route, plan, stats);
-    count_callers(snapshot, q, plan, outcome ? &*outcome : nullptr);
+    count_callers(callers, plan, outcome ? &*outcome : nullptr);
     if (!outcome && route.on_store_error == config::OnStoreError::fail_closed)
       co_return Reply{503, "1"};
     if (!outcome) co_return std::nullopt;
   } else {
     outcome = std::get<store::Outcome>(std::move(result));
-    count_callers(snapshot, q, plan, &*outcome);
+    count_callers(callers, plan, &*outcome);
   }
-  auto reply = concluded(q, plan, *outcome, stats, cacheable, a);
+  auto reply = concluded(route, now, plan, *outcome, stats, cacheable, a);
+  if (decided) *decided = *outcome;
   if (!reply && a.delayed > 0) co_await hold(a.delayed);  // `place` is given back after it
   co_return reply;
 }
 
-std::optional<Reply> Gate::concluded(const Inquiry& q, const limit::Plan& plan,
-                                     const store::Outcome& outcome, metrics::RouteMetrics& stats,
-                                     bool cacheable, Admission& a) {
-  const auto& route = *q.route;
+std::optional<Reply> Gate::concluded(const config::Route& route, limit::Micros now,
+                                     const limit::Plan& plan, const store::Outcome& outcome,
+                                     metrics::RouteMetrics& stats, bool cacheable, Admission& a) {
   const auto conclusion = Decider::conclude(plan, outcome);
   const auto& v = conclusion.verdict;
   for (std::size_t i = 0; i < plan.items.size(); ++i)
@@ -292,16 +310,16 @@ std::optional<Reply> Gate::concluded(const Inquiry& q, const limit::Plan& plan,
     return Reply{503, "1"};
   }
   // Reset times are counted from the store's clock (Redis's TIME), not this PoP's.
-  const auto decided_at = outcome.now != 0 ? outcome.now : q.now;
+  const auto decided_at = outcome.now != 0 ? outcome.now : now;
   if (!v.admitted) {
     stats.count(metrics::Outcome::limited);
     plan.items[v.shown].refusals->refused.fetch_add(1, std::memory_order_relaxed);
     a.decision = "limited";
-    if (cacheable) deny().remember(plan.items[v.shown], v.decision, q.now);
+    if (cacheable) deny().remember(plan.items[v.shown], v.decision, now);
     return refused(route, *plan.limits[v.shown], plan.items[v.shown].params, v.decision,
                    decided_at);
   }
-  if (cacheable) deny().admitted(plan.items, outcome.decisions, q.now);
+  if (cacheable) deny().admitted(plan.items, outcome.decisions, now);
   // One outcome per request: a degraded admission is its policy's, one a shadow limit would
   // have refused is shadow_limited.
   if (a.degraded) {

@@ -20,6 +20,7 @@
 #include "pipeline.hpp"
 #include "proxy.hpp"
 #include "request_id.hpp"
+#include "stream_service.hpp"
 
 namespace floodgate::http {
 
@@ -58,6 +59,9 @@ class Services {
   }
 
   decide::Gate& gate;
+  // What answers an rls.listen listener's streams (Envoy's rate limit service); set by the
+  // worker.
+  StreamService* rls = nullptr;
   Proxy& proxy;
   spdlog::logger& log;
   metrics::Metrics& metrics;

@@ -31,8 +31,9 @@ constexpr std::size_t kMaxContinuations = 8;
 
 H2Connection::H2Connection(Services& w, Transport& client, Watchdog& watch,
                            std::string_view peer_ip, const config::IpAddress& peer,
-                           SessionRegistry::Entry& entry)
+                           SessionRegistry::Entry& entry, StreamService* service)
     : w_(w),
+      service_(service),
       client_(client),
       watch_(watch),
       write_watch_(client.get_executor()),

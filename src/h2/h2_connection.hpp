@@ -25,6 +25,7 @@
 
 #include "exchange/exchange.hpp"
 #include "exchange/services.hpp"
+#include "exchange/stream_service.hpp"
 #include "h2_header_block.hpp"
 #include "net/session_registry.hpp"
 #include "net/transport.hpp"
@@ -106,8 +107,11 @@ boost::asio::awaitable<bool> changed(H2Stream& s, std::chrono::milliseconds time
 
 class H2Connection {
  public:
+  // `service`: every stream is answered by it (rls.listen) instead of being routed and
+  // proxied; null: proxied.
   H2Connection(Services& w, Transport& client, Watchdog& watch, std::string_view peer_ip,
-               const config::IpAddress& peer, SessionRegistry::Entry& entry);
+               const config::IpAddress& peer, SessionRegistry::Entry& entry,
+               StreamService* service = nullptr);
   ~H2Connection();
   H2Connection(const H2Connection&) = delete;
   H2Connection& operator=(const H2Connection&) = delete;
@@ -153,6 +157,7 @@ class H2Connection {
   bool heads_pending() const;  // a stream whose header block is still arriving
 
   Services& w_;
+  StreamService* service_;
   Transport& client_;
   Watchdog& watch_;       // the reader's deadline (the session's watchdog)
   Watchdog write_watch_;  // the writer's: a client that stops reading cannot hold us

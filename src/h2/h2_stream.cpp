@@ -79,7 +79,10 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
   take_head(s);
   const auto& config = *x.config;
   std::optional<Reply> reply = refused_head(s);
-  if (!reply) {
+  if (service_ && !reply) {
+    H2Front front(*this, s);
+    co_await service_->serve(front, x);
+  } else if (!reply) {
     if (auto unrouted = route_exchange(x))
       reply = Reply{unrouted->status};
     else if (s.closed)
@@ -92,7 +95,7 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
 
   if (reply) {
     submit_reply(s, *reply);
-  } else {
+  } else if (!service_) {
     // Held until the response ends: an open stream counts against a concurrency limit, and
     // a counting limit charges by the status it ends with.
     FinishGuard finish(w_.gate, x);

@@ -105,6 +105,7 @@ CallerKey caller_key(std::string_view prefix, const config::Route& route,
   facts.headers = &given;
   facts.claims = &given;
   std::string query;
+  std::vector<std::string_view> descriptor(limit.key.size());  // an RLS limit's entries
   for (const auto& part : limit.key) {
     const auto* value = given.find(id_of(part));
     switch (part.kind) {
@@ -131,6 +132,9 @@ CallerKey caller_key(std::string_view prefix, const config::Route& route,
         if (value) (part.name == "ja3" ? tls.ja3 : tls.ja4) = *value;
         facts.tls = &tls;
         break;
+      case Kind::descriptor:  // by position ("0", "1", ...: config/rls_rules.cpp)
+        if (value) descriptor[static_cast<std::size_t>(&part - limit.key.data())] = *value;
+        break;
       case Kind::route:
       case Kind::header:
       case Kind::jwt:
@@ -141,6 +145,7 @@ CallerKey caller_key(std::string_view prefix, const config::Route& route,
       return {"", "the caller does not name " + part.text};
   }
   facts.query = query;
+  facts.descriptor = descriptor;
   // As the proxy keys it: a path matching one of the route's templates by the template.
   facts.path_template = matching_template(route, facts.path);
   auto built = build_key(prefix, route, limit, facts, hasher);

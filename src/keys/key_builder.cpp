@@ -152,6 +152,13 @@ std::optional<std::string> part_value(const config::KeyPart& part, const Request
       if (v.empty()) return std::nullopt;
       return v;
     }
+    case Kind::descriptor: {
+      std::size_t i = 0;
+      const auto* end = part.name.data() + part.name.size();
+      if (std::from_chars(part.name.data(), end, i).ptr != end || i >= r.descriptor.size())
+        return std::nullopt;
+      return std::string(r.descriptor[i]);  // an empty value is a value (Envoy sends them)
+    }
   }
   return std::nullopt;
 }

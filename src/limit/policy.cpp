@@ -73,22 +73,28 @@ void plan_into(Plan& out, const config::Config& config, const config::Route& rou
       out.rejected_by = &l;
       return finish();
     }
-    item.params = Params::from(l, tier_of(l, request));
-    item.cost = l.algorithm == config::Algorithm::concurrency ? 1 : *cost;
-    item.enforce = enforced(l, item.key);
-    if (!item.enforce) item.params.max_delay = 0;  // a shadowed key (rollout) is never held
-    item.refundable = l.count.has_value();
-    item.lease.clear();
-    item.leased = {};
-    if (l.lease)
-      item.leased = {l.lease->size,
-                     std::chrono::duration_cast<std::chrono::microseconds>(l.lease->ttl).count(),
-                     nullptr};
-    item.take_up_to = 0;
+    fill_item(item, l, tier_of(l, request), *cost);
     out.limits.push_back(&l);
     ++n;
   }
   finish();
+}
+
+void fill_item(store::Item& item, const config::Limit& l, const config::LimitParams& params,
+               std::int64_t cost) {
+  item.params = Params::from(l, params);
+  item.cost = l.algorithm == config::Algorithm::concurrency ? 1 : cost;
+  item.enforce = enforced(l, item.key);
+  if (!item.enforce) item.params.max_delay = 0;  // a shadowed key (rollout) is never held
+  item.refundable = l.count.has_value();
+  item.lease.clear();
+  item.leased = {};
+  if (l.lease)
+    item.leased = {l.lease->size,
+                   std::chrono::duration_cast<std::chrono::microseconds>(l.lease->ttl).count(),
+                   nullptr};
+  item.take_up_to = 0;
+  item.tag = 0;
 }
 
 int rollout_bucket(std::string_view key) {

@@ -20,8 +20,8 @@ using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT
 // Opens an SO_REUSEPORT acceptor for server.listen[index]; every worker binds the same
 // port and the kernel spreads connections across them. Returns the bound port.
 std::uint16_t Acceptors::listen(tcp::endpoint ep, std::size_t index,
-                                const config::Listener& listener) {
-  auto& entry = list_.emplace_back(ioc_, index, listener);
+                                const config::Listener& listener, bool rls) {
+  auto& entry = list_.emplace_back(ioc_, index, listener, rls);
   auto& acc = entry.acceptor;
   boost::system::error_code ec;
   acc.open(ep.protocol(), ec);
@@ -44,7 +44,7 @@ std::uint16_t Acceptors::listen(tcp::endpoint ep, std::size_t index,
 std::shared_ptr<const tls::ServerContexts> Acceptors::tls_for(const Acceptor& a) const {
   if (!a.tls) return nullptr;
   auto cfg = config_.get();
-  const auto& listen = cfg->server.listen;
+  const auto& listen = a.protocols.rls ? cfg->rls.listen : cfg->server.listen;
   if (a.index < listen.size() && listen[a.index].address.to_string() == a.address &&
       listen[a.index].tls && listen[a.index].tls->contexts)
     return listen[a.index].tls->contexts;

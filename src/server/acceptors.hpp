@@ -33,10 +33,10 @@ class Acceptors {
             ConnectionBudget& connections)
       : ioc_(ioc), config_(config), w_(w), connections_(connections) {}
 
-  // Opens the acceptor for server.listen[index] (throws std::system_error naming the address
-  // on failure). Returns the bound port.
+  // Opens the acceptor for server.listen[index] (rls: rls.listen[index]; throws
+  // std::system_error naming the address on failure). Returns the bound port.
   std::uint16_t listen(boost::asio::ip::tcp::endpoint ep, std::size_t index,
-                       const config::Listener& listener);
+                       const config::Listener& listener, bool rls = false);
   void start();          // the accept loops, on the worker's loop
   void close();          // a drain: the loops end
   bool looping() const;  // an accept loop has not ended yet (a drain waits for it)
@@ -44,19 +44,19 @@ class Acceptors {
  private:
   using tcp = boost::asio::ip::tcp;
   struct Acceptor {
-    Acceptor(boost::asio::io_context& ioc, std::size_t index, const config::Listener& l)
+    Acceptor(boost::asio::io_context& ioc, std::size_t index, const config::Listener& l, bool rls)
         : acceptor(ioc),
           pause(ioc),
           index(index),
           address(l.address.to_string()),
           tls(l.tls.has_value()),
-          protocols{l.speaks(config::Protocol::http1), l.speaks(config::Protocol::h2c)} {
+          protocols{l.speaks(config::Protocol::http1), l.speaks(config::Protocol::h2c), rls} {
       if (l.tls) started_with = l.tls->contexts;
     }
     tcp::acceptor acceptor;
     boost::asio::steady_timer pause;  // the accept loop's wait when paused; a drain cancels it
     bool looping = false;             // its accept loop has not ended yet
-    std::size_t index;                // into server.listen
+    std::size_t index;                // into server.listen (rls: rls.listen)
     std::string address;  // as configured: a reload may reorder listeners (restart needed)
     bool tls;
     FrontProtocols protocols;  // as started: a reload that changes listeners needs a restart

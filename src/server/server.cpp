@@ -24,6 +24,7 @@
 #include "health_checks.hpp"
 #include "net/connection_budget.hpp"
 #include "net/report_exception.hpp"
+#include "rls/rls_service.hpp"
 #include "upstream_proxy.hpp"
 
 namespace floodgate::http {
@@ -54,13 +55,16 @@ class Worker {
         upstreams_(ioc_.get_executor(), health, log, deps.metrics),
         services_(config, deps.clock, gate_, proxy_, log, deps.access_log ? *deps.access_log : log,
                   deps.jwks, deps.metrics),
-        acceptors_(ioc_, config, services_, connections) {}
+        acceptors_(ioc_, config, services_, connections) {
+    services_.rls = &rls_;
+  }
 
   ~Worker() { join(); }
 
-  // Opens this worker's acceptor for server.listen[index] (Acceptors::listen).
-  std::uint16_t listen(tcp::endpoint ep, std::size_t index, const config::Listener& listener) {
-    return acceptors_.listen(ep, index, listener);
+  // Opens this worker's acceptor for server.listen[index] (rls: rls.listen[index]).
+  std::uint16_t listen(tcp::endpoint ep, std::size_t index, const config::Listener& listener,
+                       bool rls) {
+    return acceptors_.listen(ep, index, listener, rls);
   }
 
   // `checker`: this worker runs the process's active health checks.
@@ -200,7 +204,8 @@ class Worker {
   Upstreams upstreams_;
   H2UpstreamPool h2_pool_{upstreams_.pool};  // connections to `protocol: h2` upstreams
   UpstreamProxy proxy_{upstreams_, h2_pool_, gate_};
-  Services services_;  // what the fronts use
+  rls::RlsService rls_{gate_};  // Envoy's rate limit service, on rls.listen
+  Services services_;           // what the fronts use
   HealthChecks checks_{upstreams_, h2_pool_, services_};
   Acceptors acceptors_;
   std::thread thread_;
@@ -240,14 +245,20 @@ void Server::start() {
     impl_->workers.push_back(std::make_unique<Worker>(
         impl_->config, *impl_->log, impl_->deps,
         std::string(instance) + ":" + std::to_string(i) + ":", impl_->connections, impl_->health));
-  for (std::size_t index = 0; index < cfg->server.listen.size(); ++index) {
-    const auto& l = cfg->server.listen[index];
-    auto ep = to_endpoint(l.address);
-    // With port 0 the first worker gets an ephemeral port and the others join it.
-    ep.port(impl_->workers.front()->listen(ep, index, l));
-    for (std::size_t i = 1; i < impl_->workers.size(); ++i) impl_->workers[i]->listen(ep, index, l);
-    impl_->ports.push_back(ep.port());
-  }
+  // server.listen's ports, then rls.listen's.
+  auto listen = [&](const std::vector<config::Listener>& list, bool rls) {
+    for (std::size_t index = 0; index < list.size(); ++index) {
+      const auto& l = list[index];
+      auto ep = to_endpoint(l.address);
+      // With port 0 the first worker gets an ephemeral port and the others join it.
+      ep.port(impl_->workers.front()->listen(ep, index, l, rls));
+      for (std::size_t i = 1; i < impl_->workers.size(); ++i)
+        impl_->workers[i]->listen(ep, index, l, rls);
+      impl_->ports.push_back(ep.port());
+    }
+  };
+  listen(cfg->server.listen, false);
+  listen(cfg->rls.listen, true);
   for (std::size_t i = 0; i < impl_->workers.size(); ++i) impl_->workers[i]->start(i == 0);
 }
 

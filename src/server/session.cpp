@@ -70,7 +70,8 @@ class Session final : public SessionRegistry::Entry {
   asio::awaitable<void> run() {
     if (tls_ && !co_await handshake()) co_return;
     if (co_await speaks_h2()) {
-      H2Connection h2(w_, client_, watch_, peer_ip_, peer_, *this);
+      H2Connection h2(w_, client_, watch_, peer_ip_, peer_, *this,
+                      protocols_.rls ? w_.rls : nullptr);
       h2_ = &h2;
       co_await h2.run(buffer_);
       h2_ = nullptr;
@@ -78,7 +79,7 @@ class Session final : public SessionRegistry::Entry {
       co_await linger();
       co_return;
     }
-    if (!protocols_.http1 && !tls_) co_return;
+    if (protocols_.rls || (!protocols_.http1 && !tls_)) co_return;
     H1Connection h1(client_, watch_, buffer_, *this, peer_ip_, peer_, w_);
     const auto end = co_await h1.run();
     if (end != H1Connection::End::gone) co_await close(end == H1Connection::End::close_idle);

@@ -16,6 +16,9 @@ namespace floodgate::http {
 struct FrontProtocols {
   bool http1 = true;
   bool h2c = false;
+  // An rls.listen listener: every HTTP/2 stream is a call to Envoy's rate limit service
+  // (Services::rls), and nothing but HTTP/2 is spoken.
+  bool rls = false;
 };
 
 // Serves one downstream connection until it closes, times out, or the worker drains; with

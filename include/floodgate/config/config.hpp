@@ -255,8 +255,10 @@ struct LimitParams {
 
 struct KeyPart {
   // New kinds go last: a part's kind is hashed into its store key (keys/key_builder.cpp).
-  // cookie: a request cookie by name; tls: the ClientHello's fingerprint (name ja4 or ja3).
-  enum class Kind { ip, route, method, host, path, header, query, jwt, cookie, tls };
+  // cookie: a request cookie by name; tls: the ClientHello's fingerprint (name ja4 or ja3);
+  // descriptor: an RLS descriptor's entry by position (name "0", "1", ...: set by the RLS
+  // rules, never written in a config).
+  enum class Kind { ip, route, method, host, path, header, query, jwt, cookie, tls, descriptor };
   Kind kind = Kind::ip;
   std::string name;  // header / query parameter / claim / cookie name; tls: ja4 or ja3
   std::string text;  // as written, for messages and summaries
@@ -412,6 +414,57 @@ struct Route {
   std::vector<Limit> limits;
   // Its own refusal answer, or the config's `refusal:` for routes without; null: built in.
   std::shared_ptr<const RefusalPage> refusal;
+  // An RLS domain's limits ("rls:DOMAIN"): decided for Envoy's rate limit service, never
+  // matched by an HTTP request, no upstream.
+  bool rls = false;
+};
+
+// Envoy's rate limit service (SPEC "Envoy's rate limit service (RLS)"). Each domain's limits
+// are a Route of Config::routes named "rls:DOMAIN", so that metrics, /top, overrides, store
+// keys and replay treat a descriptor's limit as a route's; its rules say which of them a
+// descriptor gets.
+struct RlsRule {
+  std::vector<std::size_t> limits;    // into the domain route's limits
+  bool unlimited = false;             // matched, never limited (envoy_config `unlimited: true`)
+  std::string name;                   // rate_limit.name: current_limit.name, and `replaces`
+  std::vector<std::string> replaces;  // rules of these names are dropped when both match
+};
+
+// One level of a domain's rules: a descriptor's entry i is looked up in the node its entries
+// before it led to, by key and value first, then by the value patterns (a prefix ending in
+// `*`) in config order, then by key for any value (envoyproxy/ratelimit's order). A
+// descriptor gets the rule of the node its last entry leads to.
+struct RlsNode {
+  std::map<std::pair<std::string, std::string>, std::size_t> exact;  // -> nodes index
+  struct Pattern {
+    std::string key, prefix;
+    std::size_t node = 0;
+  };
+  std::vector<Pattern> patterns;
+  std::map<std::string, std::size_t, std::less<>> any;
+  int rule = -1;  // into the domain's rules; -1: none ends here
+};
+
+struct RlsDomain {
+  std::string name;
+  std::size_t route = 0;  // into Config::routes
+  // The route's last limit, "override": what a descriptor carrying its own `limit` is
+  // counted under (a fixed window of that limit, keyed by the descriptor and its rate).
+  std::size_t override_limit = 0;
+  std::vector<RlsRule> rules;
+  std::vector<RlsNode> nodes{1};  // nodes[0]: the first entry's level
+};
+
+struct RlsSettings {
+  std::vector<Listener> listen;  // gRPC over h2c, or h2 with TLS
+  OnStoreError on_store_error = OnStoreError::fail_open;
+  std::vector<RlsDomain> domains;
+  std::string envoy_config;  // a directory of envoyproxy/ratelimit files (resolved); empty: none
+  const RlsDomain* domain(std::string_view name) const {
+    for (const auto& d : domains)
+      if (d.name == name) return &d;
+    return nullptr;
+  }
 };
 
 struct Config {
@@ -422,8 +475,9 @@ struct Config {
   std::vector<Upstream> upstreams;
   StoreSettings store;
   std::optional<JwtSettings> jwt;
-  Lists lists;  // global: every route's requests
-  std::vector<Route> routes;
+  Lists lists;                // global: every route's requests
+  std::vector<Route> routes;  // the HTTP routes, then the RLS domains' (Route::rls)
+  RlsSettings rls;
   // Some limit, list or log.replay_fields reads tls:ja4 or tls:ja3: TLS listeners take the
   // ClientHello's fingerprints (set at load).
   bool tls_fingerprints = false;

@@ -61,6 +61,9 @@ class Decider {
   // The lists, then the route's limits planned under the snapshot's key secret, then the
   // caller's overrides (null: none). `ask` leaves in `plan` what the store is to decide.
   Ruling rule(const Inquiry& q, limit::Plan& plan, const limit::OverrideIndex* overrides);
+  // A plan's last steps before the store (rule()'s, and an RLS call's): the caller's
+  // overrides (null: none) applied at `now`, a lease id when one is needed.
+  Ruling ready(limit::Plan& plan, const limit::OverrideIndex* overrides, limit::Micros now);
   static Conclusion conclude(const limit::Plan& plan, const store::Outcome& outcome);
 
   // The key hasher under `c`'s key_secret (a built-in one when unset), rebuilt when it changes.

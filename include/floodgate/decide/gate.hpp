@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,19 @@ class Gate {
   // instead of forwarded.
   boost::asio::awaitable<std::optional<Reply>> decide(const config::ConfigPtr& snapshot, Inquiry& q,
                                                       Admission& a);
+  // A plan made elsewhere (an RLS call's descriptors: each item tagged with the index of its
+  // facts in `facts`), decided on `route` as decide() decides a route's: the deny cache, the
+  // store, on_store_error, the counts. The answer is decide()'s; `decided` (when given) gets
+  // each item's decision (none when the store failed open or closed).
+  boost::asio::awaitable<std::optional<Reply>> decide_plan(
+      const config::ConfigPtr& snapshot, const config::Route& route, limit::Plan& plan,
+      limit::Micros now, std::span<const keys::RequestFacts> facts, Admission& a,
+      store::Outcome* decided = nullptr);
+  // A plan made elsewhere readied as a route's is (Decider::ready): the caller overrides of
+  // `c` (admin API) applied, a lease id when one is needed. `ask` when the store is to decide.
+  Ruling ready(const config::ConfigPtr& c, limit::Plan& plan, limit::Micros now) {
+    return decider_.ready(plan, board_ ? &overrides(c) : nullptr, now);
+  }
   // Settles what admitted requests owe.
   Ledger& ledger() { return ledger_; }
 
@@ -82,9 +96,9 @@ class Gate {
   std::optional<Reply> ruled(Ruling ruling, const limit::Plan& plan, metrics::RouteMetrics& stats,
                              Admission& a);
   // The store's outcome made an answer, or an admission (with a.delayed to hold for).
-  std::optional<Reply> concluded(const Inquiry& q, const limit::Plan& plan,
-                                 const store::Outcome& outcome, metrics::RouteMetrics& stats,
-                                 bool cacheable, Admission& a);
+  std::optional<Reply> concluded(const config::Route& route, limit::Micros now,
+                                 const limit::Plan& plan, const store::Outcome& outcome,
+                                 metrics::RouteMetrics& stats, bool cacheable, Admission& a);
   void admitted(const limit::Plan& plan, const store::Outcome& outcome, const limit::Verdict& v,
                 limit::Micros decided_at, Admission& a);
   // The route's on_store_error when the store could not decide.
@@ -96,8 +110,15 @@ class Gate {
   boost::asio::awaitable<void> hold(limit::Micros delay);
   // Counts the request's callers in their limits' top offenders: refused by the limits whose
   // decision in `outcome` refused, or (a deny cache answer, no outcome) by item `refused_item`.
-  void count_callers(const config::ConfigPtr& snapshot, const Inquiry& q, const limit::Plan& plan,
-                     const store::Outcome* outcome, int refused_item = -1);
+  // Whose items a plan's are: the facts of item i are facts[tag] (one: every item's).
+  struct Callers {
+    const config::ConfigPtr& snapshot;
+    const config::Route& route;
+    limit::Micros now;
+    std::span<const keys::RequestFacts> facts;
+  };
+  void count_callers(const Callers& c, const limit::Plan& plan, const store::Outcome* outcome,
+                     int refused_item = -1);
 
   // The overrides by store key under one snapshot and one version of the board: rebuilt when
   // either changes (keys depend on the routes and the key secret).

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -50,6 +51,8 @@ struct RequestFacts {
   // server.client_ip.ipv6_prefix: the bits of an IPv6 `client` an `ip` key part keeps. Lists
   // read `client` whole; 128 (the default) keys an address as it is given.
   int ipv6_prefix = 128;
+  // An RLS descriptor's entries as `descriptor` key parts read them, by position.
+  std::span<const std::string_view> descriptor;
 };
 
 // The template of `route` that `path` matches, or empty (the path is keyed as it is).

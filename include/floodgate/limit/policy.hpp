@@ -34,6 +34,11 @@ Plan plan(const config::Config& config, const config::Route& route,
 void plan_into(Plan& out, const config::Config& config, const config::Route& route,
                const keys::RequestFacts& request, keys::KeyHasher& hasher);
 
+// An item of limit `l` under `params` (its own, or a tier's) costing `cost`, its key already
+// built: the parameters, the rollout, the lease terms.
+void fill_item(store::Item& item, const config::Limit& l, const config::LimitParams& params,
+               std::int64_t cost);
+
 // `divisor` > 1 gives each instance ceil(limit / divisor), for the `local` fallback.
 Params divided(const Params& p, int divisor);
 

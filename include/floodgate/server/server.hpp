@@ -64,7 +64,8 @@ class Server final : public decide::WorkerControl {
   // Binds every listener (throws std::system_error naming the address on failure) and starts
   // the worker threads. Returns once the sockets are listening.
   void start();
-  // The bound port of each traffic listener, in config order (useful with port 0).
+  // The bound port of each listener, in config order: server.listen, then rls.listen (useful
+  // with port 0).
   std::vector<std::uint16_t> ports() const;
   // Stops accepting, lets in-flight requests finish for up to `grace`, then stops the workers
   // and joins their threads.

@@ -47,6 +47,9 @@ struct Item {
   // A counting limit's (`count:`): what it holds may be given back by any response, on any
   // worker, so a refusal of it is never cached (limit::DenyCache).
   bool refundable = false;
+  // Whose it is among the items of one decision (an RLS call: the descriptor's index); the
+  // store does not read it.
+  std::uint32_t tag = 0;
 };
 
 struct Outcome {

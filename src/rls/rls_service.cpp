@@ -1,0 +1,91 @@
+#include "rls_service.hpp"
+
+#include <array>
+#include <chrono>
+#include <string>
+
+#include "rls_call.hpp"
+
+namespace floodgate::rls {
+namespace {
+
+using http::Fields;
+using http::Front;
+using http::ResponseBody;
+using http::ResponseHead;
+
+// An answer that is no gRPC call at all: the HTTP status gRPC's protocol gives it.
+boost::asio::awaitable<void> http_status(Front& front, http::Exchange& x, int status) {
+  ResponseHead head;
+  head.status = status;
+  x.status = status;
+  front.set_head(head, ResponseBody{0, false});
+  co_await front.write_body({}, true, nullptr);
+}
+
+// A gRPC error: trailers-only (one HEADERS frame with grpc-status and grpc-message).
+boost::asio::awaitable<void> grpc_error(Front& front, http::Exchange& x, GrpcCode code,
+                                        std::string_view message) {
+  ResponseHead head;
+  head.status = 200;
+  head.fields.add("content-type", "application/grpc");
+  head.fields.add("grpc-status", std::to_string(static_cast<int>(code)));
+  if (!message.empty()) head.fields.add("grpc-message", percent_encode(message));
+  if (code == GrpcCode::unimplemented) head.fields.add("grpc-accept-encoding", "identity");
+  x.status = 200;
+  front.set_head(head, ResponseBody{0, false});
+  co_await front.write_body({}, true, nullptr);
+}
+
+}  // namespace
+
+boost::asio::awaitable<void> RlsService::serve(Front& front, http::Exchange& x) {
+  x.protocol = "rls";
+  const auto started = std::chrono::steady_clock::now();
+  const auto& fields = *x.fields;
+  if (x.method != "POST") co_return co_await http_status(front, x, 405);
+  const auto type = fields.get("content-type");
+  if (!type.starts_with("application/grpc")) co_return co_await http_status(front, x, 415);
+  if (x.raw_target != kPath)
+    co_return co_await grpc_error(front, x, GrpcCode::unimplemented,
+                                  "floodgate serves " + std::string(kPath.substr(1)) + " only");
+  const auto deadline = parse_timeout(fields.get("grpc-timeout"));
+
+  std::string body;
+  std::array<char, 4096> piece{};
+  while (!front.body_done()) {
+    auto read = co_await front.read_body(piece);
+    if (!read) co_return;  // the client went away or sent too much: the stream is reset
+    body.append(piece.data(), read.n);
+    if (body.size() > kMaxMessage + 5)
+      co_return co_await grpc_error(front, x, GrpcCode::resource_exhausted,
+                                    describe(Unframed::too_large));
+    if (read.last) break;
+  }
+  std::string_view message;
+  if (auto u = unframe(body, kMaxMessage, message); u != Unframed::ok)
+    co_return co_await grpc_error(front, x, code_of(u), describe(u));
+
+  CallRecord record;
+  auto answer = co_await should_rate_limit(gate_, x.config, message, x.arrived, record);
+  x.route = record.route;
+  x.admission = std::move(record.admission);
+  if (deadline && std::chrono::steady_clock::now() - started > *deadline)
+    co_return co_await grpc_error(front, x, GrpcCode::deadline_exceeded,
+                                  "decided after the call's grpc-timeout");
+  if (answer.code != GrpcCode::ok)
+    co_return co_await grpc_error(front, x, answer.code, answer.message);
+
+  ResponseHead head;
+  head.status = 200;
+  head.fields.add("content-type", "application/grpc");
+  x.status = 200;
+  std::string framed;
+  frame(framed, answer.body);
+  Fields trailers;
+  trailers.add("grpc-status", "0");
+  front.set_head(head, ResponseBody{std::nullopt, true});
+  co_await front.write_body(framed, true, &trailers);
+}
+
+}  // namespace floodgate::rls

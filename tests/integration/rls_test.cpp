@@ -1,0 +1,321 @@
+// Envoy's rate limit service (SPEC "Envoy's rate limit service (RLS)") on the real binary,
+// called by a real gRPC client: Debian's python3-grpcio with messages compiled at test time
+// from rls/envoy/..., which restate the API's own files (rls/rls_peer.py). What Envoy's
+// ratelimit filter would send and read: descriptors decided together and all or nothing,
+// hits_addend, a descriptor's own limit, unknown domains and descriptors, malformed calls,
+// envoyproxy/ratelimit's config files.
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "floodgate_process.hpp"
+#include "harness.hpp"
+#include "redis_server.hpp"
+
+namespace floodgate::testing {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+const std::string kRlsPeer =
+    "/usr/bin/python3 " FLOODGATE_SOURCE_DIR "/tests/integration/rls/rls_peer.py";
+
+// The answer to `n` calls of `request` (JSON, rls_peer.py's REQUEST): the last one, with
+// "counts" of each overall code.
+json::object rls_call(std::uint16_t port, const std::string& request, int n = 1) {
+  auto out = command_output(
+      kRlsPeer + " call " + std::to_string(port) + " '" + request + "' " + std::to_string(n), 60);
+  boost::system::error_code ec;
+  auto v = json::parse(out, ec);
+  if (ec || !v.is_object()) {
+    ADD_FAILURE() << "rls_peer.py printed: " << out;
+    return {};
+  }
+  return v.as_object();
+}
+
+json::object rls_raw(std::uint16_t port, const std::string& hex) {
+  auto out = command_output(kRlsPeer + " raw " + std::to_string(port) + " '" + hex + "'", 60);
+  boost::system::error_code ec;
+  auto v = json::parse(out, ec);
+  if (ec || !v.is_object()) {
+    ADD_FAILURE() << "rls_peer.py printed: " << out;
+    return {};
+  }
+  return v.as_object();
+}
+
+std::int64_t code_count(const json::object& answer, const char* code) {
+  const auto* counts = answer.if_contains("counts");
+  if (!counts || !counts->is_object()) return -1;
+  const auto* n = counts->as_object().if_contains(code);
+  return n ? n->to_number<std::int64_t>() : 0;
+}
+
+std::string at_path(const json::value& v, std::initializer_list<std::string_view> path) {
+  const json::value* at = &v;
+  for (auto p : path) {
+    if (at->is_object()) {
+      at = at->as_object().if_contains(p);
+    } else if (at->is_array()) {
+      std::size_t i = std::stoul(std::string(p));
+      at = i < at->as_array().size() ? &at->as_array()[i] : nullptr;
+    } else {
+      at = nullptr;
+    }
+    if (!at) return "(none)";
+  }
+  return at->is_string() ? std::string(at->as_string()) : json::serialize(*at);
+}
+
+// floodgate serving only Envoy's rate limit service: `rls` is the section's body (domains,
+// envoy_config, ...), its listener on a free port; `extra`: more top-level YAML.
+class RlsServer {
+ public:
+  explicit RlsServer(const std::string& rls, const std::string& extra = "") : port_(free_port()) {
+    const std::string yaml = "server: { threads: 2 }\n" + extra +
+                             "rls:\n  listen: [\"127.0.0.1:" + std::to_string(port_) + "\"]\n" +
+                             rls;
+    path_ = write_temp_file("rls-" + std::to_string(port_) + ".yaml", yaml);
+    process_ = start_floodgate(path_);
+    wait_listening(port_);
+  }
+  std::uint16_t port() const { return port_; }
+  ChildProcess& process() { return *process_; }
+
+ private:
+  std::uint16_t port_;
+  std::string path_;
+  std::unique_ptr<ChildProcess> process_;
+};
+
+const std::string kEdgeRules = R"(  domains:
+    - domain: edge
+      descriptors:
+        - match: [ { key: remote_address } ]
+          limits:
+            - { name: per-ip, algorithm: fixed_window, limit: 3, window: 1h }
+        - match: [ { key: tenant, value: acme }, { key: path } ]
+          limits:
+            - { name: acme-path, algorithm: token_bucket, capacity: 5, refill_rate: 1/h }
+        - match: [ { key: plan, value: "gold*" } ]
+          limits:
+            - { name: gold, algorithm: sliding_window, limit: 2, window: 1m }
+)";
+
+TEST(Rls, AnEnvoyCallIsLimitedPerDescriptorValue) {
+  RlsServer fg(kEdgeRules);
+  const std::string ip1 =
+      R"({"domain":"edge","descriptors":[{"entries":[["remote_address","10.0.0.1"]]}]})";
+  auto a = rls_call(fg.port(), ip1, 5);
+  EXPECT_EQ(code_count(a, "OK"), 3) << json::serialize(a);
+  EXPECT_EQ(code_count(a, "OVER_LIMIT"), 2) << json::serialize(a);
+  EXPECT_EQ(at_path(a, {"statuses", "0", "code"}), "OVER_LIMIT");
+  EXPECT_EQ(at_path(a, {"statuses", "0", "limit", "name"}), "per-ip");
+  EXPECT_EQ(at_path(a, {"statuses", "0", "limit", "rpu"}), "3");
+  EXPECT_EQ(at_path(a, {"statuses", "0", "limit", "unit"}), "HOUR");
+  // Another value of the key has a counter of its own.
+  const std::string ip2 =
+      R"({"domain":"edge","descriptors":[{"entries":[["remote_address","10.0.0.2"]]}]})";
+  auto b = rls_call(fg.port(), ip2);
+  EXPECT_EQ(at_path(b, {"overall"}), "OK") << json::serialize(b);
+  EXPECT_EQ(at_path(b, {"statuses", "0", "remaining"}), "2");
+}
+
+TEST(Rls, CallsAreCountedLoggedAndLookedUpLikeARoutesRequests) {
+  const auto admin = free_port();
+  RlsServer fg(kEdgeRules, "admin: { listen: \"127.0.0.1:" + std::to_string(admin) +
+                               "\", tokens: { t: \"rls-test-token-0123456789\" } }\n"
+                               "log: { access_log: true }\n");
+  const std::string ip =
+      R"({"domain":"edge","descriptors":[{"entries":[["remote_address","10.3.3.3"]]}]})";
+  EXPECT_EQ(code_count(rls_call(fg.port(), ip, 2), "OK"), 2);
+  auto metrics = get(admin, "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(
+      metric(metrics->body(), "floodgate_requests_total{route=\"rls:edge\",outcome=\"admitted\"}"),
+      2u);
+  // The admin API names an RLS caller by its descriptor's entries.
+  auto key = get(admin, "/keys?route=rls:edge&limit=per-ip&key=descriptor:remote_address=10.3.3.3",
+                 "Authorization: Bearer rls-test-token-0123456789\r\n");
+  ASSERT_TRUE(key);
+  EXPECT_NE(key->body().find("\"remaining\":1"), std::string::npos) << key->body();
+  std::string seen;
+  auto line = wait_for_line(fg.process(), "\"protocol\":\"rls\"", 5s, seen);
+  EXPECT_NE(line.find("\"route\":\"rls:edge\""), std::string::npos) << seen;
+  EXPECT_NE(line.find("\"decision\":\"admitted\""), std::string::npos) << line;
+}
+
+TEST(Rls, DescriptorsAreDecidedTogetherAndARefusalChargesNothing) {
+  RlsServer fg(kEdgeRules);
+  // acme's path bucket holds 5, the caller's address 3: the third call of both is refused by
+  // the address, and the path's bucket was charged for two calls only.
+  const std::string both = R"({"domain":"edge","descriptors":[
+      {"entries":[["tenant","acme"],["path","/a"]]},
+      {"entries":[["remote_address","10.0.0.9"]]}]})";
+  auto a = rls_call(fg.port(), both, 4);
+  EXPECT_EQ(code_count(a, "OK"), 3) << json::serialize(a);
+  EXPECT_EQ(code_count(a, "OVER_LIMIT"), 1);
+  EXPECT_EQ(at_path(a, {"statuses", "0", "code"}), "OK") << json::serialize(a);
+  EXPECT_EQ(at_path(a, {"statuses", "1", "code"}), "OVER_LIMIT");
+  const std::string path_only =
+      R"({"domain":"edge","descriptors":[{"entries":[["tenant","acme"],["path","/a"]]}]})";
+  auto b = rls_call(fg.port(), path_only, 3);
+  EXPECT_EQ(code_count(b, "OK"), 2) << json::serialize(b);  // 5 - 3 charged
+  EXPECT_EQ(code_count(b, "OVER_LIMIT"), 1);
+}
+
+TEST(Rls, HitsAddendIsTheCostAndAPrefixValueMatches) {
+  RlsServer fg(kEdgeRules);
+  const std::string gold =
+      R"({"domain":"edge","hits":2,"descriptors":[{"entries":[["plan","gold-eu"]]}]})";
+  auto a = rls_call(fg.port(), gold);
+  EXPECT_EQ(at_path(a, {"overall"}), "OK") << json::serialize(a);
+  EXPECT_EQ(at_path(a, {"statuses", "0", "remaining"}), "0");
+  EXPECT_EQ(at_path(a, {"statuses", "0", "limit", "unit"}), "MINUTE");
+  auto b = rls_call(fg.port(), gold);
+  EXPECT_EQ(at_path(b, {"overall"}), "OVER_LIMIT") << json::serialize(b);
+  // The descriptor's own hits_addend wins over the request's; 0 there means 1, as Envoy sends.
+  const std::string silver =
+      R"({"domain":"edge","descriptors":[{"entries":[["plan","silver"]],"hits":9}]})";
+  auto c = rls_call(fg.port(), silver);
+  EXPECT_EQ(at_path(c, {"overall"}), "OK") << json::serialize(c);
+  EXPECT_EQ(at_path(c, {"statuses", "0", "limit"}), "(none)");  // no rule: not limited
+}
+
+TEST(Rls, UnknownDomainsAndDescriptorsAreNotLimited) {
+  RlsServer fg(kEdgeRules);
+  auto a = rls_call(
+      fg.port(),
+      R"({"domain":"nowhere","descriptors":[{"entries":[["remote_address","1.2.3.4"]]}]})", 10);
+  EXPECT_EQ(code_count(a, "OK"), 10) << json::serialize(a);
+  // A descriptor deeper than any rule (tenant=acme alone) matches nothing.
+  auto b = rls_call(fg.port(),
+                    R"({"domain":"edge","descriptors":[{"entries":[["tenant","acme"]]}]})", 10);
+  EXPECT_EQ(code_count(b, "OK"), 10) << json::serialize(b);
+}
+
+TEST(Rls, ADescriptorsOwnLimitIsCountedApartFromTheConfiguredOne) {
+  RlsServer fg(kEdgeRules);
+  const std::string own =
+      R"({"domain":"edge","descriptors":[{"entries":[["remote_address","10.1.1.1"]],"limit":[2,"HOUR"]}]})";
+  auto a = rls_call(fg.port(), own, 3);
+  EXPECT_EQ(code_count(a, "OK"), 2) << json::serialize(a);
+  EXPECT_EQ(at_path(a, {"statuses", "0", "limit", "name"}), "override");
+  // The configured per-ip limit of the same address still has all of its 3.
+  auto b = rls_call(
+      fg.port(), R"({"domain":"edge","descriptors":[{"entries":[["remote_address","10.1.1.1"]]}]})",
+      4);
+  EXPECT_EQ(code_count(b, "OK"), 3) << json::serialize(b);
+}
+
+TEST(Rls, MalformedCallsAreInvalidArgumentsAndTheListenerStays) {
+  RlsServer fg(kEdgeRules);
+  EXPECT_EQ(at_path(rls_raw(fg.port(), "ffffffff"), {"code"}), "INVALID_ARGUMENT");
+  EXPECT_EQ(at_path(rls_raw(fg.port(), ""), {"code"}), "INVALID_ARGUMENT");  // no domain
+  EXPECT_EQ(at_path(rls_call(fg.port(), R"({"domain":"edge","descriptors":[]})"), {"code"}),
+            "INVALID_ARGUMENT");
+  EXPECT_EQ(
+      at_path(rls_call(fg.port(), R"({"domain":"edge","descriptors":[{"entries":[]}]})"), {"code"}),
+      "INVALID_ARGUMENT");
+  EXPECT_EQ(
+      at_path(rls_call(fg.port(), R"({"domain":"edge","descriptors":[{"entries":[["","x"]]}]})"),
+              {"code"}),
+      "INVALID_ARGUMENT");
+  auto ok =
+      rls_call(fg.port(),
+               R"({"domain":"edge","descriptors":[{"entries":[["remote_address","10.2.2.2"]]}]})");
+  EXPECT_EQ(at_path(ok, {"overall"}), "OK") << json::serialize(ok);
+}
+
+// envoyproxy/ratelimit's own format, read as that service reads it.
+TEST(Rls, EnvoyRatelimitFilesAreServedAsWritten) {
+  auto dir = fs::temp_directory_path() / ("floodgate-rls-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.yaml") << R"(domain: mongo_cps
+descriptors:
+  - key: database
+    value: users
+    rate_limit: { unit: second, requests_per_unit: 500 }
+  - key: database
+    value: default
+    rate_limit: { unit: second, requests_per_unit: 2 }
+  - key: remote_address
+    rate_limit: { unit: minute, requests_per_unit: 2, name: per-ip }
+    descriptors:
+      - key: path
+        value: /health
+        rate_limit: { unlimited: true }
+  - key: client
+    value: "mobile*"
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+  - key: shadowed
+    shadow_mode: true
+    rate_limit: { unit: day, requests_per_unit: 1 }
+  - key: source
+    value: batch
+    rate_limit: { unit: hour, requests_per_unit: 1, name: batch, replaces: [ { name: per-ip } ] }
+)";
+  std::ofstream(dir / "README") << "not a config: skipped\n";
+  RlsServer fg("  envoy_config: " + dir.string() + "\n");
+  auto a =
+      rls_call(fg.port(),
+               R"({"domain":"mongo_cps","descriptors":[{"entries":[["database","default"]]}]})", 3);
+  EXPECT_EQ(code_count(a, "OK"), 2) << json::serialize(a);
+  EXPECT_EQ(at_path(a, {"statuses", "0", "limit", "unit"}), "SECOND");
+  // Nested: remote_address and path=/health is unlimited; the address alone is limited.
+  auto b = rls_call(
+      fg.port(),
+      R"({"domain":"mongo_cps","descriptors":[{"entries":[["remote_address","1.1.1.1"],["path","/health"]]}]})",
+      5);
+  EXPECT_EQ(code_count(b, "OK"), 5) << json::serialize(b);
+  EXPECT_EQ(at_path(b, {"statuses", "0", "remaining"}), "4294967295");
+  auto c = rls_call(
+      fg.port(),
+      R"({"domain":"mongo_cps","descriptors":[{"entries":[["remote_address","1.1.1.1"]]}]})", 3);
+  EXPECT_EQ(code_count(c, "OK"), 2) << json::serialize(c);
+  // A wildcard value; shadow mode answers OK past its limit.
+  auto d = rls_call(
+      fg.port(), R"({"domain":"mongo_cps","descriptors":[{"entries":[["client","mobile-ios"]]}]})",
+      2);
+  EXPECT_EQ(code_count(d, "OK"), 1) << json::serialize(d);
+  auto e = rls_call(fg.port(),
+                    R"({"domain":"mongo_cps","descriptors":[{"entries":[["shadowed","x"]]}]})", 3);
+  EXPECT_EQ(code_count(e, "OK"), 3) << json::serialize(e);
+  // `replaces`: with source=batch in the call, the per-ip rule of another address is dropped.
+  auto f = rls_call(fg.port(), R"({"domain":"mongo_cps","descriptors":[
+      {"entries":[["remote_address","2.2.2.2"]]},{"entries":[["source","batch"]]}]})");
+  EXPECT_EQ(at_path(f, {"statuses", "0", "limit"}), "(none)") << json::serialize(f);
+  EXPECT_EQ(at_path(f, {"statuses", "1", "limit", "name"}), "batch");
+  fs::remove_all(dir);
+}
+
+TEST(Rls, CheckConfigNamesTheFileLineAndColumnOfABadRatelimitFile) {
+  auto dir = fs::temp_directory_path() / ("floodgate-rls-bad-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "a.yaml") << "domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: "
+                                   "fortnight, requests_per_unit: 1 }\n  - key: k\n    rate_limit: "
+                                   "{ unit: day, requests_per_unit: 1 }\n";
+  auto config = write_temp_file(
+      "rls-bad.yaml",
+      "server: { threads: 1 }\nrls:\n  listen: [\"127.0.0.1:0\"]\n  envoy_config: " + dir.string() +
+          "\n");
+  auto out = command_output(
+      "sh -c '" + std::string(FLOODGATE_BINARY) + " --check-config " + config + " 2>&1'",
+      30);  // diagnostics go to stderr, which command_output() drops
+  EXPECT_NE(out.find((dir / "a.yaml").string() + ":4:"), std::string::npos) << out;
+  EXPECT_NE(out.find("invalid rate limit unit 'fortnight'"), std::string::npos) << out;
+  EXPECT_NE(out.find((dir / "a.yaml").string() + ":5:"), std::string::npos) << out;
+  EXPECT_NE(out.find("duplicate descriptor"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace floodgate::testing
