@@ -16,6 +16,25 @@ namespace {
 using Response = wire::RateLimitResponse;
 using Unit = wire::RateLimitResponse::RateLimit::Unit;
 
+std::int64_t override_seconds(wire::OverrideUnit u) {
+  switch (u) {
+    case wire::OVERRIDE_SECOND:
+      return 1;
+    case wire::OVERRIDE_MINUTE:
+      return 60;
+    case wire::OVERRIDE_HOUR:
+      return 3600;
+    case wire::OVERRIDE_DAY:
+      return 86400;
+    case wire::OVERRIDE_MONTH:
+      return 30 * 86400;
+    case wire::OVERRIDE_YEAR:
+      return 365 * 86400;
+    default:
+      return 0;
+  }
+}
+
 // Why `req` cannot be decided (INVALID_ARGUMENT), or empty.
 std::string invalid(const wire::RateLimitRequest& req) {
   if (req.domain().empty()) return "domain must not be empty";
@@ -27,8 +46,9 @@ std::string invalid(const wire::RateLimitRequest& req) {
     for (int j = 0; j < d.entries_size(); ++j)
       if (d.entries(j).key().empty())
         return at + ".entries[" + std::to_string(j) + "] has an empty key";
-    if (d.has_limit() && d.limit().unit() == wire::OVERRIDE_UNKNOWN)
-      return at + ".limit has no unit";
+    // An enum keeps any number it was sent: every value but the six units is refused.
+    if (d.has_limit() && override_seconds(d.limit().unit()) == 0)
+      return at + ".limit has no unit of second, minute, hour, day, month or year";
   }
   return "";
 }
@@ -73,25 +93,6 @@ constexpr UnitLength kUnits[] = {
     {Response::RateLimit::SECOND, 1},         {Response::RateLimit::MINUTE, 60},
     {Response::RateLimit::HOUR, 3600},        {Response::RateLimit::DAY, 86400},
     {Response::RateLimit::MONTH, 30 * 86400}, {Response::RateLimit::YEAR, 365 * 86400}};
-
-std::int64_t override_seconds(wire::OverrideUnit u) {
-  switch (u) {
-    case wire::OVERRIDE_SECOND:
-      return 1;
-    case wire::OVERRIDE_MINUTE:
-      return 60;
-    case wire::OVERRIDE_HOUR:
-      return 3600;
-    case wire::OVERRIDE_DAY:
-      return 86400;
-    case wire::OVERRIDE_MONTH:
-      return 30 * 86400;
-    case wire::OVERRIDE_YEAR:
-      return 365 * 86400;
-    default:
-      return 0;
-  }
-}
 
 // A limit's rate as `current_limit` states it: in the unit its window is, else the shortest
 // unit that holds a whole number of requests, else the unit nearest its window.

@@ -229,6 +229,16 @@ TEST(Rls, MalformedCallsAreInvalidArgumentsAndTheListenerStays) {
       at_path(rls_call(fg.port(), R"({"domain":"edge","descriptors":[{"entries":[["","x"]]}]})"),
               {"code"}),
       "INVALID_ARGUMENT");
+  for (const char* unit : {R"("UNKNOWN")", "37"})  // an override with no unit, or none known
+    EXPECT_EQ(
+        at_path(
+            rls_call(fg.port(),
+                     std::string(
+                         R"({"domain":"edge","descriptors":[{"entries":[["a","b"]],"limit":[5,)") +
+                         unit + "]}]}"),
+            {"code"}),
+        "INVALID_ARGUMENT")
+        << unit;
   auto ok =
       rls_call(fg.port(),
                R"({"domain":"edge","descriptors":[{"entries":[["remote_address","10.2.2.2"]]}]})");
@@ -295,6 +305,63 @@ descriptors:
   EXPECT_EQ(at_path(f, {"statuses", "0", "limit"}), "(none)") << json::serialize(f);
   EXPECT_EQ(at_path(f, {"statuses", "1", "limit", "name"}), "batch");
   fs::remove_all(dir);
+}
+
+// The store section of an instance of 2 on the Redis at `port`.
+std::string redis_store(std::uint16_t port) {
+  return "store:\n  backend: redis\n  redis: { address: \"127.0.0.1:" + std::to_string(port) +
+         "\", timeout: 200ms }\n  key_secret: rls-test-secret-0123456789\n  instances: 2\n";
+}
+
+std::string one_rule(const std::string& on_store_error, const std::string& limit) {
+  return "  on_store_error: " + on_store_error +
+         "\n  domains:\n    - domain: edge\n      descriptors:\n        - match: [ { key: user } "
+         "]\n"
+         "          limits: [ { name: per-user, algorithm: fixed_window, limit: " +
+         limit + ", window: 1h } ]\n";
+}
+
+// Until `fg` decides in the store: a call of a descriptor of its own answered OK (with
+// fail_closed, UNAVAILABLE until its workers' connections are up).
+void wait_for_store(std::uint16_t port) {
+  const std::string probe = R"({"domain":"edge","descriptors":[{"entries":[["user","probe"]]}]})";
+  EXPECT_TRUE(eventually(
+      [&] {
+        return at_path(rls_call(port, probe, 4), {"counts", "OK"}) == "4";
+      },
+      10s));
+}
+
+TEST(Rls, TwoInstancesOnOneRedisAdmitExactlyTheLimit) {
+  RedisServer redis;
+  RlsServer a(one_rule("fail_closed", "10"), redis_store(redis.port()));
+  RlsServer b(one_rule("fail_closed", "10"), redis_store(redis.port()));
+  wait_for_store(a.port());
+  wait_for_store(b.port());
+  const std::string alice = R"({"domain":"edge","descriptors":[{"entries":[["user","alice"]]}]})";
+  auto from_a = rls_call(a.port(), alice, 7);
+  auto from_b = rls_call(b.port(), alice, 7);
+  EXPECT_EQ(code_count(from_a, "OK") + code_count(from_b, "OK"), 10)
+      << json::serialize(from_a) << json::serialize(from_b);
+  EXPECT_EQ(code_count(from_a, "OVER_LIMIT") + code_count(from_b, "OVER_LIMIT"), 4);
+  EXPECT_EQ(at_path(from_b, {"statuses", "0", "remaining"}), "0");
+}
+
+TEST(Rls, ADeadStoreFollowsOnStoreError) {
+  const auto nothing = free_port();  // no Redis there
+  RlsServer open(one_rule("fail_open", "1"), redis_store(nothing));
+  RlsServer closed(one_rule("fail_closed", "1"), redis_store(nothing));
+  RlsServer local(one_rule("local", "4"), redis_store(nothing));
+  const std::string bob = R"({"domain":"edge","descriptors":[{"entries":[["user","bob"]]}]})";
+  auto o = rls_call(open.port(), bob, 3);
+  EXPECT_EQ(code_count(o, "OK"), 3) << json::serialize(o);
+  EXPECT_EQ(at_path(o, {"statuses", "0", "limit", "name"}), "per-user");  // no numbers
+  auto c = rls_call(closed.port(), bob, 3);
+  EXPECT_EQ(code_count(c, "UNAVAILABLE"), 3) << json::serialize(c);
+  // `local`: each of the 2 instances decides its share (4 / 2) in its embedded store.
+  auto l = rls_call(local.port(), bob, 3);
+  EXPECT_EQ(code_count(l, "OK"), 2) << json::serialize(l);
+  EXPECT_EQ(code_count(l, "OVER_LIMIT"), 1);
 }
 
 TEST(Rls, CheckConfigNamesTheFileLineAndColumnOfABadRatelimitFile) {

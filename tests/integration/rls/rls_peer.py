@@ -71,7 +71,8 @@ def request_of(spec):
             desc.hits_addend.value = d["hits"]
         if "limit" in d:
             desc.limit.requests_per_unit = d["limit"][0]
-            desc.limit.unit = UNITS.index(d["limit"][1])
+            unit = d["limit"][1]  # a name, or a number the enum does not have
+            desc.limit.unit = UNITS.index(unit) if isinstance(unit, str) else unit
     return req
 
 
