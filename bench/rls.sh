@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Envoy's rate limit service (issue 37's benchmark): ShouldRateLimit calls per second and
+# their latency, decided on the embedded store and on Redis, against a no-op call on the same
+# server in the same run: a call of a domain floodgate does not know, decoded and answered OK
+# with nothing decided, which is what the gRPC transport itself costs.
+#
+#   bench/rls.sh [--dir DIR]      results in DIR (default a new /tmp directory): table.txt,
+#                                 h2load/*.txt, the processes' logs
+#
+# Each call is the same prepared gRPC body (one descriptor, remote_address=10.0.0.1: one hot
+# key, as the peer harness's rows) sent by `h2load -t2 -c$CONNS -m$STREAMS` on h2c with prior
+# knowledge, as Envoy's gRPC client sends it (content-type application/grpc, te: trailers).
+# Per server (floodgate with `server.threads: 2`, one on the embedded store, one on a private
+# redis-server) and per round: the no-op call, then the decided one, DURATION s each after a
+# WARMUP s run; then each at half its measured rate (`--rps`) for the p99 latency (h2load's
+# per-request log). The limit is never reached: every call is decided and admitted.
+# Ratios are within one round, then the median over rounds.
+#
+# Environment: DURATION (10), WARMUP (2), ROUNDS (3), CONNS (16), STREAMS (16),
+# FLOODGATE_BIN (build/floodgate). Needs h2load (nghttp2-client), redis-server and Debian's
+# /usr/bin/python3 with python3-grpc-tools (the body is built from tests/integration/rls's
+# messages). Stand-alone: nothing here uses ../shared.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=''
+case ${1:-} in
+  --dir) out=${2:?--dir needs a directory} ;;
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  '') ;;
+  *) echo "rls.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+esac
+out=${out:-$(mktemp -d /tmp/floodgate-rls-bench.XXXXXX)}
+mkdir -p "$out/h2load"
+bin=${FLOODGATE_BIN:-build/floodgate}
+duration=${DURATION:-10} warmup=${WARMUP:-2} rounds=${ROUNDS:-3}
+conns=${CONNS:-16} streams=${STREAMS:-16}
+for tool in h2load redis-server; do
+  command -v "$tool" >/dev/null || { echo "rls.sh needs $tool" >&2; exit 2; }
+done
+[[ -x $bin ]] || { echo "rls.sh: no $bin (build first)" >&2; exit 2; }
+
+# shellcheck source=bench/lib.sh
+source bench/lib.sh # free_port
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+# The two bodies: a known domain (decided) and an unknown one (the no-op).
+/usr/bin/python3 - "$out" <<'PY'
+import importlib.util, struct, sys
+out = sys.argv[1]
+sys.argv = ["rls_peer.py", "call", "0", "{}"]
+spec = importlib.util.spec_from_file_location("peer", "tests/integration/rls/rls_peer.py")
+peer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(peer)
+for name, domain in (("decide", "edge"), ("noop", "none")):
+    msg = peer.request_of({"domain": domain,
+                           "descriptors": [{"entries": [["remote_address", "10.0.0.1"]]}]})
+    data = msg.SerializeToString()
+    open("%s/%s.body" % (out, name), "wb").write(b"\0" + struct.pack(">I", len(data)) + data)
+PY
+
+redis_port=$(free_port)
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$out/redis.log" &
+pids+=($!)
+# floodgate NAME STORE_YAML: an instance serving only the RLS; prints its port.
+start() {
+  local name=$1 store=$2 port admin
+  port=$(free_port) admin=$(free_port)
+  cat >"$out/$name.yaml" <<YAML
+server: { threads: 2 }
+admin: { listen: "127.0.0.1:$admin" }
+log: { level: warn }
+$store
+rls:
+  listen: ["127.0.0.1:$port"]
+  domains:
+    - domain: edge
+      descriptors:
+        - match: [ { key: remote_address } ]
+          limits: [ { name: per-ip, algorithm: token_bucket, capacity: 1000000000, refill_rate: 1000000000/s } ]
+YAML
+  "$bin" --config "$out/$name.yaml" >"$out/$name.log" 2>&1 &
+  pids+=($!)
+  echo "$! $port $admin"
+}
+read -r mem_pid mem_port mem_admin < <(start memory "store: { key_secret: bench-secret-0123456789 }")
+read -r redis_pid redis_fg_port redis_admin < <(start redis \
+  "store: { backend: redis, redis: { address: \"127.0.0.1:$redis_port\" }, key_secret: bench-secret-0123456789 }")
+for a in "$mem_admin" "$redis_admin"; do
+  for _ in $(seq 100); do curl -fso /dev/null "http://127.0.0.1:$a/readyz" && break; sleep 0.1; done
+done
+
+# Both calls answered as meant before anything is measured: OK, decided or not.
+for port in "$mem_port" "$redis_fg_port"; do
+  for domain in edge none; do
+    answer=$(/usr/bin/python3 tests/integration/rls/rls_peer.py call "$port" \
+      "{\"domain\":\"$domain\",\"descriptors\":[{\"entries\":[[\"remote_address\",\"10.0.0.1\"]]}]}")
+    [[ $answer == *'"overall": "OK"'* ]] || { echo "rls.sh: $domain on $port: $answer" >&2; exit 1; }
+  done
+done
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# run NAME PORT BODY PID [RPS]: one h2load run; prints "req/s cpu_us_per_call p99_ms errors".
+run() {
+  local name=$1 port=$2 body=$3 pid=$4 rps=${5:-} extra=() before after
+  [[ -n $rps ]] && extra=(--rps="$rps" --log-file="$out/h2load/$name.log")
+  before=$(cpu_ticks "$pid")
+  h2load -t2 -c"$conns" -m"$streams" -D"$duration" -d "$out/$body.body" \
+    -H 'content-type: application/grpc' -H 'te: trailers' "${extra[@]}" \
+    "http://127.0.0.1:$port/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit" \
+    >"$out/h2load/$name.txt" 2>&1
+  after=$(cpu_ticks "$pid")
+  local p99=-
+  [[ -n $rps ]] && p99=$(cut -f3 "$out/h2load/$name.log" | sort -n |
+    awk '{ v[NR] = $1 } END { i = int(NR * 0.99); if (i < 1) i = 1; if (NR) printf "%.2f", v[i] / 1000; else print "-" }')
+  awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v p99="$p99" '
+    /finished in/ { for (i = 1; i <= NF; i++) if ($i == "req/s,") rps = $(i - 1) }
+    /^requests:/ { done = $8 + 0; failed = $10 + 0 }
+    /^status codes:/ { ok = $3 + 0 }
+    END { printf "%.0f %.1f %s %d\n", rps, (done > 0 ? t / hz * 1e6 / done : 0), p99, failed + (done - ok) }
+  ' "$out/h2load/$name.txt"
+}
+
+: >"$out/results.tsv"
+for ((r = 1; r <= rounds; r++)); do
+  for server in memory redis; do
+    pid_var=${server/memory/mem}_pid port_var=${server/memory/mem}_port
+    [[ $server == redis ]] && pid_var=redis_pid port_var=redis_fg_port
+    pid=${!pid_var} port=${!port_var}
+    for body in noop decide; do
+      DURATION=$warmup run "warm-$server-$body-$r" "$port" "$body" "$pid" >/dev/null
+      read -r rps cpu _ err < <(run "$server-$body-$r" "$port" "$body" "$pid")
+      clients=$((conns * 2))  # --rps is per client; h2load's -c clients over 2 threads
+      read -r _ _ p99 err2 < <(run "$server-$body-$r-half" "$port" "$body" "$pid" \
+        $(((rps / 2 + clients - 1) / clients)))
+      printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$r" "$server" "$body" "$rps" "$cpu" "$p99" \
+        "$((err + err2))" | tee -a "$out/results.tsv"
+    done
+  done
+done
+
+python3 - "$out" <<'PY' | tee "$out/table.txt"
+import statistics, sys
+out = sys.argv[1]
+rows = [l.rstrip("\n").split("\t") for l in open(out + "/results.tsv") if l.strip()]
+by = {}
+for r, server, body, rps, cpu, p99, err in rows:
+    by[(r, server, body)] = (float(rps), float(cpu), p99, int(err))
+print("| store | no-op calls/s | decided calls/s | decided / no-op (range) | CPU us per call no-op / decided | p99 ms at half rate, no-op / decided | errors |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for server in ("memory", "redis"):
+    rounds = sorted({k[0] for k in by if k[1] == server})
+    ratios = [by[(r, server, "decide")][0] / by[(r, server, "noop")][0] for r in rounds]
+    med = lambda i, b: statistics.median(by[(r, server, b)][i] for r in rounds)
+    p99 = lambda b: statistics.median(float(by[(r, server, b)][2]) for r in rounds
+                                      if by[(r, server, b)][2] != "-")
+    errs = sum(by[(r, server, b)][3] for r in rounds for b in ("noop", "decide"))
+    print("| %s | %.0f | %.0f | **%.2f** (%.2f-%.2f) | %.1f / %.1f | %.2f / %.2f | %d |" % (
+        "embedded" if server == "memory" else "Redis", med(0, "noop"), med(0, "decide"),
+        statistics.median(ratios), min(ratios), max(ratios), med(1, "noop"), med(1, "decide"),
+        p99("noop"), p99("decide"), errs))
+PY
+echo "rls.sh: results in $out"
