@@ -52,6 +52,18 @@ class HeldPlace {
   std::atomic<std::int64_t>* held_ = nullptr;
 };
 
+// What a deny-cache answer tells a caller that wants every item's decision: item `refused`
+// refused as remembered, the others not asked (nothing was charged).
+store::Outcome cached_refusal(std::size_t items, std::size_t refused, const limit::Decision& d,
+                              limit::Micros now) {
+  store::Outcome o;
+  o.now = now;
+  o.decisions.assign(items, {});
+  for (std::size_t i = 0; i < items; ++i) o.decisions[i].admitted = i != refused;
+  o.decisions[refused] = d;
+  return o;
+}
+
 }  // namespace
 
 Gate::Gate(store::LimitStore& store, store::LimitStore& local, metrics::Metrics& metrics,
@@ -253,14 +265,7 @@ boost::asio::awaitable<std::optional<Reply>> Gate::decide_plan(
     count_callers(callers, plan, nullptr, static_cast<int>(hit->item));
     a.decision = "limited";
     a.limit = plan.limits[hit->item]->name;
-    if (decided) {  // what the caller is told: the refusal, nothing charged
-      decided->admitted = false;
-      decided->now = now;
-      decided->decisions.assign(plan.items.size(), {});
-      for (std::size_t i = 0; i < plan.items.size(); ++i)
-        decided->decisions[i].admitted = i != hit->item;
-      decided->decisions[hit->item] = hit->decision;
-    }
+    if (decided) *decided = cached_refusal(plan.items.size(), hit->item, hit->decision, now);
     co_return refused(route, *plan.limits[hit->item], plan.items[hit->item].params, hit->decision,
                       now);
   }
