@@ -8,15 +8,17 @@
 #                                 h2load/*.txt, the processes' logs
 #
 # Each call is the same prepared gRPC body (one descriptor, remote_address=10.0.0.1: one hot
-# key, as the peer harness's rows) sent by `h2load -t2 -c$CONNS -m$STREAMS` on h2c with prior
+# key, as the peer harness's rows) sent by `h2load -t1 -c$CONNS -m$STREAMS` on h2c with prior
 # knowledge, as Envoy's gRPC client sends it (content-type application/grpc, te: trailers).
-# Per server (floodgate with `server.threads: 2`, one on the embedded store, one on a private
-# redis-server) and per round: the no-op call, then the decided one, DURATION s each after a
+# The server has a core of its own: floodgate (`server.threads: 1`) pinned to CPU 1, h2load
+# and redis-server to CPU 0 (taskset), so that the load generator never takes the server's
+# time and a latency is the server's, not the scheduler's. Per server (one on the embedded
+# store, one on the private redis-server) and per round: the no-op call, then the decided one, DURATION s each after a
 # WARMUP s run; then each at half its measured rate (`--rps`) for the p99 latency (h2load's
 # per-request log). The limit is never reached: every call is decided and admitted.
 # Ratios are within one round, then the median over rounds.
 #
-# Environment: DURATION (10), WARMUP (2), ROUNDS (3), CONNS (16), STREAMS (16),
+# Environment: DURATION (10), WARMUP (2), ROUNDS (3), CONNS (8), STREAMS (16),
 # FLOODGATE_BIN (build/floodgate). Needs h2load (nghttp2-client), redis-server and Debian's
 # /usr/bin/python3 with python3-grpc-tools (the body is built from tests/integration/rls's
 # messages). Stand-alone: nothing here uses ../shared.
@@ -33,8 +35,8 @@ out=${out:-$(mktemp -d /tmp/floodgate-rls-bench.XXXXXX)}
 mkdir -p "$out/h2load"
 bin=${FLOODGATE_BIN:-build/floodgate}
 duration=${DURATION:-10} warmup=${WARMUP:-2} rounds=${ROUNDS:-3}
-conns=${CONNS:-16} streams=${STREAMS:-16}
-for tool in h2load redis-server; do
+conns=${CONNS:-8} streams=${STREAMS:-16}
+for tool in h2load redis-server taskset; do
   command -v "$tool" >/dev/null || { echo "rls.sh needs $tool" >&2; exit 2; }
 done
 [[ -x $bin ]] || { echo "rls.sh: no $bin (build first)" >&2; exit 2; }
@@ -61,14 +63,14 @@ for name, domain in (("decide", "edge"), ("noop", "none")):
 PY
 
 redis_port=$(free_port)
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$out/redis.log" &
+taskset -c 0 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$out/redis.log" &
 pids+=($!)
 # floodgate NAME STORE_YAML: an instance serving only the RLS; prints its port.
 start() {
   local name=$1 store=$2 port admin
   port=$(free_port) admin=$(free_port)
   cat >"$out/$name.yaml" <<YAML
-server: { threads: 2 }
+server: { threads: 1 }
 admin: { listen: "127.0.0.1:$admin" }
 log: { level: warn }
 $store
@@ -80,7 +82,7 @@ rls:
         - match: [ { key: remote_address } ]
           limits: [ { name: per-ip, algorithm: token_bucket, capacity: 1000000000, refill_rate: 1000000000/s } ]
 YAML
-  "$bin" --config "$out/$name.yaml" >"$out/$name.log" 2>&1 &
+  taskset -c 1 "$bin" --config "$out/$name.yaml" >"$out/$name.log" 2>&1 &
   pids+=($!)
   echo "$! $port $admin"
 }
@@ -106,7 +108,7 @@ run() {
   local name=$1 port=$2 body=$3 pid=$4 rps=${5:-} extra=() before after
   [[ -n $rps ]] && extra=(--rps="$rps" --log-file="$out/h2load/$name.log")
   before=$(cpu_ticks "$pid")
-  h2load -t2 -c"$conns" -m"$streams" -D"$duration" -d "$out/$body.body" \
+  taskset -c 0 h2load -t1 -c"$conns" -m"$streams" -D"$duration" -d "$out/$body.body" \
     -H 'content-type: application/grpc' -H 'te: trailers' "${extra[@]}" \
     "http://127.0.0.1:$port/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit" \
     >"$out/h2load/$name.txt" 2>&1
@@ -131,7 +133,7 @@ for ((r = 1; r <= rounds; r++)); do
     for body in noop decide; do
       DURATION=$warmup run "warm-$server-$body-$r" "$port" "$body" "$pid" >/dev/null
       read -r rps cpu _ err < <(run "$server-$body-$r" "$port" "$body" "$pid")
-      clients=$((conns * 2))  # --rps is per client; h2load's -c clients over 2 threads
+      clients=$conns  # --rps is per client
       read -r _ _ p99 err2 < <(run "$server-$body-$r-half" "$port" "$body" "$pid" \
         $(((rps / 2 + clients - 1) / clients)))
       printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$r" "$server" "$body" "$rps" "$cpu" "$p99" \

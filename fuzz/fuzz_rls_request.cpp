@@ -91,11 +91,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   rls::Answer answer;
   rls::CallRecord record;
+  static rls::CallScratch scratch;  // reused across inputs, as a worker reuses its own
   boost::asio::co_spawn(
       f->ioc,
       [&]() -> boost::asio::awaitable<void> {
         answer = co_await rls::should_rate_limit(f->gate, f->config, message, f->clock.now(),
-                                                 record);
+                                                 scratch, record);
       },
       boost::asio::detached);
   f->ioc.restart();

@@ -23,6 +23,8 @@ std::string ReplayField::text() const {
       return "cookie:" + name;
     case Kind::tls:
       return "tls:" + name;
+    case Kind::descriptors:
+      return "descriptors";
   }
   return "?";
 }
@@ -103,6 +105,7 @@ std::vector<ReplayField> limit_inputs(const Config& c) {
       if (l.overrides)
         if (auto f = replay_field_of(l.overrides->by)) out.add(*f);
     }
+  if (!c.rls.domains.empty()) out.add({ReplayField::Kind::descriptors, "", false});
   return out.take();
 }
 
@@ -117,6 +120,10 @@ void resolve_replay_fields(YamlReader& r, const YAML::Node& root, Config& c) {
       add_what_limits_use(c, out);
     } else {
       for (const auto& e : r.sequence(fields, "log.replay_fields")) {
+        if (e.IsScalar() && e.Scalar() == "descriptors") {
+          out.add({ReplayField::Kind::descriptors, "", false});
+          continue;
+        }
         auto k = read_key_part(r, e, "log.replay_fields");
         if (!k) continue;
         if (auto f = replay_field_of(*k))
@@ -129,6 +136,11 @@ void resolve_replay_fields(YamlReader& r, const YAML::Node& root, Config& c) {
   }
   if (given(hashed)) {
     for (const auto& e : r.sequence(hashed, "log.replay_hashed")) {
+      if (e.IsScalar() && e.Scalar() == "descriptors") {
+        r.error(e, "log.replay_hashed",
+                "descriptors are recorded as sent: a rule's prefix pattern must read the value");
+        continue;
+      }
       auto k = read_key_part(r, e, "log.replay_hashed");
       if (!k) continue;
       auto f = replay_field_of(*k);

@@ -98,11 +98,17 @@ void append_replay_fields(std::string& out, Exchange& x, const RequestLine& line
           value = f.name == "ja3" ? x.tls_fingerprints->ja3 : x.tls_fingerprints->ja4;
         if (value && value->empty()) value.reset();
         break;
+      case config::ReplayField::Kind::descriptors:
+        break;  // the service's own, below
     }
     if (!value) continue;
     auto name = f.text();
     if (f.hashed) *value = "#" + hasher.hex("replay-field\n" + name + "\n" + *value);
     append_pair(out, first, name, *value);
+  }
+  if (!x.service_fields.empty()) {
+    if (!first) out += ',';
+    out += x.service_fields;
   }
   out += '}';
   if (!x.settled.empty()) {

@@ -73,6 +73,9 @@ struct Exchange {
   std::uint64_t bytes_out = 0;  // response body bytes sent to the client (ours or the origin's)
   // Settle headers of the response (lower-case name, value), for replaying settlement.
   std::vector<std::pair<std::string, std::string>> settled;
+  // A service's own replay fields (log.replay_fields: descriptors) as JSON members
+  // ("name":"value",... already escaped): the RLS listener's call (rls_service.cpp).
+  std::string service_fields;
 
   // Owns the text of an absolute-form target and of a rewritten (normalized) path, so that the
   // views above outlive the rewrite of the request's own head for the upstream.

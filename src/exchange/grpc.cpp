@@ -7,9 +7,6 @@
 
 namespace floodgate::http {
 
-namespace {
-
-// grpc-message is percent-encoded UTF-8: bytes outside printable ASCII, and '%', escaped.
 std::string percent_encoded(std::string_view text) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
@@ -25,6 +22,8 @@ std::string percent_encoded(std::string_view text) {
   }
   return out;
 }
+
+namespace {
 
 std::string message_for(const Reply& r) {
   if (r.refusal)

@@ -5,6 +5,7 @@
 // other HTTP status to UNAVAILABLE or UNKNOWN and retries blindly, while RESOURCE_EXHAUSTED
 // with grpc-retry-pushback-ms tells its retry policy when to come back.
 
+#include <string>
 #include <string_view>
 
 #include "exchange.hpp"
@@ -20,6 +21,9 @@ bool is_grpc(const Fields& request);
 // DEADLINE_EXCEEDED, 401 -> 16 UNAUTHENTICATED, 404 -> 12 UNIMPLEMENTED, 413/431 -> 8, 400 -> 13
 // INTERNAL (as gRPC's own HTTP mapping), anything else 2 UNKNOWN.
 int grpc_status_for(int http_status);
+
+// grpc-message's form: percent-encoded UTF-8, bytes outside printable ASCII and '%' escaped.
+std::string percent_encoded(std::string_view text);
 
 // The trailers-only answer's fields beyond :status and content-type: grpc-status,
 // grpc-message (percent-encoded), for a refusal grpc-retry-pushback-ms, then reply_headers()

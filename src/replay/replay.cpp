@@ -188,9 +188,12 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     if (!r->query.empty() &&
         std::find(inputs_seen.begin(), inputs_seen.end(), "query:*") == inputs_seen.end())
       inputs_seen.emplace_back("query:*");
-    for (const auto& f : r->fields)
-      if (std::find(inputs_seen.begin(), inputs_seen.end(), f.first) == inputs_seen.end())
-        inputs_seen.emplace_back(f.first);
+    for (const auto& f : r->fields) {
+      // An RLS call's rls:domain, rls:N, ... are the one input "descriptors".
+      const std::string_view input = f.first.starts_with("rls:") ? "descriptors" : f.first;
+      if (std::find(inputs_seen.begin(), inputs_seen.end(), input) == inputs_seen.end())
+        inputs_seen.emplace_back(input);
+    }
 
     auto c = s.candidate->decide(*r, clock, minute);
     if (s.baseline) {

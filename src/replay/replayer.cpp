@@ -86,6 +86,26 @@ store::Item exact_item(const store::Item& item) {
   return plain;
 }
 
+// A logged descriptor's rls:N:hits and rls:N:limit ("N/SECONDS") into `d`; false if malformed.
+bool read_descriptor_terms(std::optional<std::string_view> hits,
+                           std::optional<std::string_view> own,
+                           decide::DescriptorCall::Descriptor& d) {
+  auto number = [](std::string_view text, std::int64_t& out, std::int64_t least) {
+    const auto* end = text.data() + text.size();
+    auto [p, ec] = std::from_chars(text.data(), end, out);
+    return ec == std::errc{} && p == end && out >= least;
+  };
+  if (hits && !number(*hits, d.hits, 1)) return false;
+  if (!own) return true;
+  const auto slash = own->find('/');
+  std::int64_t limit = 0;
+  if (slash == std::string_view::npos || !number(own->substr(0, slash), limit, 0) ||
+      limit > 4294967295LL || !number(own->substr(slash + 1), d.own_seconds, 1))
+    return false;
+  d.own_limit = static_cast<std::uint32_t>(limit);
+  return true;
+}
+
 }  // namespace
 
 const char* to_string(Spread s) {
@@ -197,6 +217,8 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
   }
   ++report_.requests;
   Decision d;
+  for (const auto& [k, v] : r.fields)
+    if (k == "rls:domain") return decide_call(r, v, now, minute);
   // As the proxy decides: on the normalized path, and a path it answers 400 is rejected.
   // (floodgate's own log already has normalized paths; an nginx log has them as received.)
   std::string_view path = r.path;
@@ -218,7 +240,6 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     return d;
   }
   d.route = route;
-  const auto route_index = static_cast<std::size_t>(route - config_->routes.data());
   std::string_view query = r.query;
   if (query.empty()) {  // JSON logs carry only the parameters asked for, as query:NAME fields
     query_.clear();
@@ -240,10 +261,6 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
   decide::complete(q);
   const auto& facts = q.facts;
   auto& plan = plan_;
-  auto& limits = report_.limits[route_index];
-  auto limit_index = [&](const config::Limit* l) {
-    return static_cast<std::size_t>(l - route->limits.data());
-  };
   // As the proxy decides (decide::Decider): lists, limits, overrides.
   switch (decider_.rule(q, plan, overrides_.empty() ? nullptr : &overrides_)) {
     case decide::Ruling::denied:
@@ -264,6 +281,67 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     case decide::Ruling::ask:
       break;
   }
+  return charge(r, *route, plan, std::span(&facts, 1), now, minute);
+}
+
+Decision Replayer::decide_call(const LogRecord& r, std::string_view domain_name, limit::Micros now,
+                               std::size_t minute) {
+  Decision d;
+  const auto* domain = config_->rls.domain(domain_name);
+  if (!domain) {  // a domain this config does not know limits nothing (as the listener)
+    ++report_.unmatched;
+    d.verdict = Verdict::unmatched;
+    return d;
+  }
+  // The descriptors, in order: rls:0, rls:1, ... with their hits and own limits.
+  call_.clear();
+  call_.domain = domain_name;
+  call_text_.clear();
+  std::size_t room = 0;
+  for (const auto& [k, v] : r.fields) room += v.size();
+  call_text_.reserve(room);  // views into it must not move
+  for (std::size_t i = 0;; ++i) {
+    const auto name = "rls:" + std::to_string(i);
+    std::optional<std::string_view> entries, hits, own;
+    for (const auto& [k, v] : r.fields) {
+      if (k == name) entries = v;
+      if (k.size() > name.size() && k.starts_with(name) && k[name.size()] == ':') {
+        if (k.substr(name.size()) == ":hits") hits = v;
+        if (k.substr(name.size()) == ":limit") own = v;
+      }
+    }
+    if (!entries) break;
+    if (!decide::read_entries_text(*entries, call_text_, call_) ||
+        !read_descriptor_terms(hits, own, call_.descriptors.back())) {
+      ++report_.rejected;
+      d.verdict = Verdict::rejected;
+      return d;
+    }
+  }
+  const auto& route = config_->routes[domain->route];
+  d.route = &route;
+  decide::plan_descriptors(*config_, *domain, route, call_, decider_.hasher(*config_), planned_);
+  if (planned_.plan.items.empty()) return d;
+  if (decider_.ready(planned_.plan, overrides_.empty() ? nullptr : &overrides_, now) !=
+      decide::Ruling::ask) {
+    ++report_.allowed;  // every item exempted by an override
+    return d;
+  }
+  return charge(r, route, planned_.plan, planned_.facts, now, minute);
+}
+
+Decision Replayer::charge(const LogRecord& r, const config::Route& route, limit::Plan& plan,
+                          std::span<const keys::RequestFacts> facts, limit::Micros now,
+                          std::size_t minute) {
+  Decision d;
+  d.route = &route;
+  auto& limits = report_.limits[static_cast<std::size_t>(&route - config_->routes.data())];
+  auto limit_index = [&](const config::Limit* l) {
+    return static_cast<std::size_t>(l - route.limits.data());
+  };
+  auto facts_of = [&](std::size_t i) -> const keys::RequestFacts& {
+    return facts.size() > 1 ? facts[plan.items[i].tag] : facts.front();
+  };
   const bool leased = fleet_ && std::any_of(plan.items.begin(), plan.items.end(),
                                             [](const auto& i) { return i.leased.size > 0; });
   std::size_t instance = 0;
@@ -273,7 +351,7 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
       if (plan.items[i].leased.size > 0)
         plan.items[i].leased.counters = limits[limit_index(plan.limits[i])].lease->counters.get();
     fleet_->acquire(instance, plan.items, outcome_);
-    check_leases(plan, limits, *route, instance);
+    check_leases(plan, limits, route, instance);
   } else {
     state_.acquire(plan.items, outcome_);
   }
@@ -286,19 +364,20 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
     const auto& dec = outcome.decisions[i];
     bool fresh = false;
     auto& caller = lr.callers.add(limit::key_id(plan.items[i].key), 1, fresh);
-    if (fresh) keys::append_caller_text(caller.caller, *plan.limits[i], facts);
+    if (fresh) keys::append_caller_text(caller.caller, *plan.limits[i], facts_of(i));
     if (!dec.admitted) ++(plan.items[i].enforce ? caller.refused : caller.shadow_refused);
     if (!dec.admitted && !lr.refused_by_rollout_percent.empty())
       ++lr.refused_by_rollout_percent[static_cast<std::size_t>(
           limit::rollout_bucket(plan.items[i].key) / 100)];
     if (!plan.items[i].enforce && !dec.admitted) {
       ++lr.shadow_refused;
-      lr.shadow_refused_keys.add(caller_text(*plan.limits[i], facts));
+      lr.shadow_refused_keys.add(caller_text(*plan.limits[i], facts_of(i)));
     }
     if (dec.admitted && outcome.admitted && dec.limit > 0) {
       // How much of its quota the caller is using now: the near misses of the report.
       double used = 1.0 - static_cast<double>(dec.remaining) / static_cast<double>(dec.limit);
-      if (lr.closest.qualifies(used)) lr.closest.offer(caller_text(*plan.limits[i], facts), used);
+      if (lr.closest.qualifies(used))
+        lr.closest.offer(caller_text(*plan.limits[i], facts_of(i)), used);
     }
   }
   if (!v.admitted) {
@@ -310,7 +389,7 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
       auto& lr = limits[limit_index(d.limit)];
       ++lr.refused;
       bump(lr.refused_by_minute, minute);
-      d.key = caller_text(*d.limit, facts);
+      d.key = caller_text(*d.limit, facts_of(static_cast<std::size_t>(v.shown)));
       lr.refused_keys.add(d.key);
     }
     return d;

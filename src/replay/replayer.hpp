@@ -7,11 +7,13 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "floodgate/config/config.hpp"
 #include "floodgate/decide/decider.hpp"
+#include "floodgate/decide/descriptor_plan.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/caller_overrides.hpp"
 #include "floodgate/limit/clock.hpp"
@@ -133,6 +135,14 @@ class Replayer {
   static std::string caller_text(const config::Limit& l, const keys::RequestFacts& facts);
   // The simulated instance a request reaches.
   std::size_t instance_of(const LogRecord& r);
+  // An RLS call's line (fields rls:domain, rls:N...): its descriptors planned as the RLS
+  // listener plans them (decide/descriptor_plan.hpp).
+  Decision decide_call(const LogRecord& r, std::string_view domain, limit::Micros now,
+                       std::size_t minute);
+  // The store's decision on `plan` (the lease fleet's under --lease) and the report's
+  // counts; `facts` are the request's (one) or each descriptor's (items' tags).
+  Decision charge(const LogRecord& r, const config::Route& route, limit::Plan& plan,
+                  std::span<const keys::RequestFacts> facts, limit::Micros now, std::size_t minute);
   // --lease: a decided request's leased items held against the exact limit (check_).
   void check_leases(const limit::Plan& plan, std::vector<LimitReport>& limits,
                     const config::Route& route, std::size_t instance);
@@ -145,9 +155,12 @@ class Replayer {
   decide::Decider decider_;  // offline keys (a fast hash), lease ids "replay:N"
   std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_;
   ConfigReport report_;
-  std::string query_;  // scratch: a query string rebuilt from logged query: fields
-  std::string path_;   // scratch: a logged path in normal form
-  limit::Plan plan_;   // scratch, reused by every decision: no allocation per request
+  std::string query_;               // scratch: a query string rebuilt from logged query: fields
+  std::string path_;                // scratch: a logged path in normal form
+  limit::Plan plan_;                // scratch, reused by every decision: no allocation per request
+  decide::DescriptorCall call_;     // scratch: an RLS line's descriptors
+  std::string call_text_;           // their decoded keys and values
+  decide::DescriptorPlan planned_;  // scratch: their plan
   store::Outcome outcome_;
   // --lease: the instances, and an exact store that decides only what the leases admitted.
   std::unique_ptr<LeaseFleet> fleet_;

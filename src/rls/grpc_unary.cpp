@@ -86,19 +86,4 @@ std::optional<std::chrono::microseconds> parse_timeout(std::string_view text) {
   }
 }
 
-std::string percent_encode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (c >= 0x20 && c <= 0x7e && c != '%') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
 }  // namespace floodgate::rls

@@ -45,7 +45,4 @@ void frame(std::string& out, std::string_view message);
 // (nullopt); zero as well (Envoy sends a 0 timeout as "none").
 std::optional<std::chrono::microseconds> parse_timeout(std::string_view text);
 
-// `grpc-message`: printable ASCII but '%' as is, every other byte %XX.
-std::string percent_encode(std::string_view text);
-
 }  // namespace floodgate::rls

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
-#include <vector>
 
 #include "floodgate/config/bounds.hpp"
 #include "floodgate/keys/key_builder.hpp"
@@ -15,25 +13,6 @@ namespace {
 
 using Response = wire::RateLimitResponse;
 using Unit = wire::RateLimitResponse::RateLimit::Unit;
-
-std::int64_t override_seconds(wire::OverrideUnit u) {
-  switch (u) {
-    case wire::OVERRIDE_SECOND:
-      return 1;
-    case wire::OVERRIDE_MINUTE:
-      return 60;
-    case wire::OVERRIDE_HOUR:
-      return 3600;
-    case wire::OVERRIDE_DAY:
-      return 86400;
-    case wire::OVERRIDE_MONTH:
-      return 30 * 86400;
-    case wire::OVERRIDE_YEAR:
-      return 365 * 86400;
-    default:
-      return 0;
-  }
-}
 
 // Why `req` cannot be decided (INVALID_ARGUMENT), or empty.
 std::string invalid(const wire::RateLimitRequest& req) {
@@ -47,31 +26,10 @@ std::string invalid(const wire::RateLimitRequest& req) {
       if (d.entries(j).key().empty())
         return at + ".entries[" + std::to_string(j) + "] has an empty key";
     // An enum keeps any number it was sent: every value but the six units is refused.
-    if (d.has_limit() && override_seconds(d.limit().unit()) == 0)
+    if (d.has_limit() && decide::override_unit_seconds(d.limit().unit()) == 0)
       return at + ".limit has no unit of second, minute, hour, day, month or year";
   }
   return "";
-}
-
-// The rule `desc` gets in `d` (-1: none): each entry looked up by key and value, then by the
-// value patterns in order, then by key; the rule of the node the last entry leads to.
-int match(const config::RlsDomain& d, const wire::RateLimitDescriptor& desc) {
-  std::size_t at = 0;
-  for (const auto& e : desc.entries()) {
-    const auto& node = d.nodes[at];
-    std::optional<std::size_t> next;
-    if (!node.exact.empty())
-      if (auto it = node.exact.find({e.key(), e.value()}); it != node.exact.end())
-        next = it->second;
-    for (std::size_t p = 0; !next && p < node.patterns.size(); ++p)
-      if (node.patterns[p].key == e.key() && e.value().starts_with(node.patterns[p].prefix))
-        next = node.patterns[p].node;
-    if (!next)
-      if (auto it = node.any.find(e.key()); it != node.any.end()) next = it->second;
-    if (!next) return -1;
-    at = *next;
-  }
-  return d.nodes[at].rule;
 }
 
 // A descriptor's cost: its hits_addend, else the request's, else 1 (0 is Envoy's "unset").
@@ -133,9 +91,6 @@ void set_duration(wire::Duration& d, limit::Micros micros) {
   d.set_nanos(static_cast<std::int32_t>(micros % 1'000'000) * 1000);
 }
 
-// What each descriptor is: not limited, unlimited, or limited by items of the plan.
-enum class Kind { none, unlimited, limited };
-
 // Descriptor `i`'s status from its items' decisions: refused when an enforcing one refused;
 // the limit shown is the refusing one with the longest wait, else the one closest to refusal.
 void status_of(std::uint32_t i, const limit::Plan& plan, const store::Outcome& outcome,
@@ -176,103 +131,79 @@ void status_of(std::uint32_t i, const limit::Plan& plan, const store::Outcome& o
   if (until > 0) set_duration(*st.mutable_duration_until_reset(), until);
 }
 
+// `req`'s descriptors as views into it.
+void read_call(const wire::RateLimitRequest& req, decide::DescriptorCall& call) {
+  call.clear();
+  call.domain = req.domain();
+  for (const auto& d : req.descriptors()) {
+    auto& c = call.descriptors.emplace_back();
+    c.first = static_cast<std::uint32_t>(call.entries.size());
+    c.count = static_cast<std::uint32_t>(d.entries_size());
+    for (const auto& e : d.entries()) call.entries.push_back({e.key(), e.value()});
+    c.hits = hits_of(req, d);
+    if (d.has_limit()) {
+      c.own_limit = d.limit().requests_per_unit();
+      c.own_seconds = decide::override_unit_seconds(d.limit().unit());
+    }
+  }
+}
+
+// The response: every descriptor's status from the plan's decisions (`over`: refused).
+void answer(const decide::DescriptorPlan& planned, const store::Outcome& outcome, bool over,
+            limit::Micros now, Response& res) {
+  for (std::size_t i = 0; i < planned.kinds.size(); ++i) {
+    auto& st = *res.add_statuses();
+    st.set_code(Response::OK);
+    if (planned.kinds[i] == decide::DescriptorKind::unlimited) st.set_limit_remaining(4294967295u);
+    if (planned.kinds[i] == decide::DescriptorKind::limited)
+      status_of(static_cast<std::uint32_t>(i), planned.plan, outcome, now, st);
+  }
+  res.set_overall_code(over ? Response::OVER_LIMIT : Response::OK);
+}
+
 }  // namespace
+
+CallScratch::CallScratch()
+    : request(std::make_unique<wire::RateLimitRequest>()),
+      response(std::make_unique<wire::RateLimitResponse>()) {}
+CallScratch::~CallScratch() = default;
 
 boost::asio::awaitable<Answer> should_rate_limit(decide::Gate& gate,
                                                  const config::ConfigPtr& snapshot,
                                                  std::string_view message, limit::Micros now,
-                                                 CallRecord& record) {
-  wire::RateLimitRequest req;
+                                                 CallScratch& scratch, CallRecord& record) {
+  auto& req = *scratch.request;
   if (!req.ParseFromArray(message.data(), static_cast<int>(message.size())))
     co_return Answer{GrpcCode::invalid_argument, "the message is not a RateLimitRequest", {}};
   if (auto why = invalid(req); !why.empty())
     co_return Answer{GrpcCode::invalid_argument, std::move(why), {}};
   record.domain = req.domain();
-  const auto n = static_cast<std::size_t>(req.descriptors_size());
-  Response res;
-  res.set_overall_code(Response::OK);
-  for (std::size_t i = 0; i < n; ++i) res.add_statuses()->set_code(Response::OK);
+  read_call(req, scratch.call);
+  record.read = true;
+  auto& res = *scratch.response;
+  res.Clear();
   const auto& config = *snapshot;
   const auto* domain = config.rls.domain(req.domain());
   if (!domain) {  // as envoyproxy/ratelimit: an unknown domain limits nothing
+    for (int i = 0; i < req.descriptors_size(); ++i) res.add_statuses()->set_code(Response::OK);
+    res.set_overall_code(Response::OK);
     Answer a;
     res.SerializeToString(&a.body);
     co_return a;
   }
   const auto& route = config.routes[domain->route];
   record.route = &route;
+  auto& planned = scratch.planned;
+  decide::plan_descriptors(config, *domain, route, scratch.call, gate.hasher(config), planned);
 
-  // Each descriptor's rule, then `replaces` across the call's matched rules.
-  std::vector<int> rules(n, -1);
-  for (std::size_t i = 0; i < n; ++i)
-    if (!req.descriptors(static_cast<int>(i)).has_limit())
-      rules[i] = match(*domain, req.descriptors(static_cast<int>(i)));
-  std::set<std::string_view> replaced;
-  for (int r : rules)
-    if (r >= 0)
-      for (const auto& name : domain->rules[static_cast<std::size_t>(r)].replaces)
-        replaced.insert(name);
-  for (auto& r : rules)
-    if (r >= 0 && !domain->rules[static_cast<std::size_t>(r)].name.empty() &&
-        replaced.count(domain->rules[static_cast<std::size_t>(r)].name))
-      r = -1;
-
-  // The plan: every limited descriptor's items, keyed by its entries (an override: by its
-  // keys, values and rate, so that it never shares a counter with a configured limit).
-  auto& hasher = gate.hasher(config);
-  std::vector<std::vector<std::string_view>> values(n);
-  std::vector<std::string> rates(n);
-  std::vector<keys::RequestFacts> facts(n);
-  std::vector<Kind> kinds(n, Kind::none);
-  limit::Plan plan;
-  const auto& ov_limit = route.limits[domain->override_limit];
-  config::Limit keyed_override;  // the override limit with a key for this call's entries
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& d = req.descriptors(static_cast<int>(i));
-    facts[i].route = route.name;
-    const auto hits = hits_of(req, d);
-    auto add = [&](const config::Limit& keyed, const config::Limit& counted,
-                   const config::LimitParams& params) {
-      auto& item = plan.items.emplace_back();
-      keys::build_key_into(item.key, config.store.key_prefix, route, keyed, facts[i], hasher);
-      limit::fill_item(item, counted, params, hits);
-      item.tag = static_cast<std::uint32_t>(i);
-      plan.limits.push_back(&counted);
-    };
-    if (d.has_limit()) {
-      for (const auto& e : d.entries()) values[i].insert(values[i].end(), {e.key(), e.value()});
-      rates[i] = std::to_string(d.limit().requests_per_unit()) + "/" +
-                 std::to_string(override_seconds(d.limit().unit()));
-      values[i].push_back(rates[i]);
-      facts[i].descriptor = values[i];
-      keyed_override.name = ov_limit.name;
-      keyed_override.key.clear();
-      for (std::size_t k = 0; k < values[i].size(); ++k)
-        keyed_override.key.push_back({config::KeyPart::Kind::descriptor, std::to_string(k), {}});
-      config::LimitParams params;
-      params.limit = d.limit().requests_per_unit();
-      params.window = std::chrono::seconds(override_seconds(d.limit().unit()));
-      add(keyed_override, ov_limit, params);
-      kinds[i] = Kind::limited;
-      continue;
-    }
-    if (rules[i] < 0) continue;
-    const auto& rule = domain->rules[static_cast<std::size_t>(rules[i])];
-    if (rule.unlimited) {
-      kinds[i] = Kind::unlimited;
-      continue;
-    }
-    for (const auto& e : d.entries()) values[i].push_back(e.value());
-    facts[i].descriptor = values[i];
-    for (auto li : rule.limits) add(route.limits[li], route.limits[li], route.limits[li].params);
-    kinds[i] = rule.limits.empty() ? Kind::none : Kind::limited;
-  }
-
-  store::Outcome outcome;
+  auto& outcome = scratch.outcome;
+  outcome.decisions.clear();
+  outcome.now = 0;
   bool over = false;
-  if (!plan.items.empty() && gate.ready(snapshot, plan, now) == decide::Ruling::ask) {
-    auto reply =
-        co_await gate.decide_plan(snapshot, route, plan, now, facts, record.admission, &outcome);
+  if (!planned.plan.items.empty() &&
+      gate.ready(snapshot, planned.plan, now) == decide::Ruling::ask) {
+    auto reply = co_await gate.decide_plan(snapshot, route, planned.plan, now, planned.facts,
+                                           record.admission, &outcome);
     if (reply && reply->status != 429)
       co_return Answer{GrpcCode::unavailable,
                        "the limit store cannot decide (rls.on_store_error: fail_closed)",
@@ -280,14 +211,7 @@ boost::asio::awaitable<Answer> should_rate_limit(decide::Gate& gate,
     over = reply.has_value();
   }
   record.over_limit = over;
-  const auto decided_at = outcome.now != 0 ? outcome.now : now;
-  for (std::size_t i = 0; i < n; ++i) {
-    auto& st = *res.mutable_statuses(static_cast<int>(i));
-    if (kinds[i] == Kind::unlimited) st.set_limit_remaining(4294967295u);
-    if (kinds[i] == Kind::limited)
-      status_of(static_cast<std::uint32_t>(i), plan, outcome, decided_at, st);
-  }
-  res.set_overall_code(over ? Response::OVER_LIMIT : Response::OK);
+  answer(planned, outcome, over, outcome.now != 0 ? outcome.now : now, res);
   Answer a;
   res.SerializeToString(&a.body);
   co_return a;

@@ -6,11 +6,13 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "floodgate/config/config.hpp"
 #include "floodgate/decide/admission.hpp"
+#include "floodgate/decide/descriptor_plan.hpp"
 #include "floodgate/decide/gate.hpp"
 #include "grpc_unary.hpp"
 
@@ -26,14 +28,31 @@ struct Answer {
 struct CallRecord {
   const config::Route* route = nullptr;  // the domain's (null: unknown, or not decided)
   std::string domain;
+  bool read = false;  // the request was a valid call: CallScratch::call holds it
   bool over_limit = false;
   decide::Admission admission;
+};
+
+namespace wire {
+class RateLimitRequest;
+class RateLimitResponse;
+}  // namespace wire
+
+// What a worker reuses from call to call: the messages, the call's views, its plan.
+struct CallScratch {
+  CallScratch();
+  ~CallScratch();
+  std::unique_ptr<wire::RateLimitRequest> request;
+  std::unique_ptr<wire::RateLimitResponse> response;
+  decide::DescriptorCall call;
+  decide::DescriptorPlan planned;
+  store::Outcome outcome;
 };
 
 // Decides the serialized RateLimitRequest `message` under `snapshot` at `now`.
 boost::asio::awaitable<Answer> should_rate_limit(decide::Gate& gate,
                                                  const config::ConfigPtr& snapshot,
                                                  std::string_view message, limit::Micros now,
-                                                 CallRecord& record);
+                                                 CallScratch& scratch, CallRecord& record);
 
 }  // namespace floodgate::rls

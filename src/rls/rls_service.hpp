@@ -6,8 +6,12 @@
 // UNAVAILABLE; past grpc-timeout: DEADLINE_EXCEEDED) in a trailers-only answer. The
 // connection stays up whatever one call sends. One per worker, on its loop.
 
+#include <memory>
+#include <vector>
+
 #include "exchange/stream_service.hpp"
 #include "floodgate/decide/gate.hpp"
+#include "rls_call.hpp"
 
 namespace floodgate::rls {
 
@@ -24,6 +28,11 @@ class RlsService final : public http::StreamService {
 
  private:
   decide::Gate& gate_;
+  // Scratch of calls not in flight: a call takes one (or makes one) and gives it back, so
+  // that calls waiting on the store at once each have their own. A burst's extra ones are
+  // freed rather than kept.
+  static constexpr std::size_t kSpares = 64;
+  std::vector<std::unique_ptr<CallScratch>> spare_;
 };
 
 }  // namespace floodgate::rls

@@ -9,13 +9,18 @@
 
 #include <boost/json.hpp>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <sstream>
 #include <string>
 
+#include "delay_proxy.hpp"
 #include "floodgate_process.hpp"
 #include "harness.hpp"
 #include "redis_server.hpp"
+#include "test_pki.hpp"
 
 namespace floodgate::testing {
 namespace {
@@ -27,11 +32,9 @@ using namespace std::chrono_literals;
 const std::string kRlsPeer =
     "/usr/bin/python3 " FLOODGATE_SOURCE_DIR "/tests/integration/rls/rls_peer.py";
 
-// The answer to `n` calls of `request` (JSON, rls_peer.py's REQUEST): the last one, with
-// "counts" of each overall code.
-json::object rls_call(std::uint16_t port, const std::string& request, int n = 1) {
-  auto out = command_output(
-      kRlsPeer + " call " + std::to_string(port) + " '" + request + "' " + std::to_string(n), 60);
+// What rls_peer.py printed for `args` (its one JSON line).
+json::object peer(const std::string& args) {
+  auto out = command_output(kRlsPeer + " " + args, 60);
   boost::system::error_code ec;
   auto v = json::parse(out, ec);
   if (ec || !v.is_object()) {
@@ -41,15 +44,15 @@ json::object rls_call(std::uint16_t port, const std::string& request, int n = 1)
   return v.as_object();
 }
 
+// The answer to `n` calls of `request` (JSON, rls_peer.py's REQUEST): the last one, with
+// "counts" of each overall code.
+json::object rls_call(std::uint16_t port, const std::string& request, int n = 1) {
+  return peer("call " + std::to_string(port) + " '" + request + "' " + std::to_string(n));
+}
+
+// One call whose message is the bytes `hex`.
 json::object rls_raw(std::uint16_t port, const std::string& hex) {
-  auto out = command_output(kRlsPeer + " raw " + std::to_string(port) + " '" + hex + "'", 60);
-  boost::system::error_code ec;
-  auto v = json::parse(out, ec);
-  if (ec || !v.is_object()) {
-    ADD_FAILURE() << "rls_peer.py printed: " << out;
-    return {};
-  }
-  return v.as_object();
+  return peer("raw " + std::to_string(port) + " '" + hex + "'");
 }
 
 std::int64_t code_count(const json::object& answer, const char* code) {
@@ -77,21 +80,32 @@ std::string at_path(const json::value& v, std::initializer_list<std::string_view
 
 // floodgate serving only Envoy's rate limit service: `rls` is the section's body (domains,
 // envoy_config, ...), its listener on a free port; `extra`: more top-level YAML.
+// `tls`: the listener's TLS section (`{ certificates: [...] }`), or none (h2c).
 class RlsServer {
  public:
-  explicit RlsServer(const std::string& rls, const std::string& extra = "") : port_(free_port()) {
-    const std::string yaml = "server: { threads: 2 }\n" + extra +
-                             "rls:\n  listen: [\"127.0.0.1:" + std::to_string(port_) + "\"]\n" +
-                             rls;
-    path_ = write_temp_file("rls-" + std::to_string(port_) + ".yaml", yaml);
+  explicit RlsServer(const std::string& rls, const std::string& extra = "",
+                     const std::string& tls = "")
+      : port_(free_port()), extra_(extra), tls_(tls) {
+    path_ = write_temp_file(name(), yaml(rls));
     process_ = start_floodgate(path_);
     wait_listening(port_);
   }
   std::uint16_t port() const { return port_; }
   ChildProcess& process() { return *process_; }
+  const std::string& path() const { return path_; }
+  // The config file rewritten with `rls` as the section's body (then SIGHUP it).
+  void rewrite(const std::string& rls) { write_temp_file(name(), yaml(rls)); }
 
  private:
+  std::string name() const { return "rls-" + std::to_string(port_); }
+  std::string yaml(const std::string& rls) const {
+    const auto address = "\"127.0.0.1:" + std::to_string(port_) + "\"";
+    return "server: { threads: 2 }\n" + extra_ + "rls:\n  listen: [" +
+           (tls_.empty() ? address : "{ address: " + address + ", tls: " + tls_ + " }") + "]\n" +
+           rls;
+  }
   std::uint16_t port_;
+  std::string extra_, tls_;
   std::string path_;
   std::unique_ptr<ChildProcess> process_;
 };
@@ -382,6 +396,171 @@ TEST(Rls, CheckConfigNamesTheFileLineAndColumnOfABadRatelimitFile) {
   EXPECT_NE(out.find((dir / "a.yaml").string() + ":5:"), std::string::npos) << out;
   EXPECT_NE(out.find("duplicate descriptor"), std::string::npos) << out;
   fs::remove_all(dir);
+}
+
+TEST(Rls, ATlsListenerServesCallsOverH2ByAlpn) {
+  TestPki pki;
+  const auto leaf = pki.issue("rls.test", {"rls.test"}, {"127.0.0.1"});
+  RlsServer fg(kEdgeRules, "",
+               "{ certificates: [ { cert: \"" + leaf.cert + "\", key: \"" + leaf.key + "\" } ] }");
+  const std::string call =
+      R"({"tls":{"ca":")" + pki.ca_file() +
+      R"(","name":"rls.test"},"domain":"edge","descriptors":[{"entries":[["remote_address","10.4.4.4"]]}]})";
+  auto a = rls_call(fg.port(), call, 4);
+  EXPECT_EQ(code_count(a, "OK"), 3) << json::serialize(a);
+  EXPECT_EQ(code_count(a, "OVER_LIMIT"), 1);
+  // A client that does not speak TLS gets nothing decided from it.
+  auto plain = rls_call(
+      fg.port(),
+      R"({"timeout":3,"domain":"edge","descriptors":[{"entries":[["remote_address","10.4.4.4"]]}]})");
+  const auto code = at_path(plain, {"code"});
+  EXPECT_TRUE(code == "UNAVAILABLE" || code == "DEADLINE_EXCEEDED") << json::serialize(plain);
+}
+
+TEST(Rls, AReloadChangesTheDomainsAndABadOneChangesNothing) {
+  const std::string rules =
+      "  domains:\n    - domain: edge\n      descriptors:\n"
+      "        - match: [ { key: user } ]\n          limits: [ { name: "
+      "per-user, algorithm: fixed_window, limit: LIMIT, window: 1h } ]\n";
+  RlsServer fg(substitute(rules, "LIMIT", "2"));
+  const std::string carol = R"({"domain":"edge","descriptors":[{"entries":[["user","carol"]]}]})";
+  EXPECT_EQ(at_path(rls_call(fg.port(), carol), {"statuses", "0", "limit", "rpu"}), "2");
+  fg.rewrite(substitute(rules, "LIMIT", "5"));
+  kill(fg.process().pid(), SIGHUP);
+  std::string seen;
+  EXPECT_NE(wait_for_line(fg.process(), "is now serving", 10s, seen), "") << seen;
+  auto after = rls_call(fg.port(), carol);
+  EXPECT_EQ(at_path(after, {"statuses", "0", "limit", "rpu"}), "5") << json::serialize(after);
+  // A domain whose limit has no unit: rejected as a whole, the running rules stay.
+  fg.rewrite(substitute(rules, "LIMIT", "5, window: fortnight"));
+  kill(fg.process().pid(), SIGHUP);
+  EXPECT_NE(wait_for_line(fg.process(), "reload rejected", 10s, seen), "") << seen;
+  auto kept = rls_call(fg.port(), carol);
+  EXPECT_EQ(at_path(kept, {"statuses", "0", "limit", "rpu"}), "5") << json::serialize(kept);
+}
+
+// Until a client from another process has a connection to `port` open (`ss` lists it).
+bool rls_client_connected(std::uint16_t port) {
+  return eventually(
+      [&] {
+        auto out = command_output(
+            "ss -Htn state established '( dport = :" + std::to_string(port) + " )'", 5);
+        return !out.empty();
+      },
+      20s);
+}
+
+TEST(Rls, SigtermLetsACallInFlightFinishAndExitsZero) {
+  RedisServer redis;
+  DelayProxy far(redis.port(), 1500ms);  // every store round trip takes 3 s
+  const std::string store =
+      "store:\n  backend: redis\n  redis: { address: \"127.0.0.1:" + std::to_string(far.port()) +
+      "\", timeout: 8s }\n  key_secret: rls-test-secret-0123456789\n";
+  RlsServer fg(one_rule("fail_closed", "10"), store);
+  const std::string dave = R"({"domain":"edge","descriptors":[{"entries":[["user","dave"]]}]})";
+  auto call = std::async(std::launch::async, [&] { return rls_call(fg.port(), dave); });
+  ASSERT_TRUE(rls_client_connected(fg.port()));
+  std::this_thread::sleep_for(
+      500ms);  // the call is sent with the connection: it waits on the store
+  const auto exited = fg.process().signal_and_wait(SIGTERM, 20s);
+  auto answer = call.get();
+  EXPECT_EQ(at_path(answer, {"overall"}), "OK") << json::serialize(answer);
+  EXPECT_EQ(at_path(answer, {"statuses", "0", "remaining"}), "9");
+  ASSERT_TRUE(exited.has_value());
+  EXPECT_EQ(*exited, 0);
+}
+
+TEST(Rls, LeasesOnTwoInstancesNeverAdmitPastTheLimit) {
+  RedisServer redis;
+  const std::string rules =
+      "  on_store_error: fail_closed\n  domains:\n    - domain: edge\n"
+      "      descriptors:\n        - match: [ { key: user } ]\n"
+      "          limits: [ { name: per-user, algorithm: fixed_window, "
+      "limit: 40, window: 1h, lease: { size: 5 } } ]\n";
+  RlsServer a(rules, redis_store(redis.port()));
+  RlsServer b(rules, redis_store(redis.port()));
+  wait_for_store(a.port());
+  wait_for_store(b.port());
+  const std::string erin = R"({"domain":"edge","descriptors":[{"entries":[["user","erin"]]}]})";
+  auto from_a = rls_call(a.port(), erin, 30);
+  auto from_b = rls_call(b.port(), erin, 30);
+  const auto admitted = code_count(from_a, "OK") + code_count(from_b, "OK");
+  // Never more than the limit; at most the early-refusal bound --check-config publishes for 2
+  // instances with leases of 5 of a fixed window ((2 - 1) x 5 = 5) fewer.
+  EXPECT_LE(admitted, 40) << json::serialize(from_a) << json::serialize(from_b);
+  EXPECT_GE(admitted, 40 - 5) << json::serialize(from_a) << json::serialize(from_b);
+  EXPECT_EQ(code_count(from_a, "OK") + code_count(from_a, "OVER_LIMIT"), 30);
+}
+
+TEST(Rls, AQuotaIsAnsweredUntilTheNextMidnight) {
+  RlsServer fg(
+      "  domains:\n    - domain: edge\n      descriptors:\n"
+      "        - match: [ { key: tenant } ]\n          limits: [ { name: daily, "
+      "algorithm: quota, limit: 2, period: day, timezone: UTC } ]\n");
+  const std::string acme = R"({"domain":"edge","descriptors":[{"entries":[["tenant","acme"]]}]})";
+  auto a = rls_call(fg.port(), acme, 3);
+  EXPECT_EQ(code_count(a, "OK"), 2) << json::serialize(a);
+  EXPECT_EQ(at_path(a, {"overall"}), "OVER_LIMIT");
+  EXPECT_EQ(at_path(a, {"statuses", "0", "limit", "unit"}), "DAY");
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  const double to_midnight = static_cast<double>(86400 - now % 86400);
+  const double reset = std::stod(at_path(a, {"statuses", "0", "reset"}));
+  EXPECT_NEAR(reset, to_midnight, 30.0) << json::serialize(a);
+}
+
+// The access log's RLS lines replayed under the same config: every call is decided again as
+// the listener decided it (floodgate replay --decisions, line by line).
+TEST(Rls, ReplayOfTheAccessLogDecidesEachCallAsTheListenerDid) {
+  RlsServer fg(kEdgeRules, "log: { access_log: true, replay_fields: auto }\n");
+  struct Calls {
+    std::string request;
+    int n;
+  };
+  const std::vector<Calls> calls = {
+      {R"({"domain":"edge","descriptors":[{"entries":[["remote_address","10.5.5.5"]]}]})", 5},
+      {R"({"domain":"edge","descriptors":[{"entries":[["tenant","acme"],["path","/a&b=c d"]]},{"entries":[["remote_address","10.5.5.6"]]}]})",
+       4},
+      {R"({"domain":"edge","hits":2,"descriptors":[{"entries":[["plan","gold-eu"]]}]})", 2},
+      {R"({"domain":"edge","descriptors":[{"entries":[["remote_address","10.5.5.7"]],"limit":[2,"HOUR"]}]})",
+       3},
+      {R"({"domain":"nowhere","descriptors":[{"entries":[["k","v"]]}]})", 1}};
+  int total = 0, over = 0;
+  for (const auto& c : calls) {
+    auto a = rls_call(fg.port(), c.request, c.n);
+    total += c.n;
+    over += static_cast<int>(code_count(a, "OVER_LIMIT"));
+  }
+  EXPECT_EQ(over, 2 + 1 + 1 + 1);
+  std::string log, seen;
+  for (int i = 0; i < total; ++i) {
+    auto line = wait_for_line(fg.process(), "\"protocol\":\"rls\"", 5s, seen);
+    ASSERT_NE(line, "") << "only " << i << " of " << total << " lines: " << seen;
+    EXPECT_NE(line.find("\"rls:0\":"), std::string::npos) << line;
+    log += line + "\n";
+  }
+  const auto log_path = write_temp_file("rls-access-log", log);
+  const auto tsv = log_path + ".tsv";
+  auto report = command_output(std::string(FLOODGATE_BINARY) + " replay --config " + fg.path() +
+                                   " --json --decisions " + tsv + " " + log_path,
+                               60);
+  boost::system::error_code ec;
+  auto r = json::parse(report, ec);
+  ASSERT_FALSE(ec) << report;
+  EXPECT_EQ(at_path(r, {"candidate", "requests"}), std::to_string(total)) << report;
+  EXPECT_EQ(at_path(r, {"candidate", "refused"}), std::to_string(over)) << report;
+  // Line by line: refused in the replay exactly where the listener answered OVER_LIMIT.
+  std::ifstream decisions(tsv);
+  std::istringstream lines(log);
+  std::string d, l;
+  int compared = 0;
+  while (std::getline(decisions, d) && std::getline(lines, l)) {
+    const bool live = l.find("\"decision\":\"limited\"") != std::string::npos;
+    EXPECT_EQ(d.find("\trefused\t") != std::string::npos, live) << d << "\n" << l;
+    ++compared;
+  }
+  EXPECT_EQ(compared, total);
 }
 
 }  // namespace

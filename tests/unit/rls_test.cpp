@@ -5,7 +5,9 @@
 
 #include <string>
 
+#include "exchange/grpc.hpp"
 #include "floodgate/config/loader.hpp"
+#include "floodgate/decide/descriptor_plan.hpp"
 #include "rls/grpc_unary.hpp"
 
 namespace floodgate {
@@ -117,7 +119,46 @@ TEST(GrpcUnary, TimeoutsAreReadInEveryUnitAndZeroMeansNone) {
 }
 
 TEST(GrpcUnary, MessagesArePercentEncoded) {
-  EXPECT_EQ(rls::percent_encode("50% off\n\xc3\xa9"), "50%25 off%0A%C3%A9");
+  EXPECT_EQ(http::percent_encoded("50% off\n\xc3\xa9"), "50%25 off%0A%C3%A9");
+}
+
+// The access log's text of a descriptor reads back as the same entries, whatever bytes they
+// hold; a text that is not one changes nothing.
+TEST(DescriptorText, EntriesReadBackAsTheyWereSent) {
+  using Entry = decide::DescriptorCall::Entry;
+  const std::string odd("a&b=c %\"\\\x01\xff", 12);
+  const std::vector<Entry> entries = {{"remote_address", "10.0.0.1"}, {"path", odd}, {"e", ""}};
+  std::string text;
+  decide::append_entries_text(text, entries);
+  EXPECT_EQ(text.find_first_of(" \"\\"), std::string::npos) << text;  // no JSON escaping needed
+  decide::DescriptorCall call;
+  std::string storage;
+  storage.reserve(text.size());
+  ASSERT_TRUE(decide::read_entries_text(text, storage, call)) << text;
+  ASSERT_EQ(call.descriptors.size(), 1u);
+  const auto read = call.entries_of(call.descriptors[0]);
+  ASSERT_EQ(read.size(), entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    EXPECT_EQ(read[i].key, entries[i].key);
+    EXPECT_EQ(read[i].value, entries[i].value);
+  }
+  for (const char* bad : {"", "=v", "k", "k=v&", "k=%4", "k=%zz", "k=a=b", "k=v&=w"}) {
+    decide::DescriptorCall c;
+    std::string s;
+    s.reserve(16);
+    EXPECT_FALSE(decide::read_entries_text(bad, s, c)) << bad;
+    EXPECT_TRUE(c.entries.empty() && c.descriptors.empty()) << bad;
+  }
+}
+
+TEST(DescriptorText, OverrideUnitsAreTheApisSixAndNothingElse) {
+  EXPECT_EQ(decide::override_unit_seconds(1), 1);
+  EXPECT_EQ(decide::override_unit_seconds(2), 60);
+  EXPECT_EQ(decide::override_unit_seconds(3), 3600);
+  EXPECT_EQ(decide::override_unit_seconds(4), 86400);
+  EXPECT_EQ(decide::override_unit_seconds(5), 30 * 86400);
+  EXPECT_EQ(decide::override_unit_seconds(6), 365 * 86400);
+  for (int unit : {0, 7, 37, -1}) EXPECT_EQ(decide::override_unit_seconds(unit), 0) << unit;
 }
 
 }  // namespace

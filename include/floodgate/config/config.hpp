@@ -17,6 +17,7 @@
 #include "floodgate/calendar/period.hpp"
 #include "floodgate/config/address.hpp"
 #include "floodgate/config/cidr_set.hpp"
+#include "floodgate/config/rls.hpp"
 #include "floodgate/config/units.hpp"
 
 // OpenSSL's EVP_PKEY, kept opaque here so that users of the config need no OpenSSL headers.
@@ -120,7 +121,9 @@ enum class LogFormat { text, json };
 // A request input the access log records for `floodgate replay` (opt-in): what a candidate
 // config's keys may need beyond the method and path every line carries.
 struct ReplayField {
-  enum class Kind { ip, host, header, query, jwt, cookie, tls } kind = Kind::ip;
+  // descriptors: an RLS call's domain and descriptors (rls:domain, rls:N, rls:N:hits,
+  // rls:N:limit), recorded by the RLS listener itself.
+  enum class Kind { ip, host, header, query, jwt, cookie, tls, descriptors } kind = Kind::ip;
   std::string name;          // header (lower case) / query parameter / claim / cookie / ja4|ja3
   bool hashed = false;       // recorded as a keyed hash: comparable, not readable
   std::string text() const;  // "ip", "header:x-api-key", ...: the log's field name
@@ -419,42 +422,8 @@ struct Route {
   bool rls = false;
 };
 
-// Envoy's rate limit service (SPEC "Envoy's rate limit service (RLS)"). Each domain's limits
-// are a Route of Config::routes named "rls:DOMAIN", so that metrics, /top, overrides, store
-// keys and replay treat a descriptor's limit as a route's; its rules say which of them a
-// descriptor gets.
-struct RlsRule {
-  std::vector<std::size_t> limits;    // into the domain route's limits
-  bool unlimited = false;             // matched, never limited (envoy_config `unlimited: true`)
-  std::string name;                   // rate_limit.name: current_limit.name, and `replaces`
-  std::vector<std::string> replaces;  // rules of these names are dropped when both match
-};
-
-// One level of a domain's rules: a descriptor's entry i is looked up in the node its entries
-// before it led to, by key and value first, then by the value patterns (a prefix ending in
-// `*`) in config order, then by key for any value (envoyproxy/ratelimit's order). A
-// descriptor gets the rule of the node its last entry leads to.
-struct RlsNode {
-  std::map<std::pair<std::string, std::string>, std::size_t> exact;  // -> nodes index
-  struct Pattern {
-    std::string key, prefix;
-    std::size_t node = 0;
-  };
-  std::vector<Pattern> patterns;
-  std::map<std::string, std::size_t, std::less<>> any;
-  int rule = -1;  // into the domain's rules; -1: none ends here
-};
-
-struct RlsDomain {
-  std::string name;
-  std::size_t route = 0;  // into Config::routes
-  // The route's last limit, "override": what a descriptor carrying its own `limit` is
-  // counted under (a fixed window of that limit, keyed by the descriptor and its rate).
-  std::size_t override_limit = 0;
-  std::vector<RlsRule> rules;
-  std::vector<RlsNode> nodes{1};  // nodes[0]: the first entry's level
-};
-
+// Envoy's rate limit service (SPEC "Envoy's rate limit service (RLS)"): its listeners and
+// domains (the domains' rules: rls.hpp).
 struct RlsSettings {
   std::vector<Listener> listen;  // gRPC over h2c, or h2 with TLS
   OnStoreError on_store_error = OnStoreError::fail_open;

@@ -9,7 +9,8 @@ the envoy/... files beside this script, which restate the API's own packages and
                                       error (by gRPC code)
   rls_peer.py raw PORT HEX            one call whose message is the bytes HEX; prints the answer
 
-REQUEST is JSON: {"domain": D, "hits": N, "timeout": SECONDS, "descriptors": [{"entries":
+REQUEST is JSON: {"domain": D, "hits": N, "timeout": SECONDS, "tls": {"ca": PEM_FILE, "name":
+SERVER_NAME} (TLS with ALPN h2 instead of h2c), "descriptors": [{"entries":
 [[KEY, VALUE], ...], "hits": N, "limit": [REQUESTS_PER_UNIT, "MINUTE"]}]}; "hits" on a
 descriptor sets its hits_addend wrapper (0 included). An answer is {"code": gRPC code name,
 "details": ..., "overall": OK|OVER_LIMIT, "statuses": [{"code", "limit": {"rpu", "unit",
@@ -96,9 +97,19 @@ def error_of(e):
     return {"code": e.code().name, "details": e.details() or ""}
 
 
+def channel_of(port, spec):
+    tls = spec.get("tls")
+    if not tls:
+        return grpc.insecure_channel("127.0.0.1:%d" % port)
+    creds = grpc.ssl_channel_credentials(root_certificates=open(tls["ca"], "rb").read())
+    return grpc.secure_channel("127.0.0.1:%d" % port, creds,
+                               options=[("grpc.ssl_target_name_override", tls["name"])])
+
+
 def main():
     mode, port = sys.argv[1], int(sys.argv[2])
-    channel = grpc.insecure_channel("127.0.0.1:%d" % port)
+    spec = json.loads(sys.argv[3]) if mode == "call" else {}
+    channel = channel_of(port, spec)
     if mode == "raw":
         stub = channel.unary_unary(METHOD, request_serializer=lambda b: b,
                                    response_deserializer=rls.RateLimitResponse.FromString)
@@ -107,7 +118,6 @@ def main():
         except grpc.RpcError as e:
             print(json.dumps(error_of(e)))
         return
-    spec = json.loads(sys.argv[3])
     n = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     stub = channel.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
                                response_deserializer=rls.RateLimitResponse.FromString)
