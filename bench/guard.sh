@@ -36,7 +36,7 @@ duration=${DURATION:-5}
 rounds=${ROUNDS:-3}
 if ((report_only == 0)); then
 for tool in nginx wrk curl; do
-  command -v "$tool" >/dev/null || { echo "guard.sh needs $tool" >&2; exit 2; }
+  command -v "$tool" >/dev/null || { echo "guard.sh needs $tool (apt-get install nginx wrk curl)" >&2; exit 2; }
 done
 [[ -x $bin ]] || { echo "guard.sh: no $bin (build first)" >&2; exit 2; }
 

@@ -340,7 +340,7 @@ std::optional<Reply> Gate::concluded(const config::Route& route, limit::Micros n
 
 void Gate::admitted(const limit::Plan& plan, const store::Outcome& outcome, const limit::Verdict& v,
                     limit::Micros decided_at, Admission& a) {
-  if (v.shown >= 0)
+  if (v.shown >= 0 && a.wants_headers)
     a.headers = limit::rate_headers(*plan.limits[v.shown], plan.items[v.shown].params, v.decision,
                                     decided_at);
   limit::after_response(

@@ -196,6 +196,7 @@ boost::asio::awaitable<Answer> should_rate_limit(decide::Gate& gate,
   auto& planned = scratch.planned;
   decide::plan_descriptors(config, *domain, route, scratch.call, gate.hasher(config), planned);
 
+  record.admission.wants_headers = false;  // the statuses say it
   auto& outcome = scratch.outcome;
   outcome.decisions.clear();
   outcome.now = 0;
