@@ -57,9 +57,10 @@ int check_config(const std::string& path) {
   return kExitOk;
 }
 
-// SIGHUP reloads: the new file is validated aside and published only when valid.
-void reload(const std::string& path, config::ConfigSource& source, spdlog::logger& log,
-            metrics::Metrics& metrics) {
+// SIGHUP reloads: the new file is validated aside and published only when valid, with what
+// only a restart changes kept as `started` has it (config::as_running).
+void reload(const std::string& path, config::ConfigSource& source, const config::Config& started,
+            spdlog::logger& log, metrics::Metrics& metrics) {
   auto r = config::load_config_file(path);
   if (!r.config) {
     metrics.reloads_failed.fetch_add(1);
@@ -69,10 +70,10 @@ void reload(const std::string& path, config::ConfigSource& source, spdlog::logge
     return;
   }
   for (const auto& w : r.warnings) log.warn("{}", w.to_string());
-  for (const auto& change : config::restart_only_changes(*source.get(), *r.config))
+  for (const auto& change : config::restart_only_changes(started, *r.config))
     log.warn("reload: {}", change);
   app::apply_log_settings(log, r.config->log);
-  source.publish(r.config);
+  source.publish(config::as_running(started, r.config));
   metrics.reloads_ok.fetch_add(1);
   log.info("reload: config from {} is now serving", path);
 }
@@ -151,7 +152,7 @@ int run(const std::string& path) {
       [&](const boost::system::error_code& ec, int sig) {
         if (ec) return;
         if (sig == SIGHUP) {
-          reload(path, source, *log, metrics);
+          reload(path, source, *r.config, *log, metrics);
           signals.async_wait(on_signal);
           return;
         }

@@ -36,6 +36,7 @@ std::string store_text(const StoreSettings& s) {
 }  // namespace
 
 std::vector<std::string> restart_only_changes(const Config& before, const Config& after) {
+  // `before` is what runs: the config the process started with, for these settings.
   std::vector<std::string> out;
   auto note = [&](const std::string& what, const std::string& was, const std::string& now) {
     if (was != now)
@@ -55,6 +56,26 @@ std::vector<std::string> restart_only_changes(const Config& before, const Config
         "store.redis.password: the new one takes effect only after a restart (connections "
         "already authenticated keep working)");
   return out;
+}
+
+ConfigPtr as_running(const Config& started, const ConfigPtr& next) {
+  const auto& a = started.store.redis;
+  const auto& b = next->store.redis;
+  if (started.server.threads == next->server.threads &&
+      started.admin.listen == next->admin.listen && started.store.backend == next->store.backend &&
+      a.address == b.address && a.nodes == b.nodes && a.username == b.username &&
+      a.password == b.password)
+    return next;
+  auto running = std::make_shared<Config>(*next);
+  running->server.threads = started.server.threads;
+  running->admin.listen = started.admin.listen;
+  running->store.backend = started.store.backend;
+  auto& r = running->store.redis;
+  r.address = a.address;
+  r.nodes = a.nodes;
+  r.username = a.username;
+  r.password = a.password;
+  return running;
 }
 
 }  // namespace floodgate::config

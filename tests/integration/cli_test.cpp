@@ -167,6 +167,52 @@ TEST(Cli, ServesReloadsOnSighupAndExitsCleanlyOnSigterm) {
   EXPECT_EQ(origin.requests(), 3u);
 }
 
+// What a reload cannot change still runs as the process started: /config says so, and each
+// reload's log compares the new file with what runs, not with the previous file.
+TEST(Cli, AReloadReportsTheThreadsThatRun) {
+  Origin origin;
+  const auto port = free_port(), admin = free_port();
+  auto config = [&](int threads) {
+    return "server:\n  listen: [127.0.0.1:" + std::to_string(port) +
+           "]\n  threads: " + std::to_string(threads) +
+           "\nadmin: { listen: \"127.0.0.1:" + std::to_string(admin) +
+           "\" }\nupstreams:\n  origin: { url: \"http://127.0.0.1:" +
+           std::to_string(origin.port()) +
+           "\" }\nroutes:\n  - name: r\n    match: { path_prefix: / }\n    upstream: origin\n";
+  };
+  auto path = temp_file("threads.yaml", config(1));
+  auto fg = start_floodgate(path.string());
+  ASSERT_TRUE(get_when_up(port, "/"));
+  auto threads_in_config = [&] {
+    auto r = get_when_up(admin, "/config");
+    if (!r) return std::string("(no answer)");
+    const auto& body = r->body();
+    const auto at = body.find("\"threads\":");
+    return at == std::string::npos ? body : body.substr(at + 10, 1);
+  };
+  EXPECT_EQ(threads_in_config(), "1");
+  std::string log;
+  // threads: 3 needs a restart: the log says 1 still runs, and so does /config.
+  std::ofstream(path) << config(3);
+  kill(fg->pid(), SIGHUP);
+  const auto line = wait_for_line(*fg, "server.threads", 5s, log);
+  EXPECT_NE(line.find("server.threads: 3 (was 1) takes effect only after a restart; still 1"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(wait_for_line(*fg, "is now serving", 5s, log), "") << log;
+  EXPECT_EQ(threads_in_config(), "1");
+  // Back to 1: that is what runs, so nothing needs a restart.
+  std::ofstream(path) << config(1);
+  kill(fg->pid(), SIGHUP);
+  std::string second;
+  EXPECT_NE(wait_for_line(*fg, "is now serving", 5s, second), "") << second;
+  EXPECT_EQ(second.find("server.threads"), std::string::npos) << second;
+  EXPECT_EQ(threads_in_config(), "1");
+  auto code = fg->signal_and_wait(SIGTERM, 5s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 0);
+}
+
 // The container's HEALTHCHECK (the image has no curl): 0 for a 200 from /healthz, 1 with the
 // reason for a closed port or a listener that never answers, 2 for an address it cannot read.
 TEST(Cli, HealthcheckAsksTheAdminListener) {

@@ -17,6 +17,7 @@ struct Endpoint {
   std::uint16_t port = 0;
 
   std::string to_string() const;  // brackets an IPv6 literal
+  bool operator==(const Endpoint&) const = default;
 };
 
 // "0.0.0.0:8080", "[::]:8080", "localhost:6379". Port 0 is allowed (tests bind ephemeral ports).

@@ -46,9 +46,14 @@ LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
 // tiers, lease terms): equal lines, the same units.
 std::string lease_definition(const StoreSettings& store, const Route& route, const Limit& limit);
 
-// What a reload from `before` to `after` changes that only a restart applies (listeners,
+// What a reload from `running` (the config the process started with: what a reload cannot
+// change still runs as it said) to `after` changes that only a restart applies (listeners,
 // threads, the admin listener, the store's server), one line each for the log.
-std::vector<std::string> restart_only_changes(const Config& before, const Config& after);
+std::vector<std::string> restart_only_changes(const Config& running, const Config& after);
+// `next` as it will run after a reload: its threads, admin listener and store connection
+// (server, cluster nodes, user, password) those of `started`, so that the published snapshot,
+// and /config with it, says what runs. `next` itself when they are the same already.
+ConfigPtr as_running(const Config& started, const ConfigPtr& next);
 
 // The one-screen summary printed by --check-config.
 std::string summarize(const Config& config);
