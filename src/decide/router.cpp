@@ -22,8 +22,8 @@ bool matches(const config::RouteMatch& m, std::string_view method, std::string_v
 
 const config::Route* match_route(const config::Config& config, std::string_view method,
                                  std::string_view host, std::string_view path) {
-  for (const auto& r : config.routes)
-    if (matches(r.match, method, host, path)) return &r;
+  for (const auto& r : config.routes)  // an RLS domain's route is never an HTTP request's
+    if (!r.rls && matches(r.match, method, host, path)) return &r;
   return nullptr;
 }
 

@@ -53,22 +53,32 @@ constexpr UnitLength kUnits[] = {
     {Response::RateLimit::MONTH, 30 * 86400}, {Response::RateLimit::YEAR, 365 * 86400}};
 
 // A limit's rate as `current_limit` states it: in the unit its window is, else the shortest
-// unit that holds a whole number of requests, else the unit nearest its window.
+// unit that holds a whole number of requests, else the unit nearest its window; a bucket's by
+// its refill rate.
 void state_rate(const limit::Params& p, limit::Micros now, Response::RateLimit& out) {
-  double count = static_cast<double>(p.capacity);
-  double window = static_cast<double>(p.window) / 1e6;  // seconds
-  if (p.algorithm == config::Algorithm::token_bucket || p.algorithm == config::Algorithm::gcra) {
-    count = p.per_second;
-    window = 1;
-  } else if (p.algorithm == config::Algorithm::quota) {
-    const auto span = p.span_at(now);
-    window = static_cast<double>(span.end - span.start) / 1e6;
-  }
   auto put = [&](Unit unit, double n) {
     out.set_unit(unit);
     out.set_requests_per_unit(
         static_cast<std::uint32_t>(std::clamp(std::llround(n), 0LL, 4294967295LL)));
   };
+  double count = static_cast<double>(p.capacity);
+  double window = static_cast<double>(p.window) / 1e6;  // seconds
+  if (p.algorithm == config::Algorithm::token_bucket || p.algorithm == config::Algorithm::gcra) {
+    // A refill rate: the shortest unit holding a whole number of refills (1/h is 1 per HOUR,
+    // not 0 per SECOND), else the shortest holding one at least.
+    for (const auto& u : kUnits) {
+      const double n = p.per_second * static_cast<double>(u.seconds);
+      if (n >= 1 && std::abs(n - std::round(n)) < 1e-9) return put(u.unit, n);
+    }
+    for (const auto& u : kUnits)
+      if (p.per_second * static_cast<double>(u.seconds) >= 1)
+        return put(u.unit, p.per_second * static_cast<double>(u.seconds));
+    return put(Response::RateLimit::YEAR, p.per_second * 365 * 86400);
+  }
+  if (p.algorithm == config::Algorithm::quota) {
+    const auto span = p.span_at(now);
+    window = static_cast<double>(span.end - span.start) / 1e6;
+  }
   if (window <= 0) return put(Response::RateLimit::SECOND, count);
   if (window == 604800) return put(Response::RateLimit::WEEK, count);
   for (const auto& u : kUnits)

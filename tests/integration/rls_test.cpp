@@ -179,6 +179,9 @@ TEST(Rls, DescriptorsAreDecidedTogetherAndARefusalChargesNothing) {
   EXPECT_EQ(code_count(a, "OVER_LIMIT"), 1);
   EXPECT_EQ(at_path(a, {"statuses", "0", "code"}), "OK") << json::serialize(a);
   EXPECT_EQ(at_path(a, {"statuses", "1", "code"}), "OVER_LIMIT");
+  // A bucket's rate is its refill rate in the shortest unit that holds a whole number of it.
+  EXPECT_EQ(at_path(a, {"statuses", "0", "limit", "rpu"}), "1");
+  EXPECT_EQ(at_path(a, {"statuses", "0", "limit", "unit"}), "HOUR");
   const std::string path_only =
       R"({"domain":"edge","descriptors":[{"entries":[["tenant","acme"],["path","/a"]]}]})";
   auto b = rls_call(fg.port(), path_only, 3);

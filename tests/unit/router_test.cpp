@@ -216,4 +216,23 @@ TEST(HostName, StripsThePortAndATrailingDotAndKeepsTheCase) {
   EXPECT_EQ(host_name(""), "");
 }
 
+// An RLS domain is a route of the snapshot (its limits, metrics, keys), never an HTTP
+// request's: a request no route matches is still a 404 when the config has domains.
+TEST(MatchRoute, AnRlsDomainsRouteNeverMatchesARequest) {
+  auto r = floodgate::config::load_config_text(
+      "server: { listen: [\"127.0.0.1:0\"] }\nupstreams: { o: { url: \"http://127.0.0.1:9\" } "
+      "}\nroutes:\n  - { name: api, match: { path_prefix: /api/ }, upstream: o }\nrls:\n  "
+      "listen: [\"127.0.0.1:0\"]\n  domains:\n    - domain: edge\n      descriptors:\n        - "
+      "match: [ { key: k } ]\n          limits: [ { name: l, algorithm: fixed_window, limit: 1, "
+      "window: 1s } ]\n",
+      "both.yaml", floodgate::config::process_env());
+  ASSERT_TRUE(r.config);
+  ASSERT_EQ(r.config->routes.size(), 2u);  // api, rls:edge
+  EXPECT_EQ(chosen(*r.config, "GET", "h", "/api/x"), "api");
+  EXPECT_EQ(chosen(*r.config, "GET", "h", "/other"), "");
+  EXPECT_EQ(chosen(*r.config, "POST", "h",
+                   "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"),
+            "");
+}
+
 }  // namespace
