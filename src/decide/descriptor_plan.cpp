@@ -89,6 +89,12 @@ void key_by_position(config::Limit& keyed, const config::Limit& l, std::size_t p
     keyed.key[k] = {config::KeyPart::Kind::descriptor, std::to_string(k), {}};
 }
 
+// A decoding that failed: `storage` as it was, no view.
+std::optional<std::string_view> fail_to(std::string& storage, std::size_t size) {
+  storage.resize(size);
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::int64_t override_unit_seconds(int unit) {
@@ -166,26 +172,50 @@ void plan_descriptors(const config::Config& config, const config::RlsDomain& dom
   plan.items.resize(items);
 }
 
-void append_entries_text(std::string& out, std::span<const DescriptorCall::Entry> entries) {
+void append_logged_text(std::string& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789ABCDEF";
-  auto put = [&](std::string_view text) {
-    for (char ch : text) {
-      const auto c = static_cast<unsigned char>(ch);
-      if (c > 0x20 && c < 0x7f && c != '%' && c != '&' && c != '=' && c != '"' && c != '\\') {
-        out += ch;
-      } else {
-        const char escaped[] = {'%', kHex[c >> 4], kHex[c & 15]};
-        out.append(escaped, sizeof escaped);
-      }
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c > 0x20 && c < 0x7f && c != '%' && c != '&' && c != '=' && c != '"' && c != '\\') {
+      out += ch;
+    } else {
+      const char escaped[] = {'%', kHex[c >> 4], kHex[c & 15]};
+      out.append(escaped, sizeof escaped);
     }
+  }
+}
+
+std::optional<std::string_view> read_logged_text(std::string_view text, std::string& storage) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
   };
+  const auto from = storage.size();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '&' || c == '=') return fail_to(storage, from);
+    if (c == '%') {
+      if (i + 2 >= text.size()) return fail_to(storage, from);
+      const int hi = hex(text[i + 1]), lo = hex(text[i + 2]);
+      if (hi < 0 || lo < 0) return fail_to(storage, from);
+      c = static_cast<char>(hi * 16 + lo);
+      i += 2;
+    }
+    storage += c;
+  }
+  return std::string_view(storage).substr(from);
+}
+
+void append_entries_text(std::string& out, std::span<const DescriptorCall::Entry> entries) {
   bool first = true;
   for (const auto& e : entries) {
     if (!first) out += '&';
     first = false;
-    put(e.key);
+    append_logged_text(out, e.key);
     out += '=';
-    put(e.value);
+    append_logged_text(out, e.value);
   }
 }
 
@@ -197,39 +227,18 @@ bool read_entries_text(std::string_view text, std::string& storage, DescriptorCa
     call.entries.resize(entries_at);
     return false;
   };
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  // One part, up to `stop` or the end, decoded onto `storage`: its view, or nullopt.
-  auto part = [&](char stop) -> std::optional<std::string_view> {
-    const auto from = storage.size();
-    while (!text.empty() && text.front() != stop && text.front() != '&') {
-      char c = text.front();
-      text.remove_prefix(1);
-      if (c == '%') {
-        if (text.size() < 2 || hex(text[0]) < 0 || hex(text[1]) < 0) return std::nullopt;
-        c = static_cast<char>(hex(text[0]) * 16 + hex(text[1]));
-        text.remove_prefix(2);
-      } else if (c == '=') {
-        return std::nullopt;
-      }
-      storage += c;
-    }
-    return std::string_view(storage).substr(from);
-  };
   if (text.empty()) return false;  // a descriptor has at least one entry
   while (true) {
-    auto key = part('=');
-    if (!key || key->empty() || text.empty() || text.front() != '=') return fail();
-    text.remove_prefix(1);
-    auto value = part('&');
-    if (!value) return fail();
+    const auto amp = text.find('&');
+    const auto pair = text.substr(0, amp);
+    const auto eq = pair.find('=');
+    if (eq == std::string_view::npos || eq == 0) return fail();
+    auto key = read_logged_text(pair.substr(0, eq), storage);
+    auto value = key ? read_logged_text(pair.substr(eq + 1), storage) : std::nullopt;
+    if (!key || !value) return fail();
     call.entries.push_back({*key, *value});
-    if (text.empty()) break;
-    text.remove_prefix(1);  // '&'
+    if (amp == std::string_view::npos) break;
+    text.remove_prefix(amp + 1);
   }
   auto& d = call.descriptors.emplace_back();
   d.first = static_cast<std::uint32_t>(entries_at);

@@ -284,40 +284,53 @@ Decision Replayer::decide(const LogRecord& r, limit::Micros now, std::size_t min
   return charge(r, *route, plan, std::span(&facts, 1), now, minute);
 }
 
-Decision Replayer::decide_call(const LogRecord& r, std::string_view domain_name, limit::Micros now,
-                               std::size_t minute) {
+Decision Replayer::decide_call(const LogRecord& r, std::string_view logged_domain,
+                               limit::Micros now, std::size_t minute) {
   Decision d;
-  const auto* domain = config_->rls.domain(domain_name);
+  auto reject = [&] {
+    ++report_.rejected;
+    d.verdict = Verdict::rejected;
+    return d;
+  };
+  call_.clear();
+  call_text_.clear();
+  std::size_t room = logged_domain.size();
+  for (const auto& [k, v] : r.fields) room += v.size();
+  call_text_.reserve(room);  // views into it must not move
+  const auto domain_name = decide::read_logged_text(logged_domain, call_text_);
+  if (!domain_name) return reject();
+  const auto* domain = config_->rls.domain(*domain_name);
   if (!domain) {  // a domain this config does not know limits nothing (as the listener)
     ++report_.unmatched;
     d.verdict = Verdict::unmatched;
     return d;
   }
-  // The descriptors, in order: rls:0, rls:1, ... with their hits and own limits.
-  call_.clear();
-  call_.domain = domain_name;
-  call_text_.clear();
-  std::size_t room = 0;
-  for (const auto& [k, v] : r.fields) room += v.size();
-  call_text_.reserve(room);  // views into it must not move
-  for (std::size_t i = 0;; ++i) {
-    const auto name = "rls:" + std::to_string(i);
-    std::optional<std::string_view> entries, hits, own;
-    for (const auto& [k, v] : r.fields) {
-      if (k == name) entries = v;
-      if (k.size() > name.size() && k.starts_with(name) && k[name.size()] == ':') {
-        if (k.substr(name.size()) == ":hits") hits = v;
-        if (k.substr(name.size()) == ":limit") own = v;
-      }
-    }
-    if (!entries) break;
-    if (!decide::read_entries_text(*entries, call_text_, call_) ||
-        !read_descriptor_terms(hits, own, call_.descriptors.back())) {
-      ++report_.rejected;
-      d.verdict = Verdict::rejected;
-      return d;
-    }
+  // The descriptors by number (rls:N, rls:N:hits, rls:N:limit) in one pass over the fields;
+  // they must be 0, 1, ... with no gap.
+  logged_.clear();
+  for (const auto& [k, v] : r.fields) {
+    if (!k.starts_with("rls:") || k == "rls:domain") continue;
+    std::size_t n = 0;
+    const auto* end = k.data() + k.size();
+    const auto [p, ec] = std::from_chars(k.data() + 4, end, n);
+    const std::string_view suffix(p, static_cast<std::size_t>(end - p));
+    if (ec != std::errc{} || n >= r.fields.size()) return reject();
+    if (logged_.size() <= n) logged_.resize(n + 1);
+    if (suffix.empty())
+      logged_[n].entries = v;
+    else if (suffix == ":hits")
+      logged_[n].hits = v;
+    else if (suffix == ":limit")
+      logged_[n].own = v;
+    else
+      return reject();
   }
+  call_.domain = *domain_name;
+  for (const auto& l : logged_)
+    if (!l.entries || !decide::read_entries_text(*l.entries, call_text_, call_) ||
+        !read_descriptor_terms(l.hits, l.own, call_.descriptors.back()))
+      return reject();
+  if (call_.descriptors.empty()) return reject();
   const auto& route = config_->routes[domain->route];
   d.route = &route;
   decide::plan_descriptors(*config_, *domain, route, call_, decider_.hasher(*config_), planned_);

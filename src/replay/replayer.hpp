@@ -155,11 +155,15 @@ class Replayer {
   decide::Decider decider_;  // offline keys (a fast hash), lease ids "replay:N"
   std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_;
   ConfigReport report_;
-  std::string query_;               // scratch: a query string rebuilt from logged query: fields
-  std::string path_;                // scratch: a logged path in normal form
-  limit::Plan plan_;                // scratch, reused by every decision: no allocation per request
-  decide::DescriptorCall call_;     // scratch: an RLS line's descriptors
-  std::string call_text_;           // their decoded keys and values
+  std::string query_;            // scratch: a query string rebuilt from logged query: fields
+  std::string path_;             // scratch: a logged path in normal form
+  limit::Plan plan_;             // scratch, reused by every decision: no allocation per request
+  decide::DescriptorCall call_;  // scratch: an RLS line's descriptors
+  std::string call_text_;        // their decoded domain, keys and values
+  struct LoggedDescriptor {      // an RLS line's rls:N, rls:N:hits, rls:N:limit
+    std::optional<std::string_view> entries, hits, own;
+  };
+  std::vector<LoggedDescriptor> logged_;
   decide::DescriptorPlan planned_;  // scratch: their plan
   store::Outcome outcome_;
   // --lease: the instances, and an exact store that decides only what the leases admitted.

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <string>
 
-#include "exchange/access_log.hpp"
 #include "exchange/grpc.hpp"
 #include "rls_call.hpp"
 
@@ -43,7 +42,7 @@ boost::asio::awaitable<void> grpc_error(Front& front, http::Exchange& x, GrpcCod
 // descriptor i rls:i (its entries), rls:i:hits (when not 1), rls:i:limit (its own limit).
 void record_call(const decide::DescriptorCall& call, std::string& out) {
   out += "\"rls:domain\":\"";
-  http::append_json_escaped(out, call.domain);
+  decide::append_logged_text(out, call.domain);  // any bytes: a domain is protobuf `bytes`
   out += '"';
   for (std::size_t i = 0; i < call.descriptors.size(); ++i) {
     const auto& d = call.descriptors[i];

@@ -151,6 +151,25 @@ TEST(DescriptorText, EntriesReadBackAsTheyWereSent) {
   }
 }
 
+// A domain is protobuf `bytes`: logged percent-encoded, it is valid UTF-8 JSON whatever was
+// sent, and reads back as sent.
+TEST(DescriptorText, ADomainOfAnyBytesIsLoggedAsText) {
+  const std::string odd = "ed\xff\xfe ge\"\\&=%";
+  std::string text;
+  decide::append_logged_text(text, odd);
+  for (char c : text) EXPECT_TRUE(c > 0x20 && c < 0x7f && c != '"' && c != '\\') << text;
+  std::string storage;
+  storage.reserve(text.size());
+  auto back = decide::read_logged_text(text, storage);
+  ASSERT_TRUE(back) << text;
+  EXPECT_EQ(*back, odd);
+  for (const char* bad : {"%", "%f", "%gg", "a&b", "a=b"}) {
+    std::string s;
+    EXPECT_FALSE(decide::read_logged_text(bad, s)) << bad;
+    EXPECT_TRUE(s.empty()) << bad;
+  }
+}
+
 TEST(DescriptorText, OverrideUnitsAreTheApisSixAndNothingElse) {
   EXPECT_EQ(decide::override_unit_seconds(1), 1);
   EXPECT_EQ(decide::override_unit_seconds(2), 60);

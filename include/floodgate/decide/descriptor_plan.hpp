@@ -7,6 +7,7 @@
 // into whoever decoded it (a RateLimitRequest, an access log line).
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -69,13 +70,19 @@ void plan_descriptors(const config::Config& config, const config::RlsDomain& dom
                       const config::Route& route, const DescriptorCall& call,
                       keys::KeyHasher& hasher, DescriptorPlan& out);
 
-// A descriptor's entries as one text for the access log (replay field `descriptors`):
-// `key=value` pairs joined by `&`, every byte outside printable ASCII and each of
-// `%&="\` and the space percent-encoded, so that the text needs no JSON escaping.
+// A descriptor's key, value or domain as the access log holds it (replay field
+// `descriptors`): every byte outside printable ASCII and each of `%&="\` and the space
+// percent-encoded, so that it needs no JSON escaping and is valid UTF-8 whatever was sent.
+void append_logged_text(std::string& out, std::string_view text);
+// The reverse onto `storage` (reserved by the caller for `text.size()` more bytes: views into
+// it must not move): the decoded view, or nullopt (`storage` unchanged) when `text` is not
+// such a text.
+std::optional<std::string_view> read_logged_text(std::string_view text, std::string& storage);
+// A descriptor's entries as one logged text: `key=value` pairs joined by `&`, each part as
+// append_logged_text writes it.
 void append_entries_text(std::string& out, std::span<const DescriptorCall::Entry> entries);
-// The reverse: a descriptor of `text`'s entries appended to `call`, its keys and values
-// decoded into `storage` (reserved by the caller for `text.size()` more bytes: views into it
-// must not move). False, with `call` unchanged, when `text` is not such a text.
+// The reverse: a descriptor of `text`'s entries appended to `call`, decoded into `storage` (as
+// read_logged_text). False, with `call` unchanged, when `text` is not such a text.
 bool read_entries_text(std::string_view text, std::string& storage, DescriptorCall& call);
 
 }  // namespace floodgate::decide
