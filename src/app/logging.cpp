@@ -3,6 +3,8 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <vector>
+
 namespace floodgate::app {
 
 namespace {
@@ -44,12 +46,23 @@ class EscapedMessage final : public spdlog::custom_flag_formatter {
 
 }  // namespace
 
-std::shared_ptr<spdlog::logger> make_access_logger() {
-  auto log =
-      std::make_shared<spdlog::logger>("access", std::make_shared<spdlog::sinks::stdout_sink_mt>());
-  log->set_pattern("%v");  // each line is already a JSON object
-  log->set_level(spdlog::level::info);
-  return log;
+AccessLog make_access_logger(const config::LogSettings& settings) {
+  AccessLog out;
+  std::vector<spdlog::sink_ptr> sinks;
+  if (!settings.access_log_path.empty()) {
+    out.file = std::make_shared<AccessLogFile>(settings.access_log_path);
+    if (auto why = out.file->open()) {
+      out.error = *why;
+      return out;
+    }
+    sinks.push_back(out.file);
+  }
+  if (settings.access_log_path.empty() || settings.access_log_stdout)
+    sinks.push_back(std::make_shared<spdlog::sinks::stdout_sink_mt>());
+  out.logger = std::make_shared<spdlog::logger>("access", sinks.begin(), sinks.end());
+  out.logger->set_pattern("%v");  // each line is already a JSON object
+  out.logger->set_level(spdlog::level::info);
+  return out;
 }
 
 void apply_log_settings(spdlog::logger& log, const config::LogSettings& s) {

@@ -96,7 +96,13 @@ int run(const std::string& path) {
   metrics.backend = config::to_string(r.config->store.backend);
   metrics.memory_evictions = [&memory] { return memory.evictions(); };
   admin::AdminState admin_state;
-  auto access_log = app::make_access_logger();
+  // The access log's destinations are read at start (a reload that changes them says it takes
+  // a restart); SIGUSR1 reopens its file.
+  auto access_log = app::make_access_logger(r.config->log);
+  if (!access_log.logger) {
+    log->critical("{}", access_log.error);
+    return kExitRuntime;
+  }
   // Per-caller overrides (the admin API): kept in Redis and read by every instance sharing it,
   // or in this process for the memory store.
   limit::OverrideBoard overrides;
@@ -112,10 +118,10 @@ int run(const std::string& path) {
   app::JwksRefresher jwks(source, metrics, log);
   jwks.start();
   // Store connection settings are read at start; changing them needs a restart.
-  http::Server server(
-      source, log,
-      {clock, app::configured_store_factory(*r.config, memory, leases, clock, log),
-       app::memory_store_factory(memory), metrics, access_log.get(), &overrides, &jwks.cell()});
+  http::Server server(source, log,
+                      {clock, app::configured_store_factory(*r.config, memory, leases, clock, log),
+                       app::memory_store_factory(memory), metrics, access_log.logger.get(),
+                       &overrides, &jwks.cell()});
   metrics.store_health = [&server] { return server.store_health(); };
   metrics.upstream_servers = [&server] { return server.upstream_servers(); };
   std::unique_ptr<admin::AdminServer> admin_server;
@@ -148,11 +154,22 @@ int run(const std::string& path) {
 
   boost::asio::io_context signals_ioc;
   boost::asio::signal_set signals(signals_ioc, SIGINT, SIGTERM, SIGHUP);
+  signals.add(SIGUSR1);
   std::function<void(const boost::system::error_code&, int)> on_signal =
       [&](const boost::system::error_code& ec, int sig) {
         if (ec) return;
         if (sig == SIGHUP) {
           reload(path, source, *r.config, *log, metrics);
+          signals.async_wait(on_signal);
+          return;
+        }
+        if (sig == SIGUSR1) {  // logrotate moved the access log away: a new file, same path
+          if (!access_log.file)
+            log->info("signal {}: the access log is on stdout, nothing to reopen", sig);
+          else if (auto why = access_log.file->open())
+            log->error("signal {}: {}; the lines still go to the file open before", sig, *why);
+          else
+            log->info("signal {}: access log {} reopened", sig, access_log.file->path());
           signals.async_wait(on_signal);
           return;
         }

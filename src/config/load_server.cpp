@@ -151,7 +151,23 @@ void read_log(const Section& s, LogSettings& out) {
                       {"error", LogLevel::error},
                       {"off", LogLevel::off}});
   s.choice<LogFormat>("format", out.format, {{"text", LogFormat::text}, {"json", LogFormat::json}});
-  s.boolean("access_log", out.access_log);
+  // `true` (stdout), or `{ path, stdout }`: a file (reopened on SIGUSR1), stdout too if asked.
+  if (s.has("access_log") && s["access_log"].IsMap()) {
+    Section a(r, s["access_log"], s.at("access_log"));
+    if (!r.map(a.node(), a.path(), {"path", "stdout"})) return;
+    out.access_log = true;
+    out.access_log_stdout = false;
+    if (a.require("path")) {
+      a.string("path", out.access_log_path);
+      if (out.access_log_path.empty())
+        r.error(a["path"], a.at("path"), "must name a file");
+      else
+        out.access_log_path = r.resolve_path(out.access_log_path);
+    }
+    a.boolean("stdout", out.access_log_stdout);
+  } else {
+    s.boolean("access_log", out.access_log);
+  }
 }
 
 void read_store(const Section& s, StoreSettings& out) {

@@ -23,6 +23,11 @@ std::string listeners_text(const std::vector<Listener>& listeners) {
   return out.empty() ? "none" : out;
 }
 
+std::string access_log_text(const LogSettings& l) {
+  if (l.access_log_path.empty()) return "stdout";
+  return l.access_log_path + (l.access_log_stdout ? " and stdout" : "");
+}
+
 std::string store_text(const StoreSettings& s) {
   std::string out = to_string(s.backend);
   if (s.backend == StoreBackend::redis) out += " " + s.redis.address.to_string();
@@ -50,6 +55,9 @@ std::vector<std::string> restart_only_changes(const Config& before, const Config
   note("admin.listen", before.admin.listen ? before.admin.listen->to_string() : "off",
        after.admin.listen ? after.admin.listen->to_string() : "off");
   note("store", store_text(before.store), store_text(after.store));
+  // Where the lines go (on or off applies at once: every request reads the snapshot).
+  if (!before.log.access_log_path.empty() || !after.log.access_log_path.empty())
+    note("log.access_log", access_log_text(before.log), access_log_text(after.log));
   if (before.store.redis.password != after.store.redis.password &&
       after.store.backend != StoreBackend::memory)
     out.push_back(
@@ -75,6 +83,8 @@ ConfigPtr as_running(const Config& started, const ConfigPtr& next) {
   r.nodes = a.nodes;
   r.username = a.username;
   r.password = a.password;
+  running->log.access_log_path = started.log.access_log_path;
+  running->log.access_log_stdout = started.log.access_log_stdout;
   return running;
 }
 

@@ -213,6 +213,69 @@ TEST(Cli, AReloadReportsTheThreadsThatRun) {
   EXPECT_EQ(*code, 0);
 }
 
+// log.access_log: { path }: the lines go to the file, not stdout; after logrotate moves it
+// away, SIGUSR1 makes a new file at the path and the old one keeps what it had.
+TEST(Cli, TheAccessLogGoesToItsFileAndSigusr1ReopensIt) {
+  Origin origin;
+  const auto port = free_port();
+  const auto dir = fs::temp_directory_path() / ("fg-access-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const auto file = dir / "access.log";
+  auto path = temp_file(
+      "access-file.yaml",
+      "server:\n  listen: [127.0.0.1:" + std::to_string(port) +
+          "]\n  threads: 2\nlog: { access_log: { path: " + file.string() +
+          " } }\nupstreams:\n  origin: { url: \"http://127.0.0.1:" + std::to_string(origin.port()) +
+          "\" }\nroutes:\n  - name: r\n    match: { path_prefix: / }\n    "
+          "upstream: origin\n");
+  auto fg = start_floodgate(path.string());
+  ASSERT_TRUE(get_when_up(port, "/before"));
+  auto lines_of = [](const fs::path& f) {
+    std::ifstream in(f);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text;
+  };
+  EXPECT_TRUE(eventually(
+      [&] { return lines_of(file).find("\"path\":\"/before\"") != std::string::npos; }, 5s))
+      << lines_of(file);
+  fs::rename(file, dir / "access.log.1");  // what logrotate does
+  kill(fg->pid(), SIGUSR1);
+  std::string log;
+  EXPECT_NE(wait_for_line(*fg, "reopened", 5s, log), "") << log;
+  ASSERT_TRUE(get(port, "/after"));
+  EXPECT_TRUE(eventually(
+      [&] { return lines_of(file).find("\"path\":\"/after\"") != std::string::npos; }, 5s))
+      << lines_of(file);
+  const auto rotated = lines_of(dir / "access.log.1");
+  EXPECT_NE(rotated.find("\"path\":\"/before\""), std::string::npos) << rotated;
+  EXPECT_EQ(rotated.find("\"path\":\"/after\""), std::string::npos) << rotated;
+  // Nothing went to stdout: every line the process printed is its own log (stderr).
+  auto code = fg->signal_and_wait(SIGTERM, 5s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 0);
+  std::string rest;
+  for (std::string l = fg->read_line(200ms); !l.empty(); l = fg->read_line(200ms)) rest += l + "\n";
+  EXPECT_EQ((log + rest).find("\"type\":\"access\""), std::string::npos) << log << rest;
+  fs::remove_all(dir);
+}
+
+// An access log file that cannot be opened stops the start with the reason.
+TEST(Cli, AnAccessLogThatCannotBeOpenedStopsTheStart) {
+  auto path = temp_file("access-bad.yaml",
+                        "server:\n  listen: [127.0.0.1:0]\nlog: { access_log: { path: "
+                        "/nonexistent-dir/access.log } }\nupstreams:\n  o: { url: "
+                        "\"http://127.0.0.1:9\" }\nroutes:\n  - { name: r, match: { path_prefix: "
+                        "/ }, upstream: o }\n");
+  auto fg = start_floodgate(path.string());
+  std::string log;
+  EXPECT_NE(wait_for_line(*fg, "cannot open the access log /nonexistent-dir/access.log", 5s, log),
+            "")
+      << log;
+  auto code = fg->signal_and_wait(0, 5s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 1);
+}
+
 // The container's HEALTHCHECK (the image has no curl): 0 for a 200 from /healthz, 1 with the
 // reason for a closed port or a listener that never answers, 2 for an address it cannot read.
 TEST(Cli, HealthcheckAsksTheAdminListener) {

@@ -133,6 +133,11 @@ struct LogSettings {
   LogLevel level = LogLevel::info;
   LogFormat format = LogFormat::text;
   bool access_log = false;
+  // `access_log: { path, stdout }`: the file the lines go to (empty: stdout only), opened at
+  // start (a reload cannot move it) and reopened on SIGUSR1 (logrotate); stdout as well when
+  // `stdout: true`.
+  std::string access_log_path;
+  bool access_log_stdout = true;
   // Recorded in each access log line's "fields" (and the routes' settle headers in "settle");
   // `replay_fields: auto` is expanded at load to ip, host and every input the limits name.
   std::vector<ReplayField> replay_fields;

@@ -50,9 +50,10 @@ std::string lease_definition(const StoreSettings& store, const Route& route, con
 // change still runs as it said) to `after` changes that only a restart applies (listeners,
 // threads, the admin listener, the store's server), one line each for the log.
 std::vector<std::string> restart_only_changes(const Config& running, const Config& after);
-// `next` as it will run after a reload: its threads, admin listener and store connection
-// (server, cluster nodes, user, password) those of `started`, so that the published snapshot,
-// and /config with it, says what runs. `next` itself when they are the same already.
+// `next` as it will run after a reload: its threads, admin listener, store connection
+// (server, cluster nodes, user, password) and access log destination those of `started`, so that
+// the published snapshot, and /config with it, says what runs. `next` itself when they are the same
+// already.
 ConfigPtr as_running(const Config& started, const ConfigPtr& next);
 
 // The one-screen summary printed by --check-config.
