@@ -24,7 +24,7 @@ struct Admission {
   // The store could not decide and the route's on_store_error took over: what was charged
   // (under `local`) was charged to the in-process store, and is returned and settled there.
   bool degraded = false;
-  limit::HeaderList headers;        // for the response: the limit closest to refusal
+  limit::HeaderList headers;  // for the response: the limit closest to refusal
   // Whether an admitted request's `headers` are rendered: an RLS call answers its statuses
   // instead (2.4 k instructions a call saved).
   bool wants_headers = true;
