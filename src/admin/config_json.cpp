@@ -105,6 +105,8 @@ json::object limit_json(const config::Limit& l, const config::StoreSettings& sto
 std::string redacted_config_json(const config::Config& c) {
   json::object root;
   root["source"] = c.source;
+  if (c.version) root["version"] = *c.version;
+  root["sha256"] = c.sha256;
   json::array listen;
   for (const auto& l : c.server.listen) {
     json::array protocols;

@@ -309,6 +309,24 @@ void render_server(std::string& out, const Metrics& m) {
   help(out, "floodgate_config_reloads_total", "counter", "Config reloads by result.");
   line(out, "floodgate_config_reloads_total", "result=\"ok\"", m.reloads_ok.load());
   line(out, "floodgate_config_reloads_total", "result=\"rejected\"", m.reloads_failed.load());
+  if (m.config_identity) {
+    const auto [version, sha256] = m.config_identity();
+    help(out, "floodgate_config_info", "gauge",
+         "The config in force: its version: and the SHA-256 of its bytes.");
+    line(out, "floodgate_config_info", label("version", version) + "," + label("sha256", sha256),
+         1);
+  }
+  help(out, "floodgate_config_last_applied_timestamp_seconds", "gauge",
+       "Unix time the config in force was applied (start, reload or config_source).");
+  line(out, "floodgate_config_last_applied_timestamp_seconds", "",
+       count(m.config_applied_seconds.load()));
+  help(out, "floodgate_config_updates_total", "counter",
+       "Configs fetched from config_source, by result.");
+  static constexpr const char* kUpdates[] = {"applied",       "unchanged", "bad_signature",
+                                             "stale_version", "invalid",   "fetch_error"};
+  for (std::size_t i = 0; i < m.config_updates.size(); ++i)
+    line(out, "floodgate_config_updates_total", label("result", kUpdates[i]),
+         m.config_updates[i].load());
 }
 
 }  // namespace

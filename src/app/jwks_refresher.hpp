@@ -17,9 +17,9 @@
 #include <string>
 #include <thread>
 
-#include "floodgate/metrics/metrics.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/keys/jwks.hpp"
+#include "floodgate/metrics/metrics.hpp"
 
 namespace floodgate::app {
 
@@ -28,6 +28,7 @@ class JwksRefresher {
   static constexpr auto kUnknownKidInterval = std::chrono::seconds(10);
   static constexpr auto kRetry = std::chrono::seconds(10);
   static constexpr auto kTimeout = std::chrono::seconds(5);  // one fetch, connect to body
+  static constexpr std::size_t kMaxBody = 1 << 20;           // a JWKS is a few KiB
 
   JwksRefresher(config::ConfigSource& source, metrics::Metrics& metrics,
                 std::shared_ptr<spdlog::logger> log);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "admin/admin_server.hpp"
+#include "config_feed.hpp"
 #include "floodgate/config/config_source.hpp"
 #include "floodgate/config/loader.hpp"
 #include "floodgate/metrics/metrics.hpp"
@@ -57,11 +58,33 @@ int check_config(const std::string& path) {
   return kExitOk;
 }
 
-// SIGHUP reloads: the new file is validated aside and published only when valid, with what
-// only a restart changes kept as `started` has it (config::as_running).
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Publishes `next` (valid) in place of the config in force, with what only a restart changes
+// kept as `started` has it (config::as_running): a SIGHUP's file, or config_source's document.
+void publish(const config::ConfigPtr& next, config::ConfigSource& source,
+             const config::Config& started, spdlog::logger& log, metrics::Metrics& metrics) {
+  for (const auto& change : config::restart_only_changes(started, *next))
+    log.warn("reload: {}", change);
+  app::apply_log_settings(log, next->log);
+  source.publish(config::as_running(started, next));
+  metrics.config_applied_seconds.store(unix_now(), std::memory_order_relaxed);
+}
+
+// SIGHUP reloads: the new file is validated aside and published only when valid.
 void reload(const std::string& path, config::ConfigSource& source, const config::Config& started,
             spdlog::logger& log, metrics::Metrics& metrics) {
   auto r = config::load_config_file(path);
+  if (r.config && r.config->feed) {
+    r.config = nullptr;
+    r.errors.push_back({path, 0, 0,
+                        "names config_source now: a file config cannot become a fetched one "
+                        "without a restart"});
+  }
   if (!r.config) {
     metrics.reloads_failed.fetch_add(1);
     for (const auto& e : r.errors) log.error("reload rejected: {}", e.to_string());
@@ -70,12 +93,15 @@ void reload(const std::string& path, config::ConfigSource& source, const config:
     return;
   }
   for (const auto& w : r.warnings) log.warn("{}", w.to_string());
-  for (const auto& change : config::restart_only_changes(started, *r.config))
-    log.warn("reload: {}", change);
-  app::apply_log_settings(log, r.config->log);
-  source.publish(config::as_running(started, r.config));
+  publish(r.config, source, started, log, metrics);
   metrics.reloads_ok.fetch_add(1);
   log.info("reload: config from {} is now serving", path);
+}
+
+// The directory of `path` (with its slash), where a fetched config's relative paths start.
+std::string directory_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "./" : path.substr(0, slash + 1);
 }
 
 int run(const std::string& path) {
@@ -86,19 +112,37 @@ int run(const std::string& path) {
   }
   auto log = app::make_logger(r.config->log);
   for (const auto& w : r.warnings) log->warn("{}", w.to_string());
-  config::ConfigSource source(r.config);
+  // config_source: the config to serve comes from its url (or the cache), not from the file.
+  std::unique_ptr<app::ConfigFeed> feed;
+  auto feed_outcome = metrics::Metrics::ConfigUpdate::applied;
+  config::ConfigPtr started = r.config;
+  if (r.config->feed) {
+    feed = std::make_unique<app::ConfigFeed>(*r.config->feed, directory_of(path));
+    auto first = feed->first(*log);
+    if (!first.config) return kExitRuntime;
+    started = first.config;
+    feed_outcome = first.outcome;
+    app::apply_log_settings(*log, started->log);
+  }
+  config::ConfigSource source(started);
   limit::SystemClock clock;
   // One in-process state shared by every worker: the embedded store and the `local` fallback.
-  store::MemoryState memory(clock, r.config->store.max_keys);
+  store::MemoryState memory(clock, started->store.max_keys);
   // And one book of leased units: every worker spends from it (SPEC "Leased decisions").
   store::LeaseBook leases;
-  metrics::Metrics metrics(version(), r.config->server.pop);
-  metrics.backend = config::to_string(r.config->store.backend);
+  metrics::Metrics metrics(version(), started->server.pop);
+  metrics.backend = config::to_string(started->store.backend);
+  metrics.config_applied_seconds = unix_now();
+  if (feed) metrics.count(feed_outcome);
+  metrics.config_identity = [&source] {
+    const auto c = source.get();
+    return std::pair(c->version ? std::to_string(*c->version) : std::string(), c->sha256);
+  };
   metrics.memory_evictions = [&memory] { return memory.evictions(); };
   admin::AdminState admin_state;
   // The access log's destinations are read at start (a reload that changes them says it takes
   // a restart); SIGUSR1 reopens its file.
-  auto access_log = app::make_access_logger(r.config->log);
+  auto access_log = app::make_access_logger(started->log);
   if (!access_log.logger) {
     log->critical("{}", access_log.error);
     return kExitRuntime;
@@ -107,10 +151,10 @@ int run(const std::string& path) {
   // or in this process for the memory store.
   limit::OverrideBoard overrides;
   std::unique_ptr<limit::OverrideKeeper> keeper;
-  if (r.config->store.backend == config::StoreBackend::memory) {
+  if (started->store.backend == config::StoreBackend::memory) {
     keeper = std::make_unique<limit::BoardKeeper>(overrides);
   } else {
-    auto synced = std::make_unique<app::RedisOverrides>(r.config->store, overrides, clock, log);
+    auto synced = std::make_unique<app::RedisOverrides>(started->store, overrides, clock, log);
     synced->start();
     keeper = std::move(synced);
   }
@@ -119,7 +163,7 @@ int run(const std::string& path) {
   jwks.start();
   // Store connection settings are read at start; changing them needs a restart.
   http::Server server(source, log,
-                      {clock, app::configured_store_factory(*r.config, memory, leases, clock, log),
+                      {clock, app::configured_store_factory(*started, memory, leases, clock, log),
                        app::memory_store_factory(memory), metrics, access_log.logger.get(),
                        &overrides, &jwks.cell()});
   metrics.store_health = [&server] { return server.store_health(); };
@@ -127,14 +171,14 @@ int run(const std::string& path) {
   std::unique_ptr<admin::AdminServer> admin_server;
   try {
     server.start();
-    if (r.config->admin.listen) {
+    if (started->admin.listen) {
       admin_server = std::make_unique<admin::AdminServer>(
-          *r.config->admin.listen, source, metrics, admin_state, *log,
+          *started->admin.listen, source, metrics, admin_state, *log,
           admin::AdminApi{&server, keeper.get(), &overrides, &clock});
       admin_server->start();
       // The bound port, not the configured one (which may be 0).
       log->info("admin listening on {}",
-                config::Endpoint{r.config->admin.listen->host, admin_server->port()}.to_string());
+                config::Endpoint{started->admin.listen->host, admin_server->port()}.to_string());
     }
   } catch (const std::system_error& e) {
     log->critical("{}", e.what());
@@ -143,12 +187,19 @@ int run(const std::string& path) {
   // server.listen's ports, then rls.listen's (Server::ports()).
   std::string ports, rls_ports;
   const auto bound = server.ports();
-  const auto http_listeners = r.config->server.listen.size();
+  const auto http_listeners = started->server.listen.size();
   for (std::size_t i = 0; i < bound.size(); ++i) {
     auto& list = i < http_listeners ? ports : rls_ports;
     list += (list.empty() ? "" : ", ") + std::to_string(bound[i]);
   }
-  log->info("floodgate {} serving {} on port(s) {}{}", version(), path,
+  // config_source: later configs come from the url, published as a reload publishes a file's.
+  if (feed)
+    feed->start(metrics, log, [&](const config::ConfigPtr& next) {
+      publish(next, source, *started, *log, metrics);
+      log->info("config_source: version {} (sha256 {}) from {} is now serving", *next->version,
+                next->sha256.substr(0, 12), next->source);
+    });
+  log->info("floodgate {} serving {} on port(s) {}{}", version(), started->source,
             ports.empty() ? "(none)" : ports,
             rls_ports.empty() ? "" : "; Envoy's rate limit service on port(s) " + rls_ports);
 
@@ -158,8 +209,14 @@ int run(const std::string& path) {
   std::function<void(const boost::system::error_code&, int)> on_signal =
       [&](const boost::system::error_code& ec, int sig) {
         if (ec) return;
+        if (sig == SIGHUP && feed) {  // the config comes from the url: ask it now
+          log->info("signal {}: fetching config_source now ({} is not read again)", sig, path);
+          feed->poll_now();
+          signals.async_wait(on_signal);
+          return;
+        }
         if (sig == SIGHUP) {
-          reload(path, source, *r.config, *log, metrics);
+          reload(path, source, *started, *log, metrics);
           signals.async_wait(on_signal);
           return;
         }
@@ -182,6 +239,7 @@ int run(const std::string& path) {
       };
   signals.async_wait(on_signal);
   signals_ioc.run();
+  feed.reset();  // its thread publishes to `source`: stopped while that lives
   return kExitOk;
 }
 

@@ -5,8 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <tuple>
+
+#include <openssl/evp.h>
 
 #include "sections.hpp"
 
@@ -123,12 +126,41 @@ void cross_check(YamlReader& r, const YAML::Node& root, Config& c) {
   }
 }
 
-void read_root(YamlReader& r, const YAML::Node& root, Config& c) {
+// Where a document comes from: the file given to --config (or --check-config), or
+// config_source's url.
+enum class Origin { file, fetched };
+
+// `config_source:` in a file: nothing else beside it (the config to serve is fetched).
+void read_feed_root(YamlReader& r, const YAML::Node& root, Origin origin, Config& c) {
+  if (origin == Origin::fetched) {
+    r.error(root["config_source"], "config_source",
+            "a config fetched from config_source cannot name a config_source of its own");
+    return;
+  }
+  for (const auto& entry : root) {
+    const auto key = entry.first.as<std::string>("");
+    if (key != "config_source")
+      r.error(entry.first, key,
+              "beside config_source: a file that names config_source holds nothing else (the "
+              "config to serve, with its \"" +
+                  key + "\", is the document at the url)");
+  }
+  c.feed = read_config_source(Section(r, root["config_source"], "config_source"));
+}
+
+void read_root(YamlReader& r, const YAML::Node& root, Origin origin, Config& c) {
   if (!r.map(root, "",
-             {"server", "admin", "log", "upstreams", "store", "jwt", "lists", "refusal", "routes",
-              "rls"}))
+             {"version", "config_source", "server", "admin", "log", "upstreams", "store", "jwt",
+              "lists", "refusal", "routes", "rls"}))
     return;
   Section top(r, root, "");
+  if (top.has("config_source")) return read_feed_root(r, root, origin, c);
+  if (top.has("version"))
+    c.version = r.integer(root["version"], "version", 0, std::numeric_limits<std::int64_t>::max());
+  else if (origin == Origin::fetched)
+    r.error(root, "version",
+            "\"version\" is required of a config fetched from config_source (an integer that "
+            "goes up with each config published)");
   // A config that only serves Envoy's rate limit service needs no HTTP routes or upstreams.
   const bool rls_only = top.has("rls") && !top.has("routes") && !top.has("upstreams");
   if (top.require("server")) read_server(Section(r, root["server"], "server"), c.server, rls_only);
@@ -179,12 +211,29 @@ EnvLookup process_env() {
   };
 }
 
-LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
-                            const EnvLookup& env) {
+namespace {
+
+// The SHA-256 of `bytes` in lower-case hex.
+std::string sha256_hex(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) != 1) return "";
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
+  return out;
+}
+
+LoadResult load(std::string_view yaml, const std::string& file_name, const std::string& base_dir,
+                Origin origin, const EnvLookup& env) {
   LoadResult result;
   auto config = std::make_shared<Config>();
   config->source = file_name;
-  YamlReader reader(file_name, env, result.errors, result.warnings);
+  config->sha256 = sha256_hex(yaml);
+  YamlReader reader(file_name, env, result.errors, result.warnings, base_dir);
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));
@@ -197,7 +246,7 @@ LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
     return result;
   }
   try {
-    read_root(reader, root, *config);
+    read_root(reader, root, origin, *config);
   } catch (const YAML::Exception& e) {
     // yaml-cpp throws on shapes our readers did not anticipate (a map used as a key, ...).
     reader.error_at(e.mark, "unexpected structure: " + e.msg);
@@ -213,6 +262,18 @@ LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
   result.unset = reader.unset();
   if (result.errors.empty()) result.config = std::move(config);
   return result;
+}
+
+}  // namespace
+
+LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
+                            const EnvLookup& env) {
+  return load(yaml, file_name, "", Origin::file, env);
+}
+
+LoadResult load_fetched_config(std::string_view yaml, const std::string& name,
+                               const std::string& base_dir, const EnvLookup& env) {
+  return load(yaml, name, base_dir, Origin::fetched, env);
 }
 
 LoadResult load_config_file(const std::string& path, const EnvLookup& env) {

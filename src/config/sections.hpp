@@ -62,8 +62,13 @@ void read_count(Section& s, Limit& l);
 // tzdata; for any other algorithm an error for each of them that is set. Null then, or on error.
 std::shared_ptr<const calendar::Period> read_period(const Section& s, Algorithm a);
 
+// `url` and `ca_file` of `s` (load_https_url.cpp): split, with a client context for ca_file;
+// `what` says in an error what is fetched ("keys are"). False (an error reported) otherwise.
+bool read_https_url(const Section& s, HttpsUrl& out, std::string_view what);
 // `jwt.jwks` (load_jwks.cpp): its url split, refresh, and a client context for ca_file.
 std::optional<JwksSettings> read_jwks(const Section& s);
+// `config_source` (load_config_source.cpp): the url, poll, the public key read, the cache.
+std::optional<FeedSettings> read_config_source(const Section& s);
 
 // A route's `path_template`: one template or a list (path_template.cpp).
 void read_path_templates(const Section& s, std::vector<PathTemplate>& out);

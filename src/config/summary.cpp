@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "floodgate/config/loader.hpp"
+#include "floodgate/config/redact.hpp"
 
 namespace floodgate::config {
 namespace {
@@ -107,6 +108,14 @@ std::string lease_definition(const StoreSettings& store, const Route& route, con
 std::string summarize(const Config& c) {
   std::ostringstream o;
   o << c.source << ": OK\n";
+  if (c.feed) {
+    o << "  config_source: " << redacted_url(c.feed->url) << " (signature at the url + .sig, "
+      << "checked with " << c.feed->public_key << "), polled every "
+      << format_duration(c.feed->poll) << "\n  cache: "
+      << (c.feed->cache.empty() ? "none: a start with the url down fails" : c.feed->cache) << "\n";
+    return o.str();
+  }
+  if (c.version) o << "  version: " << *c.version << "\n";
   o << "  listen:";
   for (const auto& l : c.server.listen) {
     o << " " << l.address.to_string() << " (" << (l.tls ? "tls: " : "");

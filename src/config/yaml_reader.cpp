@@ -46,6 +46,7 @@ std::string YamlReader::hint(std::string_view word,
 
 std::string YamlReader::resolve_path(const std::string& path) const {
   if (path.empty() || path.front() == '/') return path;
+  if (!base_dir_.empty()) return base_dir_ + (base_dir_.back() == '/' ? "" : "/") + path;
   auto slash = file_.rfind('/');
   if (slash == std::string::npos) return path;
   return file_.substr(0, slash + 1) + path;

@@ -21,9 +21,14 @@ namespace floodgate::config {
 
 class YamlReader {
  public:
+  // `base_dir`: where relative paths start (empty: the directory of `file`).
   YamlReader(std::string file, const EnvLookup& env, std::vector<Diagnostic>& errors,
-             std::vector<Diagnostic>& warnings)
-      : file_(std::move(file)), env_(env), errors_(errors), warnings_(warnings) {}
+             std::vector<Diagnostic>& warnings, std::string base_dir = "")
+      : file_(std::move(file)),
+        base_dir_(std::move(base_dir)),
+        env_(env),
+        errors_(errors),
+        warnings_(warnings) {}
 
   void error(const YAML::Node& at, const std::string& path, const std::string& message);
   void error_at(const YAML::Mark& mark, const std::string& message);
@@ -44,7 +49,8 @@ class YamlReader {
     });
   }
   // A file named in the config: relative paths are relative to the config file's directory,
-  // so a config and the files beside it work from any working directory.
+  // so a config and the files beside it work from any working directory (a fetched config's:
+  // to the directory of the local file that names its config_source).
   std::string resolve_path(const std::string& path) const;
   // A reader of another file the config names (an RLS rules file), its diagnostics with this
   // one's, named by that file.
@@ -112,6 +118,7 @@ class YamlReader {
                                         const std::string& raw);
 
   std::string file_;
+  std::string base_dir_;
   const EnvLookup& env_;
   std::vector<Diagnostic>& errors_;
   std::vector<UnsetVariable> unset_;

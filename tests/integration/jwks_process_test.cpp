@@ -84,7 +84,7 @@ TEST(JwksProcess, TheUrlsSecretsAreShownNeitherInConfigNorInTheLogNorInAnError) 
   // for a url that is not https.
   for (const auto& [url, expected] : std::vector<std::pair<std::string, std::string>>{
            {"https://user:Hunter2x9c1e@localhost:1/jwks",
-            "credentials in a jwks url are not supported"},
+            "credentials in a url floodgate fetches are not supported"},
            {"http://localhost:1/jwks?api_key=SECRET-7f3a",
             "got \"http://localhost:1/jwks?api_key=***\""},
            {"https://us er:Hunter2x9c1e@localhost:1/jwks",

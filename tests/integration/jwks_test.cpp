@@ -1,4 +1,4 @@
-// jwt.jwks through the proxy: an identity provider (jwks_server.py, HTTPS with a test CA)
+// jwt.jwks through the proxy: an identity provider (https_files.py, HTTPS with a test CA)
 // publishes its keys; floodgate fetches them at start, verifies tokens by kid, fetches again
 // when a token names a kid it has not seen (a key rotation), keeps the last good set while
 // the provider is down, and drops it for a reload that names another issuer.

@@ -17,6 +17,8 @@
 #include "floodgate/calendar/period.hpp"
 #include "floodgate/config/address.hpp"
 #include "floodgate/config/cidr_set.hpp"
+#include "floodgate/config/log.hpp"
+#include "floodgate/config/remote.hpp"
 #include "floodgate/config/rls.hpp"
 #include "floodgate/config/units.hpp"
 
@@ -115,34 +117,6 @@ struct AdminSettings {
   bool keeps_top() const { return listen && top.enabled; }
 };
 
-enum class LogLevel { trace, debug, info, warn, error, off };
-enum class LogFormat { text, json };
-
-// A request input the access log records for `floodgate replay` (opt-in): what a candidate
-// config's keys may need beyond the method and path every line carries.
-struct ReplayField {
-  // descriptors: an RLS call's domain and descriptors (rls:domain, rls:N, rls:N:hits,
-  // rls:N:limit), recorded by the RLS listener itself.
-  enum class Kind { ip, host, header, query, jwt, cookie, tls, descriptors } kind = Kind::ip;
-  std::string name;          // header (lower case) / query parameter / claim / cookie / ja4|ja3
-  bool hashed = false;       // recorded as a keyed hash: comparable, not readable
-  std::string text() const;  // "ip", "header:x-api-key", ...: the log's field name
-};
-
-struct LogSettings {
-  LogLevel level = LogLevel::info;
-  LogFormat format = LogFormat::text;
-  bool access_log = false;
-  // `access_log: { path, stdout }`: the file the lines go to (empty: stdout only), opened at
-  // start (a reload cannot move it) and reopened on SIGUSR1 (logrotate); stdout as well when
-  // `stdout: true`.
-  std::string access_log_path;
-  bool access_log_stdout = true;
-  // Recorded in each access log line's "fields" (and the routes' settle headers in "settle");
-  // `replay_fields: auto` is expanded at load to ip, host and every input the limits name.
-  std::vector<ReplayField> replay_fields;
-};
-
 // How floodgate speaks to an origin: HTTP/1.1 keep-alive connections, one request each at a
 // time, or HTTP/2 (prior knowledge on http://, ALPN h2 on https://), many streams each.
 enum class UpstreamProtocol { http1, h2 };
@@ -215,17 +189,6 @@ struct StoreSettings {
 };
 
 enum class JwtAlgorithm { hs256, rs256, es256, eddsa };
-
-// `jwt.jwks`: the issuer's published keys, fetched over HTTPS in the background (the
-// app's JwksRefresher) and chosen by a token's `kid`.
-struct JwksSettings {
-  std::string url;  // https://host[:port]/path
-  std::string host, port, target;
-  Duration refresh = std::chrono::minutes(10);
-  std::string ca_file;  // empty: the system's CAs
-  // The client context that verifies the issuer (built at load, as for https upstreams).
-  std::shared_ptr<ssl_ctx_st> client;
-};
 
 struct JwtSettings {
   std::string header = "Authorization";
@@ -442,7 +405,13 @@ struct RlsSettings {
 };
 
 struct Config {
-  std::string source;  // the file it came from
+  std::string source;  // the file it came from (or config_source's url, redacted)
+  // The top-level `version:` (required of a config fetched from config_source, where it only
+  // goes up), and the SHA-256 of the document's bytes (hex): floodgate_config_info.
+  std::optional<std::int64_t> version;
+  std::string sha256;
+  // `config_source:`: a file that names one holds nothing else; the config to serve is fetched.
+  std::optional<FeedSettings> feed;
   ServerSettings server;
   AdminSettings admin;
   LogSettings log;

@@ -41,6 +41,11 @@ EnvLookup process_env();
 LoadResult load_config_file(const std::string& path, const EnvLookup& env = process_env());
 LoadResult load_config_text(std::string_view yaml, const std::string& file_name,
                             const EnvLookup& env);
+// A config fetched from config_source's url: named `name` in its diagnostics (the url,
+// redacted), its relative paths from `base_dir` (the directory of the local file naming the
+// source); it must have a `version:` and cannot name a config_source of its own.
+LoadResult load_fetched_config(std::string_view yaml, const std::string& name,
+                               const std::string& base_dir, const EnvLookup& env);
 
 // A leased limit's definition as one line (key prefix, route, limit, algorithm, parameters,
 // tiers, lease terms): equal lines, the same units.

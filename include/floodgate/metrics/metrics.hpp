@@ -130,6 +130,25 @@ class Metrics {
   std::atomic<std::int64_t> jwks_updated_seconds{0};  // Unix time of the set in use; 0: none
   std::atomic<std::uint64_t> reloads_ok{0};
   std::atomic<std::uint64_t> reloads_failed{0};
+  // config_source (app/config_feed.cpp): each fetch's outcome (indexed by ConfigUpdate).
+  enum class ConfigUpdate : std::size_t {
+    applied,
+    unchanged,
+    bad_signature,
+    stale_version,
+    invalid,
+    fetch_error,
+    kCount
+  };
+  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(ConfigUpdate::kCount)>
+      config_updates{};
+  void count(ConfigUpdate u) {
+    config_updates[static_cast<std::size_t>(u)].fetch_add(1, std::memory_order_relaxed);
+  }
+  // Unix time the config in force was applied (at start, a reload, a fetched one).
+  std::atomic<std::int64_t> config_applied_seconds{0};
+  // Filled by app/: the config in force's `version:` (empty: none) and SHA-256.
+  std::function<std::pair<std::string, std::string>()> config_identity;
   // Filled by app/: the embedded store's evictions, counted by the store itself (read when
   // rendering, so there is one count and nothing to keep in step).
   std::function<std::uint64_t()> memory_evictions;
