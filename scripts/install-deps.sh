@@ -4,7 +4,8 @@
 # Boost comes as the 1.81 pieces: the default 1.74 -dev packages (libboost-dev,
 # libboost-all-dev) conflict with them, so nothing here may pull those in.
 # clang, its libFuzzer/sanitizer runtimes and llvm (llvm-symbolizer, for readable stacks) are
-# for scripts/fuzz.sh.
+# for scripts/fuzz.sh; lintian, debootstrap and systemd (systemd-analyze) for
+# scripts/package.sh.
 set -euo pipefail
 
 packages=(
@@ -18,6 +19,7 @@ packages=(
   nghttp2-client nghttp2-server python3-h2 python3-grpcio python3-grpc-tools
   chromium fonts-dejavu-core
   prometheus
+  lintian debootstrap systemd
 )
 
 missing=()

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# A fresh Debian 12 root file system in ROOT (debootstrap --variant=minbase, about 3 minutes and
+# 200 MB), from the Debian mirror this machine's own apt sources name: where
+# scripts/package.sh installs the package as a new host would. CI starts it early, in the
+# background (it waits on the network, not the CPU).
+#   scripts/fresh-root.sh ROOT
+set -euo pipefail
+root=${1:?usage: scripts/fresh-root.sh ROOT}
+# The first Debian mirror of this machine's sources (deb822 or one-line format).
+mirror=$(
+  { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources || true
+    grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list || true
+  } | awk '$1 == "URIs:" {print $2} $1 == "deb" {print ($2 ~ /^\[/ ? $3 : $2)}' |
+    grep -v -- '-security' | head -n 1 || true
+)
+[ -n "$mirror" ] || { echo "fresh-root: no Debian mirror in /etc/apt sources" >&2; exit 1; }
+rm -rf "$root"
+mkdir -p "$(dirname "$root")"
+debootstrap --variant=minbase bookworm "$root" "$mirror" > "$root.log" 2>&1 || {
+  tail -n 20 "$root.log" >&2
+  exit 1
+}
+echo "fresh-root: $root (bookworm minbase from $mirror)"
