@@ -17,7 +17,9 @@ endforeach()
 
 install(TARGETS floodgate RUNTIME DESTINATION bin)
 install(FILES ${PROJECT_SOURCE_DIR}/config/floodgate.yaml DESTINATION /etc/floodgate)
-install(FILES ${pkg}/debian/default DESTINATION /etc/default RENAME floodgate)
+# Root only: it holds the secrets the config names (systemd reads it as root).
+install(FILES ${pkg}/debian/default DESTINATION /etc/default RENAME floodgate
+        PERMISSIONS OWNER_READ OWNER_WRITE)
 install(FILES ${pkg}/logrotate/floodgate DESTINATION /etc/logrotate.d)
 install(FILES ${pkg}/systemd/floodgate.service DESTINATION /lib/systemd/system)
 install(FILES ${pkg_out}/floodgate.1.gz DESTINATION share/man/man1)
@@ -44,10 +46,13 @@ set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
+# The system's CAs (config_source, jwt.jwks and https upstreams without a ca_file) and time
+# zones (quota limits with a timezone).
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "ca-certificates, tzdata")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${pkg}/debian/postinst ${pkg}/debian/prerm ${pkg}/debian/postrm ${pkg}/debian/conffiles)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
-# Only the files above: the directories /etc and /usr are the system's, not the package's.
+# The mode of the directories the package creates (0755).
 set(CPACK_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS
     OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
 include(CPack)

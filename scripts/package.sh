@@ -20,6 +20,12 @@ root=${2:-}
 say() { echo "[package] $*"; }
 fail() { echo "[package] FAILED: $*" >&2; exit 1; }
 
+[ "$(id -u)" = 0 ] || fail "needs root (chroot, mount)"
+for port in 8080 9000 9901; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    fail "port $port is taken (the demo's ports must be free: is scripts/demo.sh running?)"
+  fi
+done
 for tool in cpack lintian debootstrap systemd-analyze curl; do
   command -v "$tool" >/dev/null || fail "$tool is missing (scripts/install-deps.sh installs it)"
 done
@@ -48,9 +54,10 @@ fi
 origin_pid=""
 floodgate_pid=""
 cleanup() {
-  [ -n "$floodgate_pid" ] && kill "$floodgate_pid" 2>/dev/null || true
-  [ -n "$origin_pid" ] && kill "$origin_pid" 2>/dev/null || true
-  umount "$root/proc" 2>/dev/null || true
+  for pid in $floodgate_pid $origin_pid; do
+    kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  done
+  umount "$root/proc" 2>/dev/null || umount -l "$root/proc" 2>/dev/null || true
 }
 trap cleanup EXIT
 mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
@@ -81,6 +88,7 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 curl -sf -o /dev/null http://127.0.0.1:9901/healthz || { cat "$root/tmp/floodgate.log" >&2; fail "floodgate does not serve"; }
+kill -0 "$floodgate_pid" 2>/dev/null || fail "the floodgate answering is not the one started here"
 statuses=$(for _ in $(seq 20); do curl -s -o /dev/null -w '%{http_code}\n' http://127.0.0.1:8080/api/hello; done | sort | uniq -c | tr '\n' ' ')
 say "20 requests to /api/ (10 at once, 5/s after): $statuses"
 grep -q ' 200 ' <<< " $statuses" || fail "nothing was admitted"

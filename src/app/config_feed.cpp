@@ -1,12 +1,16 @@
 #include "config_feed.hpp"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
-#include <filesystem>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "floodgate/config/redact.hpp"
 #include "https_get.hpp"
@@ -28,23 +32,56 @@ bool verifies(evp_pkey_st* key, std::string_view bytes, std::string_view signatu
                           bytes.size()) == 1;
 }
 
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return std::move(text).str();
+// The signature's url: ".sig" after the path, before a query (?api_key=... stays the query).
+std::string signature_target(const std::string& target) {
+  const auto query = target.find('?');
+  if (query == std::string::npos) return target + ".sig";
+  return target.substr(0, query) + ".sig" + target.substr(query);
 }
 
-// Replaces `path` whole (a reader never sees half a file): written aside, then renamed.
-bool write_file(const std::string& path, std::string_view bytes) {
-  const auto aside = path + ".new";
-  {
-    std::ofstream out(aside, std::ios::binary | std::ios::trunc);
-    if (!out || !out.write(bytes.data(), std::streamsize(bytes.size())) || !out.flush())
-      return false;
-  }
-  return std::rename(aside.c_str(), path.c_str()) == 0;
+constexpr std::string_view kCacheHeader = "# floodgate config_source signature (Ed25519): ";
+
+std::string base64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return out;
+}
+
+// The 64 bytes of a base64 Ed25519 signature (88 characters, "==" at the end); empty if not.
+std::string unbase64_signature(std::string_view text) {
+  if (text.size() != 88) return {};
+  std::string out(66, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()), 88);
+  if (n != 66) return {};
+  out.resize(64);  // EVP_DecodeBlock counts the two padding bytes
+  return out;
+}
+
+// Replaces `path` whole: written to a name of this process's own, flushed to the disk, then
+// renamed over it (a reader, or a crash, sees the old file or the new one).
+bool replace_file(const std::string& path, std::string_view head, std::string_view body) {
+  const auto aside = path + ".new-" + std::to_string(::getpid());
+  const int fd = ::open(aside.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+  if (fd < 0) return false;
+  bool ok = true;
+  for (auto part : {head, body})
+    while (ok && !part.empty()) {
+      const auto n = ::write(fd, part.data(), part.size());
+      if (n < 0 && errno == EINTR) continue;
+      ok = n > 0;
+      if (ok) part.remove_prefix(static_cast<std::size_t>(n));
+    }
+  ok = ok && ::fsync(fd) == 0;
+  ok = ::close(fd) == 0 && ok;
+  if (ok && std::rename(aside.c_str(), path.c_str()) == 0) return true;
+  const int err = errno;
+  ::unlink(aside.c_str());
+  errno = err;
+  return false;
 }
 
 std::string version_text(std::optional<std::int64_t> v) {
@@ -74,21 +111,19 @@ std::optional<ConfigFeed::Document> ConfigFeed::fetch(bool conditional, std::str
                                    .if_none_match = conditional ? etag_ : std::string_view(),
                                    .max_body = kMaxDocument,
                                    .timeout = kTimeout});
-  if (doc.error.empty() && doc.status == 304 && conditional) return Document{};
+  if (doc.error.empty() && doc.status == 304 && conditional) return Document{.not_modified = true};
   if (doc.error.empty() && doc.status != 200) doc.error = "answered " + std::to_string(doc.status);
   if (!doc.error.empty()) {
     why = "fetching " + shown_ + " failed: " + doc.error;
     return std::nullopt;
   }
-  // The url + ".sig" literally, as the publisher names it (SPEC "Fleet configuration").
-  const auto sig_target = settings_.target + ".sig";
-  auto sig = https_get(settings_, {.target = sig_target,
+  auto sig = https_get(settings_, {.target = signature_target(settings_.target),
                                    .accept = "application/octet-stream, */*",
                                    .max_body = 1024,
                                    .timeout = kTimeout});
   if (sig.error.empty() && sig.status != 200) sig.error = "answered " + std::to_string(sig.status);
   if (!sig.error.empty()) {
-    why = "fetching " + shown_ + ".sig failed: " + sig.error;
+    why = "fetching the signature of " + shown_ + " failed: " + sig.error;
     return std::nullopt;
   }
   etag = std::move(doc.etag);
@@ -114,7 +149,9 @@ ConfigFeed::Checked ConfigFeed::check(const Document& d, std::optional<std::int6
             "its version " + std::to_string(*r.config->version) + " is not above " +
                 std::to_string(*above) + ", the one in force"};
   }
-  return {std::move(r.config), Update::applied, ""};
+  Checked out{std::move(r.config), Update::applied, ""};
+  for (const auto& w : r.warnings) out.warnings.push_back(w.to_string());
+  return out;
 }
 
 void ConfigFeed::log_refusal(spdlog::logger& log, const Checked& c,
@@ -125,11 +162,32 @@ void ConfigFeed::log_refusal(spdlog::logger& log, const Checked& c,
 
 void ConfigFeed::keep(const Document& d, spdlog::logger& log) const {
   if (settings_.cache.empty()) return;
-  if (!write_file(settings_.cache + ".sig", d.signature) || !write_file(settings_.cache, d.bytes))
+  const auto head = std::string(kCacheHeader) + base64(d.signature) + "\n";
+  if (!replace_file(settings_.cache, head, d.bytes))
     log.warn(
         "config_source: cannot write the cache {}: {}; a start with the url down will not "
         "find this config",
         settings_.cache, std::strerror(errno));
+}
+
+std::optional<ConfigFeed::Document> ConfigFeed::cached(std::string& why) const {
+  std::ifstream in(settings_.cache, std::ios::binary);
+  if (!in) {
+    why = "the cache " + settings_.cache + " cannot be read: " + std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string head;
+  std::getline(in, head);
+  std::string signature;
+  if (std::string_view(head).starts_with(kCacheHeader))
+    signature = unbase64_signature(std::string_view(head).substr(kCacheHeader.size()));
+  if (signature.empty()) {
+    why = "the cache " + settings_.cache + " has no signature line";
+    return std::nullopt;
+  }
+  std::ostringstream body;
+  body << in.rdbuf();
+  return Document{std::move(body).str(), std::move(signature)};
 }
 
 ConfigFeed::First ConfigFeed::first(spdlog::logger& log) {
@@ -138,12 +196,8 @@ ConfigFeed::First ConfigFeed::first(spdlog::logger& log) {
   std::string cache_why = "no cache is set";
   Checked from_cache;
   if (!settings_.cache.empty()) {
-    auto bytes = read_file(settings_.cache);
-    auto signature = read_file(settings_.cache + ".sig");
-    if (!bytes || !signature) {
-      cache_why = "the cache " + settings_.cache + " (and its .sig) cannot be read";
-    } else {
-      from_cache = check(Document{std::move(*bytes), std::move(*signature)}, std::nullopt);
+    if (auto doc = cached(cache_why)) {
+      from_cache = check(*doc, std::nullopt);
       if (!from_cache.config) cache_why = "the cache " + settings_.cache + ": " + from_cache.why;
     }
   }
@@ -154,6 +208,7 @@ ConfigFeed::First ConfigFeed::first(spdlog::logger& log) {
   if (auto fetched = fetch(false, why, etag)) {
     auto checked = check(*fetched, above);
     if (checked.config) {
+      for (const auto& w : checked.warnings) log.warn("config_source: {}", w);
       version_ = checked.config->version;
       sha256_ = checked.config->sha256;
       etag_ = std::move(etag);
@@ -193,33 +248,35 @@ void ConfigFeed::poll_now() {
   wake_.notify_all();
 }
 
-void ConfigFeed::poll_once() {
+void ConfigFeed::poll_once(bool conditional) {
   std::string why, etag;
-  auto fetched = fetch(true, why, etag);
+  auto fetched = fetch(conditional, why, etag);
   if (!fetched) {
     metrics_->count(Update::fetch_error);
     log_->warn("config_source: {}; version {} keeps serving", why, version_text(version_));
     return;
   }
-  if (fetched->bytes.empty() && fetched->signature.empty()) {  // 304
+  if (fetched->not_modified) {
     metrics_->count(Update::unchanged);
     return;
   }
   auto checked = check(*fetched, version_);
-  metrics_->count(checked.outcome);
-  // A refused document is not fetched again until it changes: it would be refused again.
-  // Except for a bad signature, which may be a publisher midway (the new document up, its
-  // signature not yet): that one is tried again at the next poll.
+  // A refused document is not fetched again until it changes (SIGHUP asks without the ETag):
+  // it would be refused again. Except for a bad signature, which may be a publisher midway
+  // (the new document up, its signature not yet): that one is tried again at the next poll.
   if (checked.outcome != Update::bad_signature) etag_ = etag;
-  if (checked.outcome == Update::unchanged) return;
   if (!checked.config) {
-    log_refusal(*log_, checked, "version " + version_text(version_) + " keeps serving");
+    metrics_->count(checked.outcome);
+    if (checked.outcome != Update::unchanged)
+      log_refusal(*log_, checked, "version " + version_text(version_) + " keeps serving");
     return;
   }
-  keep(*fetched, *log_);
+  for (const auto& w : checked.warnings) log_->warn("config_source: {}", w);
+  apply_(checked.config);  // recorded as in force only once it is
+  metrics_->count(Update::applied);
   version_ = checked.config->version;
   sha256_ = checked.config->sha256;
-  apply_(checked.config);
+  keep(*fetched, *log_);
 }
 
 void ConfigFeed::run() {
@@ -231,14 +288,18 @@ void ConfigFeed::run() {
         std::chrono::duration_cast<std::chrono::milliseconds>(settings_.poll * jitter(random));
     wake_.wait_for(lock, wait, [&] { return stop_ || now_; });
     if (stop_) break;
-    now_ = false;
+    const bool asked = std::exchange(now_, false);
     lock.unlock();
     // Nothing may leave the thread (std::terminate would take the proxy down).
     try {
-      poll_once();
+      poll_once(!asked);
     } catch (const std::exception& e) {
       metrics_->count(Update::fetch_error);
       log_->error("config_source: {}; version {} keeps serving", e.what(), version_text(version_));
+    } catch (...) {
+      metrics_->count(Update::fetch_error);
+      log_->error("config_source: an unknown failure; version {} keeps serving",
+                  version_text(version_));
     }
     lock.lock();
   }

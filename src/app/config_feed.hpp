@@ -4,8 +4,8 @@
 // above the one in force and it validates; then it is published like a SIGHUP reload. Polled
 // on a thread of its own every `poll` +-10 % (so that a fleet started together does not ask in
 // step), with If-None-Match: an unchanged config costs a 304. The last applied document and its
-// signature are kept in `cache` (and cache + ".sig"), the config a start uses when the url
-// cannot give one. Every outcome is counted (Metrics::ConfigUpdate) and logged.
+// signature are kept in `cache`, the config a start uses when the url cannot give one. SIGHUP
+// asks at once, without If-None-Match. Every outcome is counted (Metrics::ConfigUpdate) and logged.
 
 #include <spdlog/logger.h>
 
@@ -52,22 +52,28 @@ class ConfigFeed {
  private:
   struct Document {
     std::string bytes, signature;
+    bool not_modified = false;  // a 304: nothing else is set
   };
   // A document checked: the config, or the outcome that refused it and why.
   struct Checked {
     config::ConfigPtr config;
     metrics::Metrics::ConfigUpdate outcome = metrics::Metrics::ConfigUpdate::applied;
     std::string why;
-    std::vector<std::string> errors;  // an invalid one's, FILE:LINE:COL: message each
+    std::vector<std::string> errors;    // an invalid one's, FILE:LINE:COL: message each
+    std::vector<std::string> warnings;  // a valid one's
   };
   // A refused document's reason, its errors one line each.
   void log_refusal(spdlog::logger& log, const Checked& c, std::string_view outcome) const;
   // Fetches the document (If-None-Match: etag_ when `conditional`) and its signature.
-  // nullopt with `why` set on a failure; an empty document for a 304.
+  // nullopt with `why` set on a failure.
   std::optional<Document> fetch(bool conditional, std::string& why, std::string& etag);
   Checked check(const Document& d, std::optional<std::int64_t> above) const;
-  void keep(const Document& d, spdlog::logger& log) const;  // into the cache
-  void poll_once();
+  // The cache: one file, the signature in its first line (a YAML comment), the document after
+  // it, replaced whole by a rename, so that a crash or a full disk never pairs a signature with
+  // another document.
+  void keep(const Document& d, spdlog::logger& log) const;
+  std::optional<Document> cached(std::string& why) const;
+  void poll_once(bool conditional);
   void run();
 
   config::FeedSettings settings_;

@@ -112,6 +112,12 @@ int run(const std::string& path) {
   }
   auto log = app::make_logger(r.config->log);
   for (const auto& w : r.warnings) log->warn("{}", w.to_string());
+  // The signals are taken from here on: one arriving while the start is under way (a reload
+  // while config_source is fetched, say) waits for the loop below instead of killing the
+  // process with its default action.
+  boost::asio::io_context signals_ioc;
+  boost::asio::signal_set signals(signals_ioc, SIGINT, SIGTERM, SIGHUP);
+  signals.add(SIGUSR1);
   // config_source: the config to serve comes from its url (or the cache), not from the file.
   std::unique_ptr<app::ConfigFeed> feed;
   auto feed_outcome = metrics::Metrics::ConfigUpdate::applied;
@@ -193,6 +199,12 @@ int run(const std::string& path) {
     list += (list.empty() ? "" : ", ") + std::to_string(bound[i]);
   }
   // config_source: later configs come from the url, published as a reload publishes a file's.
+  // Its thread publishes to `source` and logs: stopped (by this guard) before they go, on
+  // every way out.
+  struct StopFeed {
+    std::unique_ptr<app::ConfigFeed>& feed;
+    ~StopFeed() { feed.reset(); }
+  } stop_feed{feed};
   if (feed)
     feed->start(metrics, log, [&](const config::ConfigPtr& next) {
       publish(next, source, *started, *log, metrics);
@@ -203,9 +215,6 @@ int run(const std::string& path) {
             ports.empty() ? "(none)" : ports,
             rls_ports.empty() ? "" : "; Envoy's rate limit service on port(s) " + rls_ports);
 
-  boost::asio::io_context signals_ioc;
-  boost::asio::signal_set signals(signals_ioc, SIGINT, SIGTERM, SIGHUP);
-  signals.add(SIGUSR1);
   std::function<void(const boost::system::error_code&, int)> on_signal =
       [&](const boost::system::error_code& ec, int sig) {
         if (ec) return;
@@ -239,7 +248,6 @@ int run(const std::string& path) {
       };
   signals.async_wait(on_signal);
   signals_ioc.run();
-  feed.reset();  // its thread publishes to `source`: stopped while that lives
   return kExitOk;
 }
 

@@ -5,6 +5,9 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 
@@ -57,7 +60,20 @@ std::optional<FeedSettings> read_config_source(const Section& s) {
     return std::nullopt;
   }
   s.string("cache", out.cache);
-  if (!out.cache.empty()) out.cache = r.resolve_path(out.cache);
+  if (!out.cache.empty()) {
+    out.cache = r.resolve_path(out.cache);
+    // Said now rather than found on the day the url is down: a cache that cannot be written.
+    // (A warning: --check-config may run on another host, or before the package made it.)
+    const auto slash = out.cache.rfind('/');
+    const auto dir = slash == std::string::npos ? std::string(".") : out.cache.substr(0, slash + 1);
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      r.warn(s["cache"], s.at("cache"),
+             "the directory " + dir + " does not exist: the cache is not kept");
+    else if (::access(dir.c_str(), W_OK) != 0)
+      r.warn(s["cache"], s.at("cache"),
+             "the directory " + dir + " is not writable by this user: the cache is not kept");
+  }
   return out;
 }
 

@@ -60,7 +60,7 @@ std::string fleet_doc(int version, int limit, std::uint16_t origin) {
          "admin: { listen: \"127.0.0.1:${FG_ADMIN}\" }\n"
          "upstreams: { origin: { url: \"http://127.0.0.1:" +
          std::to_string(origin) +
-         "\" } }\nstore: { key_secret: fleet-test }\nroutes:\n  - name: api\n"
+         "\" } }\nstore: { key_secret: fleet-test-secret-0123456789 }\nroutes:\n  - name: api\n"
          "    match: { path_prefix: / }\n    upstream: origin\n"
          "    limits: [{ name: l, algorithm: fixed_window, limit: " +
          std::to_string(limit) + ", window: 1h, key: [ip] }]\n";
@@ -100,9 +100,11 @@ struct Instance {
 
 std::string local_yaml(const HttpsFiles& server, const Publisher& p, const TestPki& pki,
                        const std::string& poll, const std::string& cache) {
-  return "config_source:\n  url: " + server.url("/fleet/fra1.yaml") + "\n  poll: " + poll +
-         "\n  public_key: " + p.pub + (cache.empty() ? "" : "\n  cache: " + cache) +
-         "\n  ca_file: " + pki.ca_file() + "\n";
+  // A key in the query, as a CDN or an object store may want: the signature is fetched at
+  // /fleet/fra1.yaml.sig?token=..., the query kept.
+  return "config_source:\n  url: " + server.url("/fleet/fra1.yaml?token=k3y") +
+         "\n  poll: " + poll + "\n  public_key: " + p.pub +
+         (cache.empty() ? "" : "\n  cache: " + cache) + "\n  ca_file: " + pki.ca_file() + "\n";
 }
 
 TEST(ConfigFeed, AFleetAppliesASignedConfigAndRefusesEveryBadOne) {
@@ -165,7 +167,7 @@ TEST(ConfigFeed, AFleetAppliesASignedConfigAndRefusesEveryBadOne) {
   }
   EXPECT_EQ(a.updates("applied"), 2u);
   std::string line = wait_for_line(*b.process, "no upstream named \"nowhere\"", 5s, b.seen);
-  EXPECT_NE(line.find("fra1.yaml:"), std::string::npos) << b.seen;
+  EXPECT_NE(line.find("fra1.yaml?token=***:9:15: "), std::string::npos) << b.seen;
 
   // The server down: a fetch error, counted; version 2 serves on.
   server.down(true);
