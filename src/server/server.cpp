@@ -36,7 +36,8 @@ namespace {
 
 // Logs and counts what escaped a coroutine or a handler instead of losing it (or the worker)
 // silently; nothing on the request path is meant to throw, so anything here is a bug worth
-// seeing. Exceptions raised inside C callbacks (hiredis) arrive here too, rethrown by a handler.
+// seeing. Exceptions raised inside callbacks (a Redis command's, nghttp2's) arrive here too,
+// rethrown by a handler.
 tcp::endpoint to_endpoint(const config::Endpoint& ep) {
   boost::system::error_code ec;
   auto address = asio::ip::make_address(ep.host, ec);

@@ -125,6 +125,31 @@ TEST(RedisHostile, MalformedAndHugeRepliesFollowThePolicyWithinTheDeadline) {
   EXPECT_LT(grown_mib, 1024u);
 }
 
+// hiredis's own async client asserts (aborts the process) on a reply with no command waiting
+// for it; floodgate reads replies itself and drops the connection instead.
+TEST(RedisHostile, AReplyToNoCommandDropsTheConnectionNotTheProcess) {
+  FakeRedis fake;
+  Origin origin;
+  Proxy proxy(single_config(fake, origin));
+  expect_recovers(proxy.port(), "a behaving fake");
+  auto behave = FakeRedis::behave();
+  fake.script([behave](const std::vector<std::string>& c) {
+    auto answer = behave(c);
+    if (c[0] == "FCALL" || c[0] == "EVALSHA" || c[0] == "EVAL") answer.bytes += "+OK\r\n";
+    return answer;
+  });
+  const auto connections = fake.connections();
+  for (int i = 0; i < 5; ++i) {
+    auto r = timed_get(proxy.port(), "/closed/x");
+    EXPECT_TRUE(r.status == 200 || r.status == 503) << r.status;
+    EXPECT_LT(r.took, kTimeout + kSlack);
+  }
+  EXPECT_TRUE(eventually([&] { return fake.connections() > connections; }, 5s))
+      << "the connection was not dropped";
+  fake.script(FakeRedis::behave());
+  expect_recovers(proxy.port(), "after replies to no command");
+}
+
 TEST(RedisHostile, AStallAfterAuthCostsTheConfiguredTimeoutNotTheConnectTimeout) {
   // AUTH is answered; then nothing. The AUTH command's own deadline (the 1 s connect
   // timeout) was the one the timer waited for: 0.7 s per decision instead of 100 ms.
@@ -326,7 +351,8 @@ TEST(RedisHostile, ALeaseGrantAboveWhatWasAskedIsAStoreError) {
   EXPECT_EQ(admitted, 0);
   EXPECT_EQ(refused, 60);
   EXPECT_EQ(origin.requests(), 0u);
-  auto errors = metric(admin::render_prometheus(proxy.metrics()), "floodgate_store_errors_total{kind=\"protocol\"}");
+  auto errors = metric(admin::render_prometheus(proxy.metrics()),
+                       "floodgate_store_errors_total{kind=\"protocol\"}");
   EXPECT_GE(errors, 1u);
   EXPECT_NE(errors, UINT64_MAX);
 }

@@ -2,7 +2,7 @@
 // A Redis Cluster node's address as the cluster names it: "host:port", "[v6]:port", or the
 // unbracketed "v6:port" Redis itself writes in MOVED/ASK. These arrive in replies (input, not
 // configuration), so parsing is total: an error value for anything that is not a host and a
-// port in 1..65535, never an exception (it runs inside hiredis's read callback).
+// port in 1..65535, never an exception (it runs inside a reply's callback).
 
 #include <cstdint>
 #include <optional>

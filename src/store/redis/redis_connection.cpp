@@ -1,10 +1,13 @@
 #include "redis_connection.hpp"
 
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <spdlog/logger.h>
 
-#include <algorithm>
+#include <array>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
 #include <charconv>
 #include <exception>
 
@@ -13,41 +16,46 @@
 namespace floodgate::store::redis {
 
 namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-Connection* self_of(const redisAsyncContext* ac) {
-  return static_cast<Connection*>(ac->data);
-}
-}  // namespace
-
-template <typename F>
-void Connection::at_c_boundary(F&& body) noexcept {
-  try {
-    body();
-  } catch (...) {
-    // Not across hiredis's C frames: the worker's event loop rethrows, logs and counts it.
-    try {
-      asio::post(ioc_, [e = std::current_exception()] { std::rethrow_exception(e); });
-    } catch (...) {
-      // Out of memory even for that: nothing better than to carry on.
-    }
+struct Connection::Attempt {
+  explicit Attempt(asio::io_context& ioc, std::uint64_t gen)
+      : socket(ioc), resolver(ioc), generation(gen) {}
+  ~Attempt() {
+    if (reader) redisReaderFree(reader);
   }
-}
+  Attempt(const Attempt&) = delete;
+  Attempt& operator=(const Attempt&) = delete;
+
+  tcp::socket socket;
+  tcp::resolver resolver;
+  std::uint64_t generation;
+  redisReader* reader = nullptr;  // hiredis's parser, fed what the socket reads
+  std::array<char, 16384> in;
+  std::string sending;  // what the write in flight sends
+  bool writing = false;
+};
+
+namespace {
+
+struct ReplyFree {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+
+}  // namespace
 
 Connection::Connection(asio::io_context& ioc, ConnectionOptions options, spdlog::logger& log)
     : ioc_(ioc),
       options_(std::move(options)),
       log_(log),
-      fd_(ioc),
       deadline_timer_(ioc),
       reconnect_timer_(ioc),
       connect_timer_(ioc) {}
 
 Connection::~Connection() {
   stopped_ = true;
-  if (ac_) redisAsyncFree(ac_);  // runs every pending callback (as disconnected) and cleanup
-  teardown_fd();
+  drop("");  // every pending callback runs (as disconnected)
 }
 
 void Connection::start() {
@@ -59,51 +67,31 @@ void Connection::stop() {
   reconnect_timer_.cancel();
   connect_timer_.cancel();
   deadline_timer_.cancel();
-  if (ac_) redisAsyncFree(ac_);
+  drop("");
 }
 
 void Connection::reset() {
-  // hiredis calls on_disconnect (which schedules the reconnect) only for a context that had
-  // connected; one still connecting is scheduled here, so the backoff grows once per reset.
-  const bool had_connected = connected_;
-  if (ac_) redisAsyncFree(ac_);  // cleanup + callbacks
-  if (!had_connected && !stopped_) schedule_reconnect();
+  drop("");
 }
 
 void Connection::connect() {
-  if (stopped_ || ac_) return;
-  ++generation_;
-  ac_ = redisAsyncConnect(options_.host.c_str(), options_.port);
-  if (!ac_ || ac_->err) {
-    log_.warn("redis {}:{}: connect failed: {}", options_.host, options_.port,
-              ac_ ? ac_->errstr : "out of memory");
-    if (ac_) redisAsyncFree(ac_);
-    ac_ = nullptr;
+  if (stopped_ || attempt_) return;
+  auto a = std::make_shared<Attempt>(ioc_, ++generation_);
+  a->reader = redisReaderCreate();
+  if (!a->reader) {
+    log_.warn("redis {}:{}: connect failed: out of memory", options_.host, options_.port);
     schedule_reconnect();
     return;
   }
-  // The descriptor first: setting the connect callback already asks for write readiness.
-  boost::system::error_code ec;
-  fd_.assign(ac_->c.fd, ec);
-  limit_reply_sizes(ac_->c.reader);
-  ac_->data = this;
-  ac_->ev.data = this;
-  ac_->ev.addRead = &Connection::hook_add_read;
-  ac_->ev.delRead = &Connection::hook_del_read;
-  ac_->ev.addWrite = &Connection::hook_add_write;
-  ac_->ev.delWrite = &Connection::hook_del_write;
-  ac_->ev.cleanup = &Connection::hook_cleanup;
-  redisAsyncSetConnectCallback(ac_, &Connection::on_connect);
-  redisAsyncSetDisconnectCallback(ac_, &Connection::on_disconnect);
-  // A non-blocking connect reports completion as writability (idempotent with hiredis's own).
-  hook_add_write(this);
+  limit_reply_sizes(a->reader);
+  attempt_ = a;
+  // AUTH goes first, ahead of any command: commands queued once the TCP connection is up are
+  // pipelined behind it.
   if (!options_.password.empty()) {
     std::vector<std::string_view> auth{"AUTH"};
     if (!options_.username.empty()) auth.push_back(options_.username);
     auth.push_back(options_.password);
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (auto a : auth) argv.push_back(a.data()), lens.push_back(a.size());
+    append_command(out_, auth);
     pending_.push_back({[this, gen = generation_](const redisReply* r, CommandStatus s) {
                           if (s == CommandStatus::ok && r && r->type == REDIS_REPLY_ERROR &&
                               gen == generation_) {
@@ -115,27 +103,139 @@ void Connection::connect() {
                           }
                         },
                         Clock::now() + options_.connect_timeout});
-    // pending_ mirrors hiredis's reply queue one for one: a command hiredis refused must not
-    // leave an entry, or every later reply would go to the wrong command.
-    if (redisAsyncCommandArgv(ac_, &Connection::on_reply, nullptr, static_cast<int>(argv.size()),
-                              argv.data(), lens.data()) != REDIS_OK) {
-      pending_.pop_back();
-      log_.warn("redis {}:{}: AUTH could not be queued", options_.host, options_.port);
-      asio::post(ioc_, [w = weak_from_this()] {
-        if (auto self = w.lock()) self->reset();
-      });
-      return;
-    }
     arm_timer_for(pending_.back().deadline);
   }
   connect_timer_.expires_after(options_.connect_timeout);
   connect_timer_.async_wait(
       [w = weak_from_this(), gen = generation_](boost::system::error_code ec) {
         auto self = w.lock();
-        if (ec || !self || gen != self->generation_ || self->connected_ || !self->ac_) return;
-        self->log_.warn("redis {}:{}: connect timed out", self->options_.host, self->options_.port);
-        self->reset();
+        if (ec || !self || !self->attempt_ || self->attempt_->generation != gen || self->connected_)
+          return;
+        self->drop("connect timed out");
       });
+  auto on_connect = [w = weak_from_this(), a](const boost::system::error_code& ec, auto&&...) {
+    auto self = w.lock();
+    if (!self || a != self->attempt_) return;
+    if (ec) return self->drop("connect failed: " + ec.message());
+    self->on_connected(a);
+  };
+  // An address connects at once; a name is resolved by Asio's resolver (off the loop).
+  boost::system::error_code bad_address;
+  const auto address = asio::ip::make_address(options_.host, bad_address);
+  if (!bad_address) {
+    a->socket.async_connect(tcp::endpoint(address, options_.port), on_connect);
+    return;
+  }
+  a->resolver.async_resolve(
+      options_.host, std::to_string(options_.port),
+      [w = weak_from_this(), a, on_connect](const boost::system::error_code& ec,
+                                            const tcp::resolver::results_type& endpoints) {
+        auto self = w.lock();
+        if (!self || a != self->attempt_) return;
+        if (ec) return self->drop("cannot resolve " + self->options_.host + ": " + ec.message());
+        asio::async_connect(a->socket, endpoints, on_connect);
+      });
+}
+
+void Connection::on_connected(const AttemptPtr& a) {
+  boost::system::error_code ignored;
+  a->socket.set_option(tcp::no_delay(true), ignored);
+  a->socket.non_blocking(true, ignored);  // write() tries a direct write first
+  connected_ = true;
+  connect_timer_.cancel();
+  log_.info("redis {}:{}: connected", options_.host, options_.port);
+  read(a);
+  if (!out_.empty()) flush_soon();  // AUTH, queued with the attempt
+}
+
+void Connection::read(const AttemptPtr& a) {
+  a->socket.async_read_some(
+      asio::buffer(a->in),
+      [w = weak_from_this(), a](const boost::system::error_code& ec, std::size_t n) {
+        if (auto self = w.lock()) self->on_read(a, ec, n);
+      });
+}
+
+void Connection::on_read(const AttemptPtr& a, const boost::system::error_code& ec, std::size_t n) {
+  if (a != attempt_) return;  // a dropped attempt's read
+  if (ec) return drop(ec == asio::error::eof ? "closed by the server" : ec.message());
+  if (redisReaderFeed(a->reader, a->in.data(), n) != REDIS_OK)
+    return drop("cannot buffer a reply: out of memory");
+  for (;;) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(a->reader, &raw) != REDIS_OK)
+      return drop(std::string("protocol error: ") + a->reader->errstr);
+    if (!raw) break;
+    std::unique_ptr<redisReply, ReplyFree> reply(static_cast<redisReply*>(raw));
+    // hiredis's own async client aborts the process here (an assert): a server that answers
+    // what nobody asked is broken or hostile, and its connection is dropped instead.
+    if (pending_.empty()) return drop("protocol error: a reply to no command");
+    auto p = std::move(pending_.front());
+    pending_.pop_front();
+    // A server that answers is healthy again: the next drop reconnects quickly. (Not at the
+    // TCP connect: one that accepts and then breaks the protocol backs off to max_backoff.)
+    backoff_ = std::chrono::milliseconds(50);
+    if (p.finished) continue;  // timed out earlier: the late reply is dropped
+    deliver(p.done, reply.get(), CommandStatus::ok);
+    if (a != attempt_) return;  // the callback reset or stopped the connection
+  }
+  if (a->reader->len - a->reader->pos > kMaxUnparsedBytes)
+    return drop("protocol error: a reply of more than 64 MiB");
+  read(a);
+}
+
+void Connection::flush_soon() {
+  if (flush_posted_) return;
+  flush_posted_ = true;
+  asio::post(ioc_, [w = weak_from_this()] {
+    auto self = w.lock();
+    if (!self) return;
+    self->flush_posted_ = false;
+    if (self->attempt_ && self->connected_) self->write(self->attempt_);
+  });
+}
+
+// A connected socket is almost always writable: the commands of the turn go out in one
+// direct write, and only what a full socket buffer refuses waits for an asynchronous one.
+void Connection::write(const AttemptPtr& a) {
+  if (a->writing || out_.empty()) return;
+  a->sending.swap(out_);
+  out_.clear();
+  boost::system::error_code ec;
+  std::size_t n = a->socket.write_some(asio::buffer(a->sending), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) n = 0, ec = {};
+  if (ec) return drop("cannot send: " + ec.message());
+  if (n == a->sending.size()) return a->sending.clear();
+  a->writing = true;
+  asio::async_write(a->socket, asio::buffer(a->sending.data() + n, a->sending.size() - n),
+                    [w = weak_from_this(), a](const boost::system::error_code& ec, std::size_t) {
+                      a->writing = false;
+                      auto self = w.lock();
+                      if (!self || a != self->attempt_) return;
+                      if (ec) return self->drop("cannot send: " + ec.message());
+                      a->sending.clear();
+                      self->write(a);  // what was queued meanwhile
+                    });
+}
+
+void Connection::drop(const std::string& why) {
+  auto a = std::move(attempt_);
+  attempt_.reset();
+  connected_ = false;
+  out_.clear();
+  if (a) {
+    boost::system::error_code ignored;
+    a->resolver.cancel();
+    a->socket.close(ignored);
+    connect_timer_.cancel();
+  }
+  if (!why.empty() && !stopped_) log_.warn("redis {}:{}: {}", options_.host, options_.port, why);
+  // Moved out first: a callback may issue commands (refused now) or reset again.
+  auto failed = std::move(pending_);
+  pending_.clear();
+  for (auto& p : failed)
+    if (!p.finished) deliver(p.done, nullptr, CommandStatus::disconnected);
+  if (!stopped_) schedule_reconnect();
 }
 
 void Connection::schedule_reconnect() {
@@ -164,18 +264,18 @@ void append_command(std::string& out, const std::vector<std::string_view>& args)
 
 bool Connection::command(const std::vector<std::string_view>& args, Clock::time_point deadline,
                          Callback done) {
-  if (!ac_ || !connected_) return false;
-  wire_.clear();
-  append_command(wire_, args);
-  // Queued before hiredis takes the command (an allocation failure here leaves both queues as
-  // they were), removed again if hiredis refuses it: the two stay one for one.
-  pending_.push_back({std::move(done), deadline});
-  if (redisAsyncFormattedCommand(ac_, &Connection::on_reply, nullptr, wire_.data(), wire_.size()) !=
-      REDIS_OK) {
-    pending_.pop_back();
-    return false;
+  if (!attempt_ || !connected_) return false;
+  // The bytes and the entry go in together, or neither does: replies are matched by order.
+  const auto mark = out_.size();
+  try {
+    append_command(out_, args);
+    pending_.push_back({std::move(done), deadline});
+  } catch (...) {
+    out_.resize(mark);
+    throw;
   }
   arm_timer_for(deadline);
+  flush_soon();
   return true;
 }
 
@@ -204,8 +304,17 @@ void Connection::arm_timer_for(Clock::time_point deadline) {
       });
 }
 
-void Connection::deliver(Callback& done, const redisReply* reply, CommandStatus status) {
-  at_c_boundary([&] { done(reply, status); });
+void Connection::deliver(Callback& done, const redisReply* reply, CommandStatus status) noexcept {
+  try {
+    done(reply, status);
+  } catch (...) {
+    // Not lost: the worker's event loop rethrows, logs and counts it.
+    try {
+      asio::post(ioc_, [e = std::current_exception()] { std::rethrow_exception(e); });
+    } catch (...) {
+      // Out of memory even for that: nothing better than to carry on.
+    }
+  }
 }
 
 void Connection::on_timer() {
@@ -220,138 +329,6 @@ void Connection::on_timer() {
   }
   for (auto& cb : expired) deliver(cb, nullptr, CommandStatus::timeout);
   arm_timer();
-}
-
-void Connection::on_reply(redisAsyncContext* ac, void* reply, void*) {
-  auto* self = self_of(ac);
-  if (!self || self->pending_.empty()) return;
-  auto p = std::move(self->pending_.front());
-  self->pending_.pop_front();
-  if (p.finished) return;  // timed out earlier: the late reply is dropped
-  self->deliver(p.done, static_cast<const redisReply*>(reply),
-                reply ? CommandStatus::ok : CommandStatus::disconnected);
-}
-
-void Connection::on_connect(const redisAsyncContext* ac, int status) {
-  auto* self = self_of(ac);
-  if (!self) return;
-  self->at_c_boundary([self, ac, status] {
-    if (status == REDIS_OK) {
-      self->connected_ = true;
-      self->backoff_ = std::chrono::milliseconds(50);
-      self->connect_timer_.cancel();
-      self->log_.info("redis {}:{}: connected", self->options_.host, self->options_.port);
-    } else {
-      // hiredis frees the context after this returns; hook_cleanup has cleared ac_ or will.
-      self->log_.warn("redis {}:{}: connect failed: {}", self->options_.host, self->options_.port,
-                      ac->errstr);
-      self->connected_ = false;
-      self->schedule_reconnect();
-    }
-  });
-}
-
-void Connection::on_disconnect(const redisAsyncContext* ac, int status) {
-  auto* self = self_of(ac);
-  if (!self) return;
-  self->connected_ = false;
-  self->at_c_boundary([self, ac, status] {
-    if (status != REDIS_OK && !self->stopped_)
-      self->log_.warn("redis {}:{}: disconnected: {}", self->options_.host, self->options_.port,
-                      ac->errstr);
-    self->schedule_reconnect();
-  });
-}
-
-void Connection::wait_readable() {
-  wait(asio::posix::stream_descriptor::wait_read);
-}
-void Connection::wait_writable() {
-  wait(asio::posix::stream_descriptor::wait_write);
-}
-
-// One readiness wait at a time per direction; when it fires, hiredis does the I/O, and the
-// wait is renewed while hiredis still wants it (and the context is still the same one).
-void Connection::wait(asio::posix::stream_descriptor::wait_type type) {
-  const bool reading = type == asio::posix::stream_descriptor::wait_read;
-  bool& waiting = reading ? read_waiting_ : write_waiting_;
-  if (waiting || !ac_) return;
-  waiting = true;
-  fd_.async_wait(
-      type, [w = weak_from_this(), gen = generation_, type, reading](boost::system::error_code ec) {
-        auto self = w.lock();
-        if (!self || gen != self->generation_) return;
-        (reading ? self->read_waiting_ : self->write_waiting_) = false;
-        const bool& wanted = reading ? self->want_read_ : self->want_write_;
-        if (ec || !self->ac_ || !wanted) return;
-        if (reading)
-          redisAsyncHandleRead(self->ac_);  // may free the context (cleanup runs)
-        else
-          redisAsyncHandleWrite(self->ac_);
-        if (gen == self->generation_ && self->ac_ && wanted) self->wait(type);
-      });
-}
-
-// A connected socket is almost always writable: rather than wait for the reactor to say so
-// (an epoll_ctl and an epoll_wait per command), write at the end of this loop turn, which
-// also sends every command the turn queued in one write. Only a full socket buffer falls
-// back to waiting for writability.
-void Connection::flush_soon() {
-  if (flush_posted_ || write_waiting_) return;
-  flush_posted_ = true;
-  asio::post(ioc_, [w = weak_from_this(), gen = generation_] {
-    auto self = w.lock();
-    if (!self || gen != self->generation_) return;
-    self->flush_posted_ = false;
-    if (!self->ac_ || !self->want_write_) return;
-    self->flushing_ = true;
-    redisAsyncHandleWrite(self->ac_);  // may free the context (cleanup runs)
-    self->flushing_ = false;
-    if (gen == self->generation_ && self->ac_ && self->want_write_) self->wait_writable();
-  });
-}
-
-void Connection::teardown_fd() {
-  boost::system::error_code ignored;
-  if (fd_.is_open()) {
-    fd_.cancel(ignored);
-    fd_.release();  // hiredis owns and closes the descriptor
-  }
-}
-
-// The hooks are idempotent: hiredis may call add/del repeatedly.
-void Connection::hook_add_read(void* privdata) {
-  auto* self = static_cast<Connection*>(privdata);
-  self->want_read_ = true;
-  self->at_c_boundary([self] { self->wait_readable(); });
-}
-void Connection::hook_del_read(void* privdata) {
-  static_cast<Connection*>(privdata)->want_read_ = false;
-}
-void Connection::hook_add_write(void* privdata) {
-  auto* self = static_cast<Connection*>(privdata);
-  self->want_write_ = true;
-  if (self->flushing_) return;  // flush_soon() decides what follows
-  self->at_c_boundary([self] {
-    if (self->connected_)
-      self->flush_soon();
-    else
-      self->wait_writable();  // a connect in progress reports itself as writability
-  });
-}
-void Connection::hook_del_write(void* privdata) {
-  static_cast<Connection*>(privdata)->want_write_ = false;
-}
-
-void Connection::hook_cleanup(void* privdata) {
-  auto* self = static_cast<Connection*>(privdata);
-  self->want_read_ = self->want_write_ = false;
-  self->read_waiting_ = self->write_waiting_ = false;
-  self->flush_posted_ = false;  // a flush posted for this context ignores itself
-  self->connected_ = false;
-  self->ac_ = nullptr;
-  ++self->generation_;  // outstanding waits of this context ignore themselves
-  self->teardown_fd();  // noexcept in effect: error_code overloads only
 }
 
 }  // namespace floodgate::store::redis

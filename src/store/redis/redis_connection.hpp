@@ -1,18 +1,18 @@
 #pragma once
-// One hiredis async connection driven by a worker's Asio event loop.
+// One connection to a Redis server, driven by a worker's Asio event loop: the socket is ours
+// (Asio), hiredis only parses the replies (its redisReader, bounded by reply_limits.hpp).
 //
-// hiredis 0.14 has no timer hook and no async timeout, so deadlines are ours: every command
-// carries one, a single steady_timer is always armed at the earliest deadline still pending
-// (a command with an earlier deadline than the armed one re-arms it), and a reply that arrives
-// after its command timed out is dropped. The fd belongs to hiredis: we wait on it through a
-// posix::stream_descriptor that is released (never closed) when hiredis cleans up. Pending
-// waits hold a weak_ptr, so a connection destroyed meanwhile is never touched. Commands issued
-// in one loop turn are written together when the fd next becomes writable (pipelining).
-// Nothing thrown by a callback crosses hiredis's C frames: it is caught there and rethrown from
-// a plain handler of the event loop, where the worker logs and counts it.
+// Deadlines are ours: every command carries one, a single steady_timer is always armed at the
+// earliest deadline still pending (a command with an earlier deadline than the armed one
+// re-arms it), and a reply that arrives after its command timed out is dropped. Replies are
+// matched to commands in order (Redis answers in order); a reply with no command waiting is a
+// protocol fault that drops the connection. Commands issued in one loop turn are written
+// together at the end of the turn (pipelining). Handlers hold the attempt they belong to (its
+// socket and reader) and a weak_ptr to the connection, so neither a dropped attempt nor a
+// destroyed connection is touched by a late handler. Whatever a callback throws is rethrown
+// from a plain handler of the event loop, where the worker logs and counts it.
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
@@ -25,7 +25,6 @@
 #include <string_view>
 #include <vector>
 
-struct redisAsyncContext;
 struct redisReply;
 
 namespace spdlog {
@@ -53,6 +52,7 @@ void append_command(std::string& out, const std::vector<std::string_view>& args)
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // Called exactly once per command: with the reply (ok) or with null (timeout, disconnected).
+  // The reply lives until the callback returns.
   using Callback = std::function<void(const redisReply* reply, CommandStatus status)>;
 
   Connection(boost::asio::io_context& ioc, ConnectionOptions options, spdlog::logger& log);
@@ -77,46 +77,36 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::chrono::steady_clock::time_point deadline;
     bool finished = false;
   };
+  struct Attempt;  // one connection attempt: its socket, reader and buffers
+  using AttemptPtr = std::shared_ptr<Attempt>;
 
   void connect();
+  void on_connected(const AttemptPtr& a);
+  void read(const AttemptPtr& a);
+  void on_read(const AttemptPtr& a, const boost::system::error_code& ec, std::size_t n);
+  void write(const AttemptPtr& a);
+  void flush_soon();
+  // Ends the attempt in use (if any): its pending commands complete as disconnected, and a
+  // reconnect is scheduled unless stopped. `why` is logged when not empty.
+  void drop(const std::string& why);
   void schedule_reconnect();
   void arm_timer();  // at the earliest pending deadline (a full scan)
   void arm_timer_for(std::chrono::steady_clock::time_point deadline);  // one more deadline
   void on_timer();
   // Runs a command's callback; an exception is handed to the event loop (see above).
-  void deliver(Callback& done, const redisReply* reply, CommandStatus status);
-  // The body of every callback hiredis calls: whatever it throws goes to the event loop.
-  template <typename F>
-  void at_c_boundary(F&& body) noexcept;
-  void wait_readable();
-  void wait_writable();
-  void flush_soon();
-  void wait(boost::asio::posix::stream_descriptor::wait_type type);
-  void teardown_fd();
-
-  static void on_reply(redisAsyncContext* ac, void* reply, void* privdata);
-  static void on_connect(const redisAsyncContext* ac, int status);
-  static void on_disconnect(const redisAsyncContext* ac, int status);
-  static void hook_add_read(void* privdata);
-  static void hook_del_read(void* privdata);
-  static void hook_add_write(void* privdata);
-  static void hook_del_write(void* privdata);
-  static void hook_cleanup(void* privdata);
+  void deliver(Callback& done, const redisReply* reply, CommandStatus status) noexcept;
 
   boost::asio::io_context& ioc_;
   ConnectionOptions options_;
   spdlog::logger& log_;
-  redisAsyncContext* ac_ = nullptr;  // owned by hiredis; null once hiredis has freed it
-  boost::asio::posix::stream_descriptor fd_;
-  std::uint64_t generation_ = 0;  // one per connection attempt: stale waits ignore themselves
-  bool want_read_ = false, want_write_ = false;
-  bool read_waiting_ = false, write_waiting_ = false;
-  bool flush_posted_ = false, flushing_ = false;
+  AttemptPtr attempt_;            // null between attempts (and once stopped)
+  std::uint64_t generation_ = 0;  // one per attempt: timers of an earlier one ignore themselves
   std::atomic<bool> connected_{false};  // read by the admin thread (health)
   bool stopped_ = false;
+  bool flush_posted_ = false;
   std::chrono::milliseconds backoff_{50};
-  std::deque<Pending> pending_;  // hiredis answers in order: front = next reply
-  std::string wire_;             // a command being formatted (hiredis copies it): reused
+  std::deque<Pending> pending_;  // Redis answers in order: front = next reply
+  std::string out_;              // commands formatted and not yet handed to a write
   boost::asio::steady_timer deadline_timer_;
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer connect_timer_;
