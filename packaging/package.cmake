@@ -17,9 +17,9 @@ endforeach()
 
 install(TARGETS floodgate RUNTIME DESTINATION bin)
 install(FILES ${PROJECT_SOURCE_DIR}/config/floodgate.yaml DESTINATION /etc/floodgate)
-# Root only: it holds the secrets the config names (systemd reads it as root).
-install(FILES ${pkg}/debian/default DESTINATION /etc/default RENAME floodgate
-        PERMISSIONS OWNER_READ OWNER_WRITE)
+# Shipped 0644 as Debian's files are (it holds only comments); the postinst makes it root's
+# alone on the first install, since it is where the config's secrets go.
+install(FILES ${pkg}/debian/default DESTINATION /etc/default RENAME floodgate)
 install(FILES ${pkg}/logrotate/floodgate DESTINATION /etc/logrotate.d)
 install(FILES ${pkg}/systemd/floodgate.service DESTINATION /lib/systemd/system)
 install(FILES ${pkg_out}/floodgate.1.gz DESTINATION share/man/man1)

@@ -73,7 +73,9 @@ systemd-analyze verify --root="$root" --man=no floodgate.service || fail "system
 say "systemd-analyze verify: clean; $(systemd-analyze security --offline=yes --root="$root" floodgate.service 2>/dev/null | grep 'Overall exposure')"
 in_root id floodgate >/dev/null || fail "the postinst made no user floodgate"
 [ -L "$root/etc/systemd/system/multi-user.target.wants/floodgate.service" ] || fail "the unit is not enabled"
-say "user: $(in_root id floodgate); unit enabled (multi-user.target.wants)"
+[ "$(stat -c %a "$root/etc/floodgate/floodgate.yaml")" = 640 ] || fail "floodgate.yaml is not 0640"
+[ "$(stat -c %a "$root/etc/default/floodgate")" = 600 ] || fail "/etc/default/floodgate is not 0600"
+say "user: $(in_root id floodgate); unit enabled (multi-user.target.wants); floodgate.yaml 0640 and /etc/default/floodgate 0600"
 in_root /usr/bin/floodgate --check-config /etc/floodgate/floodgate.yaml | head -n 1 | sed 's/^/[package]   /'
 
 # The demo: the origin on the host, floodgate in the root as the package's user (which reads

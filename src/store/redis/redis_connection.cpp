@@ -3,6 +3,7 @@
 #include <hiredis/hiredis.h>
 #include <spdlog/logger.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -84,7 +85,6 @@ void Connection::connect() {
     return;
   }
   limit_reply_sizes(a->reader);
-  attempt_ = a;
   // AUTH goes first, ahead of any command: commands queued once the TCP connection is up are
   // pipelined behind it.
   if (!options_.password.empty()) {
@@ -105,6 +105,7 @@ void Connection::connect() {
                         Clock::now() + options_.connect_timeout});
     arm_timer_for(pending_.back().deadline);
   }
+  attempt_ = a;  // from here on nothing throws before the connect is under way
   connect_timer_.expires_after(options_.connect_timeout);
   connect_timer_.async_wait(
       [w = weak_from_this(), gen = generation_](boost::system::error_code ec) {
@@ -133,7 +134,12 @@ void Connection::connect() {
         auto self = w.lock();
         if (!self || a != self->attempt_) return;
         if (ec) return self->drop("cannot resolve " + self->options_.host + ": " + ec.message());
-        asio::async_connect(a->socket, endpoints, on_connect);
+        // IPv4 addresses first, as hiredis tried them: a host name with an unreachable IPv6
+        // address must not spend the whole connect timeout on it.
+        std::vector<tcp::endpoint> ordered(endpoints.begin(), endpoints.end());
+        std::stable_partition(ordered.begin(), ordered.end(),
+                              [](const tcp::endpoint& e) { return e.address().is_v4(); });
+        asio::async_connect(a->socket, ordered, on_connect);
       });
 }
 
@@ -172,27 +178,28 @@ void Connection::on_read(const AttemptPtr& a, const boost::system::error_code& e
     if (pending_.empty()) return drop("protocol error: a reply to no command");
     auto p = std::move(pending_.front());
     pending_.pop_front();
-    // A server that answers is healthy again: the next drop reconnects quickly. (Not at the
-    // TCP connect: one that accepts and then breaks the protocol backs off to max_backoff.)
-    backoff_ = std::chrono::milliseconds(50);
+    // A server that answers well is healthy again: the next drop reconnects quickly. (Not at
+    // the TCP connect, nor on an error reply: one that accepts and then breaks the protocol,
+    // or refuses AUTH, is retried up to max_backoff apart.)
+    if (reply->type != REDIS_REPLY_ERROR) backoff_ = std::chrono::milliseconds(50);
     if (p.finished) continue;  // timed out earlier: the late reply is dropped
     deliver(p.done, reply.get(), CommandStatus::ok);
     if (a != attempt_) return;  // the callback reset or stopped the connection
   }
   if (a->reader->len - a->reader->pos > kMaxUnparsedBytes)
-    return drop("protocol error: a reply of more than 64 MiB");
+    return drop("protocol error: more than 1 MiB of a reply waiting to be parsed");
   read(a);
 }
 
 void Connection::flush_soon() {
   if (flush_posted_) return;
-  flush_posted_ = true;
   asio::post(ioc_, [w = weak_from_this()] {
     auto self = w.lock();
     if (!self) return;
     self->flush_posted_ = false;
-    if (self->attempt_ && self->connected_) self->write(self->attempt_);
+    if (auto a = self->attempt_; a && self->connected_) self->write(a);
   });
+  flush_posted_ = true;  // after the post: a post that threw leaves no flag set for ever
 }
 
 // A connected socket is almost always writable: the commands of the turn go out in one
@@ -230,12 +237,16 @@ void Connection::drop(const std::string& why) {
     connect_timer_.cancel();
   }
   if (!why.empty() && !stopped_) log_.warn("redis {}:{}: {}", options_.host, options_.port, why);
-  // Moved out first: a callback may issue commands (refused now) or reset again.
-  auto failed = std::move(pending_);
-  pending_.clear();
+  // Taken out first (a swap: no allocation, so nothing here can throw and leave the
+  // connection without an attempt or a reconnect): a callback may issue commands (refused now)
+  // or reset again, which then schedules nothing more.
+  std::deque<Pending> failed;
+  failed.swap(pending_);
+  ++dropping_;
   for (auto& p : failed)
     if (!p.finished) deliver(p.done, nullptr, CommandStatus::disconnected);
-  if (!stopped_) schedule_reconnect();
+  --dropping_;
+  if (!stopped_ && dropping_ == 0) schedule_reconnect();
 }
 
 void Connection::schedule_reconnect() {

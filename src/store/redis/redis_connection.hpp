@@ -104,6 +104,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<bool> connected_{false};  // read by the admin thread (health)
   bool stopped_ = false;
   bool flush_posted_ = false;
+  int dropping_ = 0;  // drop()s under way: a reset from a callback of one schedules nothing
   std::chrono::milliseconds backoff_{50};
   std::deque<Pending> pending_;  // Redis answers in order: front = next reply
   std::string out_;              // commands formatted and not yet handed to a write

@@ -15,10 +15,11 @@ namespace floodgate::store::redis {
 
 // Above the largest reply we read: CLUSTER SLOTS with every one of the 16384 slots its own range.
 inline constexpr int kMaxReplyElements = 16384;
-// The bytes of replies received and not yet complete that a connection holds: hiredis buffers
-// whatever a bulk string announces ("$1000000000\r\n") or a line without its CRLF, unbounded.
-// The largest reply we read (CLUSTER SLOTS, the overrides' HGETALL) is a few MB.
-inline constexpr std::size_t kMaxUnparsedBytes = std::size_t{64} << 20;
+// The bytes of a reply received and not yet parsed that a connection holds: hiredis buffers
+// whatever a bulk string announces ("$1000000000\r\n"), and rescans a line without its CRLF
+// from its start on every read (quadratic). An array is parsed element by element, so only one
+// element (and one read) waits at a time; ours are a few hundred bytes at most.
+inline constexpr std::size_t kMaxUnparsedBytes = std::size_t{1} << 20;
 
 // Makes `reader` refuse arrays announcing more than kMaxReplyElements elements (the reader then
 // reports an error, as for any protocol fault). Everything else is hiredis's own handling.
