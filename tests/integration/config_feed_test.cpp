@@ -67,7 +67,7 @@ std::string fleet_doc(int version, int limit, std::uint16_t origin) {
 }
 
 // One instance: its local file (config_source only) and its ports.
-struct Instance {
+struct FleetInstance {
   std::string name;
   std::uint16_t port = free_port(), admin = free_port();
   std::unique_ptr<ChildProcess> process;
@@ -120,7 +120,7 @@ TEST(ConfigFeed, AFleetAppliesASignedConfigAndRefusesEveryBadOne) {
   const auto cache = (cache_dir / "last-good.yaml").string();
 
   // a polls every second; b every hour, and is asked by SIGHUP.
-  Instance a{"a"}, b{"b"};
+  FleetInstance a{"a"}, b{"b"};
   a.start(local_yaml(server, publisher, pki, "1s", ""));
   b.start(local_yaml(server, publisher, pki, "1h", cache));
   wait_serving(a.admin, "/healthz");
@@ -178,7 +178,7 @@ TEST(ConfigFeed, AFleetAppliesASignedConfigAndRefusesEveryBadOne) {
 
   // A restart with the url down serves the cache (version 2); with no cache, no start.
   EXPECT_EQ(b.process->signal_and_wait(SIGTERM, 10s), 0);
-  Instance c{"c", b.port, b.admin};
+  FleetInstance c{"c", b.port, b.admin};
   c.start(local_yaml(server, publisher, pki, "1h", cache));
   wait_serving(c.admin, "/healthz");
   EXPECT_TRUE(c.serves_version(2));
@@ -188,7 +188,7 @@ TEST(ConfigFeed, AFleetAppliesASignedConfigAndRefusesEveryBadOne) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(c.status("/z"), 200) << i;  // a new process: 3 again
   EXPECT_EQ(c.status("/z"), 429);
 
-  Instance d{"d"};
+  FleetInstance d{"d"};
   d.start(local_yaml(server, publisher, pki, "1h", ""));
   EXPECT_NE(wait_for_line(*d.process, "nothing to serve", 15s, d.seen), "") << d.seen;
   EXPECT_EQ(d.process->signal_and_wait(0, 10s), 1) << d.seen;

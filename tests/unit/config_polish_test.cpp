@@ -12,7 +12,7 @@ namespace {
 
 using namespace floodgate::config;
 
-EnvLookup env_of(std::map<std::string, std::string> vars) {
+EnvLookup polish_env(std::map<std::string, std::string> vars) {
   return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
     auto it = vars.find(name);
     if (it == vars.end()) return std::nullopt;
@@ -41,13 +41,13 @@ TEST(ConfigPolish, AnUnsetKeySecretVariableIsOneErrorNotAlsoABuiltInKeyWarning) 
   auto r =
       load_config_text(kPolishHead + "store:\n  key_secret: ${FLOODGATE_KEY_SECRET}\nroutes:\n" +
                            route("api", "{ path_prefix: / }"),
-                       "f.yaml", env_of({}));
+                       "f.yaml", polish_env({}));
   ASSERT_EQ(r.errors.size(), 1u) << all_of(r.errors);
   EXPECT_NE(r.errors[0].message.find("FLOODGATE_KEY_SECRET is not set"), std::string::npos);
   EXPECT_EQ(all_of(r.warnings).find("built-in key"), std::string::npos) << all_of(r.warnings);
   // Without any key_secret the warning stays.
   auto none = load_config_text(kPolishHead + "routes:\n" + route("api", "{ path_prefix: / }"),
-                               "f.yaml", env_of({}));
+                               "f.yaml", polish_env({}));
   EXPECT_NE(all_of(none.warnings).find("built-in key"), std::string::npos);
 }
 
@@ -57,14 +57,14 @@ TEST(ConfigPolish, ErrorsAreListedInFileOrder) {
                                 "routes:\n  - name: api\n    match: { path_prefix: / }\n"
                                 "    upstream: nowhere\n"
                                 "store:\n  backend: redis\n  redis: { address: \"nohost\" }\n",
-                            "f.yaml", env_of({}));
+                            "f.yaml", polish_env({}));
   ASSERT_GE(r.errors.size(), 2u) << all_of(r.errors);
   for (std::size_t i = 1; i < r.errors.size(); ++i)
     EXPECT_LE(r.errors[i - 1].line, r.errors[i].line) << all_of(r.errors);
 }
 
 TEST(ConfigPolish, AFileThatCannotBeReadSaysWhy) {
-  auto r = load_config_file("/nonexistent/floodgate.yaml", env_of({}));
+  auto r = load_config_file("/nonexistent/floodgate.yaml", polish_env({}));
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_EQ(r.errors[0].to_string(),
             "/nonexistent/floodgate.yaml:0:0: cannot read the file: No such file or directory");
@@ -76,7 +76,7 @@ TEST(ConfigPolish, ARouteAfterOneThatMatchesAllItsRequestsIsWarnedAbout) {
                                 route("login", "{ path: /login, methods: [POST] }") +
                                 route("admin", "{ path_prefix: /admin/, host: a.example }") +
                                 route("api-v2", "{ path_prefix: /api/v2/ }"),
-                            "f.yaml", env_of({}));
+                            "f.yaml", polish_env({}));
   ASSERT_TRUE(r.errors.empty()) << all_of(r.errors);
   const auto w = all_of(r.warnings);
   EXPECT_NE(w.find("routes[2]: can never match: routes[1] (\"all\") comes first"),
@@ -89,7 +89,7 @@ TEST(ConfigPolish, ARouteAfterOneThatMatchesAllItsRequestsIsWarnedAbout) {
                                  route("host", "{ path_prefix: /, host: a.example }") +
                                  route("post", "{ path_prefix: /, methods: [POST] }") +
                                  route("all", "{ path_prefix: / }"),
-                             "f.yaml", env_of({}));
+                             "f.yaml", polish_env({}));
   EXPECT_EQ(all_of(ok.warnings).find("can never match"), std::string::npos) << all_of(ok.warnings);
 }
 
@@ -97,7 +97,7 @@ TEST(ConfigPolish, FailClosedOnTheMemoryBackendIsWarnedAbout) {
   auto r =
       load_config_text(kPolishHead + "store: { key_secret: 0123456789abcdef }\nroutes:\n" +
                            route("api", "{ path_prefix: / }", "    on_store_error: fail_closed\n"),
-                       "f.yaml", env_of({}));
+                       "f.yaml", polish_env({}));
   ASSERT_TRUE(r.errors.empty()) << all_of(r.errors);
   EXPECT_NE(all_of(r.warnings)
                 .find("routes[0].on_store_error: fail_closed has no effect on the "
@@ -111,7 +111,7 @@ TEST(ConfigPolish, AReloadSaysWhatOnlyARestartApplies) {
     auto r = load_config_text("server:\n  listen: " + listen +
                                   "\nupstreams:\n  origin: { url: \"http://127.0.0.1:9000\" }\n" +
                                   store + "routes:\n" + route("api", "{ path_prefix: / }"),
-                              "f.yaml", env_of({}));
+                              "f.yaml", polish_env({}));
     EXPECT_TRUE(r.errors.empty()) << all_of(r.errors);
     return r.config;
   };
@@ -139,7 +139,7 @@ TEST(ConfigPolish, ConfigJsonShowsClientIpTimeoutsAndJwtAndNoRedisForTheMemoryBa
       "jwt: { algorithms: [HS256], hs256_secret: a-very-secret-jwt-key, issuer: me }\n"
       "routes:\n" +
           route("api", "{ path_prefix: / }"),
-      "f.yaml", env_of({}));
+      "f.yaml", polish_env({}));
   ASSERT_TRUE(r.errors.empty()) << all_of(r.errors);
   const auto json = floodgate::admin::redacted_config_json(*r.config);
   EXPECT_NE(json.find(R"("client_ip":{"header":"X-Real-IP","trusted_proxies":["10.0.0.0/8"])"),
