@@ -172,8 +172,10 @@ TEST(Http2Floods, AStalledReaderIsResetAfterTheIdleTimeout) {
             << fds_after << " once reset; peak RSS " << peak.rss_kib / 1024 << " MiB\n";
   EXPECT_EQ(number(out, "cancel_resets"), 384);
   const auto after = number(out, "all_reset_after_ms");
-  EXPECT_GE(after, 1500);   // not before the idle timeout
-  EXPECT_LE(after, 10000);  // 2 s idle, plus a loaded machine's margin
+  EXPECT_GE(after, 1500);  // not before the idle timeout
+  // 2 s idle, plus a loaded machine's margin (10.2 s seen under ThreadSanitizer, the flood's
+  // own 384 streams and the suite's other shard sharing two cores).
+  EXPECT_LE(after, 15000);
   // Every upstream connection the streams held is gone (the 3 client connections remain).
   EXPECT_LE(fds_after, fds_before + 3 + 5);
   EXPECT_EQ(f.counter("floodgate_http2_stalled_streams_total"), 384u);

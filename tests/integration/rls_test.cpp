@@ -292,10 +292,14 @@ descriptors:
 )";
   std::ofstream(dir / "README") << "not a config: skipped\n";
   RlsServer fg("  envoy_config: " + dir.string() + "\n");
+  // 5 calls against 2 a second: on a slow host (ThreadSanitizer) they may span two windows,
+  // which admit at most 2 each, so at least one is refused and at most 4 pass.
   auto a =
       rls_call(fg.port(),
-               R"({"domain":"mongo_cps","descriptors":[{"entries":[["database","default"]]}]})", 3);
-  EXPECT_EQ(code_count(a, "OK"), 2) << json::serialize(a);
+               R"({"domain":"mongo_cps","descriptors":[{"entries":[["database","default"]]}]})", 5);
+  EXPECT_GE(code_count(a, "OVER_LIMIT"), 1) << json::serialize(a);
+  EXPECT_GE(code_count(a, "OK"), 2) << json::serialize(a);
+  EXPECT_LE(code_count(a, "OK"), 4) << json::serialize(a);
   EXPECT_EQ(at_path(a, {"statuses", "0", "limit", "unit"}), "SECOND");
   // Nested: remote_address and path=/health is unlimited; the address alone is limited.
   auto b = rls_call(
