@@ -87,8 +87,8 @@ TEST(Jwks, KeysAreFetchedChosenByKidRotatedAndKeptWhileTheProviderIsDown) {
   bool failed = false;
   for (int i = 0; i < 40 && !failed; ++i) {
     std::this_thread::sleep_for(100ms);
-    failed =
-        metric(admin::render_prometheus(proxy.metrics()), R"(floodgate_jwks_fetches_total{result="error"})") == 1;
+    failed = metric(admin::render_prometheus(proxy.metrics()),
+                    R"(floodgate_jwks_fetches_total{result="error"})") == 1;
   }
   EXPECT_TRUE(failed);
   EXPECT_EQ(status(port, token(first, "2026-11", "acme")), 200);
