@@ -1,10 +1,11 @@
 #include "override_sync.hpp"
 
 #include <hiredis/hiredis.h>
-#include <sys/time.h>
 
 #include <algorithm>
 #include <charconv>
+
+#include "stores.hpp"
 
 namespace floodgate::app {
 
@@ -12,11 +13,6 @@ namespace {
 
 constexpr std::chrono::seconds kConnectTimeout{1};
 constexpr std::chrono::seconds kCommandTimeout{2};
-
-timeval tv(std::chrono::microseconds d) {
-  return {static_cast<time_t>(d.count() / 1'000'000),
-          static_cast<suseconds_t>(d.count() % 1'000'000)};
-}
 
 // "MOVED 3999 10.0.0.2:7001": the slot's owner.
 std::optional<config::Endpoint> moved_to(const redisReply* r) {
@@ -36,10 +32,6 @@ std::string field_of(const std::string& limit, const std::string& caller) {
 
 }  // namespace
 
-void RedisOverrides::ReplyFree::operator()(redisReply* r) const {
-  freeReplyObject(r);
-}
-
 RedisOverrides::RedisOverrides(const config::StoreSettings& store, limit::OverrideBoard& board,
                                const limit::Clock& clock, std::shared_ptr<spdlog::logger> log)
     : store_(store),
@@ -48,7 +40,8 @@ RedisOverrides::RedisOverrides(const config::StoreSettings& store, limit::Overri
       log_(std::move(log)),
       hash_(store.key_prefix + ":{overrides}"),
       version_key_(store.key_prefix + ":{overrides}:version"),
-      resets_(store.key_prefix + ":{overrides}:resets") {}
+      resets_(store.key_prefix + ":{overrides}:resets"),
+      client_(redis_access(store.redis), *log_, kConnectTimeout) {}
 
 RedisOverrides::~RedisOverrides() {
   {
@@ -57,7 +50,6 @@ RedisOverrides::~RedisOverrides() {
   }
   wake_.notify_all();
   if (poller_.joinable()) poller_.join();
-  disconnect();
 }
 
 void RedisOverrides::start(std::chrono::milliseconds every) {
@@ -82,43 +74,6 @@ void RedisOverrides::poll(std::chrono::milliseconds every) {
   }
 }
 
-void RedisOverrides::disconnect() {
-  if (ctx_) redisFree(ctx_);
-  ctx_ = nullptr;
-}
-
-RedisOverrides::Reply RedisOverrides::send(const std::vector<std::string>& args) {
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lens;
-  for (const auto& a : args) argv.push_back(a.data()), lens.push_back(a.size());
-  return Reply(static_cast<redisReply*>(
-      redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
-}
-
-bool RedisOverrides::connect(const config::Endpoint& at, std::string& why) {
-  disconnect();
-  const auto t = tv(kConnectTimeout);
-  ctx_ = redisConnectWithTimeout(at.host.c_str(), at.port, t);
-  if (!ctx_ || ctx_->err) {
-    why = at.to_string() + ": " + (ctx_ ? ctx_->errstr : "cannot allocate a connection");
-    disconnect();
-    return false;
-  }
-  redisSetTimeout(ctx_, tv(kCommandTimeout));
-  if (!store_.redis.password.empty()) {
-    std::vector<std::string> auth{"AUTH"};
-    if (!store_.redis.username.empty()) auth.push_back(store_.redis.username);
-    auth.push_back(store_.redis.password);
-    Reply r = send(auth);
-    if (!r || r->type == REDIS_REPLY_ERROR) {
-      why = at.to_string() + ": AUTH failed";
-      disconnect();
-      return false;
-    }
-  }
-  return true;
-}
-
 RedisOverrides::Reply RedisOverrides::command(const std::vector<std::string>& args,
                                               std::string& why) {
   std::vector<config::Endpoint> candidates;
@@ -127,20 +82,18 @@ RedisOverrides::Reply RedisOverrides::command(const std::vector<std::string>& ar
   else
     candidates.push_back(store_.redis.address);
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (!ctx_) {
-      bool up = false;
-      for (const auto& node : candidates)
-        if ((up = connect(node, why))) break;
-      if (!up) return nullptr;
-    }
-    Reply r = send(args);
+    Reply r;
+    if (at_) r = client_.command(at_->host, at_->port, args, kCommandTimeout, why);
+    // No node yet, or it did not answer: the configured ones in turn.
+    for (std::size_t i = 0; !r && i < candidates.size(); ++i)
+      if ((r = client_.command(candidates[i].host, candidates[i].port, args, kCommandTimeout, why)))
+        at_ = candidates[i];
     if (!r) {
-      why = std::string("the store did not answer: ") + (ctx_->errstr[0] ? ctx_->errstr : "closed");
-      disconnect();
-      continue;  // once more on a fresh connection
+      at_.reset();
+      continue;  // once more on fresh connections
     }
     if (auto owner = moved_to(r.get())) {  // a cluster: the slot lives elsewhere
-      if (!connect(*owner, why)) return nullptr;
+      at_ = *owner;
       continue;
     }
     if (r->type == REDIS_REPLY_ERROR) {

@@ -4,14 +4,16 @@
 // value the override's JSON) and a counter `<prefix>:{overrides}:version` bumped by every
 // change. Each instance reads the counter every half second and the hash when it moved, and
 // publishes what it read to its OverrideBoard: a change reaches every instance within a
-// second. One blocking hiredis connection of its own, on the poller's thread and the admin
-// thread (never a worker's), following a cluster's MOVED to the slot's owner.
+// second. A blocking client of its own (the workers' connection code, TLS included), used by
+// the poller's thread and the admin thread (never a worker's), following a cluster's MOVED to
+// the slot's owner.
 
 #include <spdlog/logger.h>
 
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -19,9 +21,7 @@
 
 #include "floodgate/config/config.hpp"
 #include "floodgate/limit/caller_overrides.hpp"
-
-struct redisContext;
-struct redisReply;
+#include "floodgate/store/redis_blocking_client.hpp"
 
 namespace floodgate::app {
 
@@ -42,20 +42,13 @@ class RedisOverrides final : public limit::OverrideKeeper {
   std::string reset(const std::string& store_key) override;
 
  private:
-  struct ReplyFree {
-    void operator()(redisReply* r) const;
-  };
-  using Reply = std::unique_ptr<redisReply, ReplyFree>;
-  // One command on the current connection, as it is (null: no answer).
-  Reply send(const std::vector<std::string>& args);
-  // One command on the overrides' node; null with `why` on failure (connection dropped then).
+  using Reply = store::RedisReply;
+  // One command on the overrides' node; null with `why` on failure.
   Reply command(const std::vector<std::string>& argv, std::string& why);
   // Deletes each (field, value) of `hash` whose value is still the one read: a PUT of an
   // override (or a new reset) between the read and the delete is kept.
   void delete_unchanged(const std::string& hash,
                         const std::vector<std::pair<std::string, std::string>>& fields);
-  bool connect(const config::Endpoint& at, std::string& why);
-  void disconnect();
   // Reads the hash when the version moved (or `force`) and publishes it. Under mutex_.
   bool refresh(bool force, std::string& why);
   void poll(std::chrono::milliseconds every);
@@ -68,8 +61,9 @@ class RedisOverrides final : public limit::OverrideKeeper {
   std::string version_key_;
   std::string resets_;  // store key -> when it was reset (ms); kept 10 minutes
   std::mutex mutex_;
-  redisContext* ctx_ = nullptr;
-  std::string seen_;  // the version last read ("" before any)
+  store::RedisBlockingClient client_;   // under mutex_
+  std::optional<config::Endpoint> at_;  // the node that answered last (a cluster's may move)
+  std::string seen_;                    // the version last read ("" before any)
   bool failing_ = false;
   bool stop_ = false;
   std::condition_variable wake_;

@@ -2,9 +2,14 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "floodgate/store/redis_store.hpp"
-
 namespace floodgate::app {
+
+store::RedisAccess redis_access(const config::RedisSettings& redis) {
+  store::RedisAccess a;
+  a.username = redis.username;
+  a.password = redis.password;
+  return a;
+}
 
 http::StoreFactory memory_store_factory(store::MemoryState& memory) {
   return [&memory](boost::asio::io_context& ioc) {
@@ -22,8 +27,7 @@ http::StoreFactory configured_store_factory(const config::Config& config,
   store::RedisStoreOptions options;
   options.host = rs.address.host;
   options.port = rs.address.port;
-  options.username = rs.username;
-  options.password = rs.password;
+  options.access = redis_access(rs);
   options.timeout = rs.timeout;
   options.test_clock = test_clock;
   if (config.store.backend == config::StoreBackend::redis_cluster) {

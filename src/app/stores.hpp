@@ -7,11 +7,15 @@
 #include "floodgate/server/server.hpp"
 #include "floodgate/store/leased_store.hpp"
 #include "floodgate/store/memory_store.hpp"
+#include "floodgate/store/redis_store.hpp"
 
 namespace floodgate::app {
 
 // Per worker: a handle on the shared in-process state.
 http::StoreFactory memory_store_factory(store::MemoryState& memory);
+
+// How every connection to the store logs in (and speaks TLS): the workers' and the overrides'.
+store::RedisAccess redis_access(const config::RedisSettings& redis);
 
 // Per worker: the configured backend (its own Redis connection for `redis`), deciding leased
 // limits from `leases` (the instance's one book) by `clock`. `test_clock` is for the

@@ -39,8 +39,8 @@ class Batch : public ::testing::Test {
     log_->set_level(spdlog::level::err);
     store::RedisStoreOptions o;
     o.port = redis.port();
-    o.username = username;
-    o.password = password;
+    o.access.username = username;
+    o.access.password = password;
     o.timeout = std::chrono::milliseconds(2000);
     o.instance_id = "batch";
     store_ = store::make_redis_store(ioc_, o, *log_);

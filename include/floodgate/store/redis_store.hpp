@@ -12,6 +12,8 @@
 #include "floodgate/limit/clock.hpp"
 #include "floodgate/store/limit_store.hpp"
 
+struct ssl_ctx_st;
+
 namespace boost::asio {
 class io_context;
 }
@@ -21,11 +23,21 @@ class logger;
 
 namespace floodgate::store {
 
+// How to talk to any node of the store: the same for every node of a cluster (and for the
+// overrides' own connection).
+struct RedisAccess {
+  std::string username;             // ACL user (Redis 6+); empty: AUTH with the password alone
+  std::string password;             // empty: no AUTH
+  std::shared_ptr<ssl_ctx_st> tls;  // null: plain TCP; else TLS, verifying the server
+  // TLS: the name the server's certificate must carry (and SNI); empty: the node's address as
+  // written or announced (a DNS name, or an IP that the certificate must list).
+  std::string server_name;
+};
+
 struct RedisStoreOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;
-  std::string username;
-  std::string password;
+  RedisAccess access;
   std::chrono::milliseconds timeout{45};  // per decision
   int breaker_threshold = 3;              // consecutive failures that open the breaker
   std::chrono::milliseconds probe_interval{250};

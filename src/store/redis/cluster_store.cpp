@@ -144,8 +144,7 @@ class ClusterStore final : public LimitStore {
     redis::ConnectionOptions c;
     c.host = address.host;
     c.port = address.port;
-    c.username = options_.username;
-    c.password = options_.password;
+    c.access = options_.access;
     auto conn = std::make_shared<redis::Connection>(ioc_, c, log_);
     auto breaker = std::make_shared<redis::Breaker>(ioc_, conn, redis::breaker_options(options_),
                                                     log_, name, [this] { update_health(); });

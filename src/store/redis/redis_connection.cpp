@@ -8,10 +8,13 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 #include <charconv>
 #include <exception>
+#include <optional>
 
+#include "floodgate/tls/contexts.hpp"
 #include "reply_limits.hpp"
 
 namespace floodgate::store::redis {
@@ -30,6 +33,7 @@ struct Connection::Attempt {
   Attempt& operator=(const Attempt&) = delete;
 
   tcp::socket socket;
+  std::optional<asio::ssl::stream<tcp::socket&>> tls;  // over `socket` when TLS is on
   tcp::resolver resolver;
   std::uint64_t generation;
   redisReader* reader = nullptr;  // hiredis's parser, fed what the socket reads
@@ -38,13 +42,13 @@ struct Connection::Attempt {
   bool writing = false;
 };
 
-namespace {
+}  // namespace floodgate::store::redis
 
-struct ReplyFree {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
+void floodgate::store::RedisReplyFree::operator()(redisReply* r) const {
+  freeReplyObject(r);
+}
 
-}  // namespace
+namespace floodgate::store::redis {
 
 Connection::Connection(asio::io_context& ioc, ConnectionOptions options, spdlog::logger& log)
     : ioc_(ioc),
@@ -87,10 +91,10 @@ void Connection::connect() {
   limit_reply_sizes(a->reader);
   // AUTH goes first, ahead of any command: commands queued once the TCP connection is up are
   // pipelined behind it.
-  if (!options_.password.empty()) {
+  if (!options_.access.password.empty()) {
     std::vector<std::string_view> auth{"AUTH"};
-    if (!options_.username.empty()) auth.push_back(options_.username);
-    auth.push_back(options_.password);
+    if (!options_.access.username.empty()) auth.push_back(options_.access.username);
+    auth.push_back(options_.access.password);
     append_command(out_, auth);
     pending_.push_back({[this, gen = generation_](const redisReply* r, CommandStatus s) {
                           if (s == CommandStatus::ok && r && r->type == REDIS_REPLY_ERROR &&
@@ -146,25 +150,54 @@ void Connection::connect() {
 void Connection::on_connected(const AttemptPtr& a) {
   boost::system::error_code ignored;
   a->socket.set_option(tcp::no_delay(true), ignored);
+  if (options_.access.tls) return handshake(a);
   a->socket.non_blocking(true, ignored);  // write() tries a direct write first
+  on_ready(a);
+}
+
+// Within the connect timeout, which covers the handshake too: a server that accepts and never
+// answers TLS costs one timeout per attempt.
+void Connection::handshake(const AttemptPtr& a) {
+  const auto& name =
+      options_.access.server_name.empty() ? options_.host : options_.access.server_name;
+  SSL* ssl = tls::new_client_connection(options_.access.tls.get(), name);
+  if (!ssl) return drop("TLS: out of memory");
+  a->tls.emplace(a->socket, ssl);  // owns ssl from here
+  a->tls->async_handshake(asio::ssl::stream_base::client, [w = weak_from_this(), a, name](
+                                                              const boost::system::error_code& ec) {
+    auto self = w.lock();
+    if (!self || a != self->attempt_) return;
+    if (!ec) return self->on_ready(a);
+    auto why = tls::verify_failure(a->tls->native_handle());
+    self->drop("TLS handshake with " + name +
+               " failed: " + (why.empty() ? ec.message() : "certificate verify failed: " + why));
+  });
+}
+
+void Connection::on_ready(const AttemptPtr& a) {
   connected_ = true;
   connect_timer_.cancel();
-  log_.info("redis {}:{}: connected", options_.host, options_.port);
+  log_.info("redis {}:{}: connected{}", options_.host, options_.port, a->tls ? " (TLS)" : "");
   read(a);
   if (!out_.empty()) flush_soon();  // AUTH, queued with the attempt
 }
 
 void Connection::read(const AttemptPtr& a) {
-  a->socket.async_read_some(
-      asio::buffer(a->in),
-      [w = weak_from_this(), a](const boost::system::error_code& ec, std::size_t n) {
-        if (auto self = w.lock()) self->on_read(a, ec, n);
-      });
+  auto done = [w = weak_from_this(), a](const boost::system::error_code& ec, std::size_t n) {
+    if (auto self = w.lock()) self->on_read(a, ec, n);
+  };
+  if (a->tls)
+    a->tls->async_read_some(asio::buffer(a->in), std::move(done));
+  else
+    a->socket.async_read_some(asio::buffer(a->in), std::move(done));
 }
 
 void Connection::on_read(const AttemptPtr& a, const boost::system::error_code& ec, std::size_t n) {
   if (a != attempt_) return;  // a dropped attempt's read
-  if (ec) return drop(ec == asio::error::eof ? "closed by the server" : ec.message());
+  if (ec)
+    return drop(ec == asio::error::eof || ec == asio::ssl::error::stream_truncated
+                    ? "closed by the server"
+                    : ec.message());
   if (redisReaderFeed(a->reader, a->in.data(), n) != REDIS_OK)
     return drop("cannot buffer a reply: out of memory");
   for (;;) {
@@ -172,7 +205,7 @@ void Connection::on_read(const AttemptPtr& a, const boost::system::error_code& e
     if (redisReaderGetReply(a->reader, &raw) != REDIS_OK)
       return drop(std::string("protocol error: ") + a->reader->errstr);
     if (!raw) break;
-    std::unique_ptr<redisReply, ReplyFree> reply(static_cast<redisReply*>(raw));
+    RedisReply reply(static_cast<redisReply*>(raw));
     // hiredis's own async client aborts the process here (an assert): a server that answers
     // what nobody asked is broken or hostile, and its connection is dropped instead.
     if (pending_.empty()) return drop("protocol error: a reply to no command");
@@ -183,7 +216,9 @@ void Connection::on_read(const AttemptPtr& a, const boost::system::error_code& e
     // or refuses AUTH, is retried up to max_backoff apart.)
     if (reply->type != REDIS_REPLY_ERROR) backoff_ = std::chrono::milliseconds(50);
     if (p.finished) continue;  // timed out earlier: the late reply is dropped
-    deliver(p.done, reply.get(), CommandStatus::ok);
+    current_ = std::move(reply);
+    deliver(p.done, current_.get(), CommandStatus::ok);
+    current_.reset();
     if (a != attempt_) return;  // the callback reset or stopped the connection
   }
   if (a->reader->len - a->reader->pos > kMaxUnparsedBytes)
@@ -208,21 +243,29 @@ void Connection::write(const AttemptPtr& a) {
   if (a->writing || out_.empty()) return;
   a->sending.swap(out_);
   out_.clear();
+  auto done = [w = weak_from_this(), a](const boost::system::error_code& ec, std::size_t) {
+    a->writing = false;
+    auto self = w.lock();
+    if (!self || a != self->attempt_) return;
+    if (ec) return self->drop("cannot send: " + ec.message());
+    a->sending.clear();
+    self->write(a);  // what was queued meanwhile
+  };
+  a->writing = true;
+  if (a->tls) return asio::async_write(*a->tls, asio::buffer(a->sending), std::move(done));
   boost::system::error_code ec;
   std::size_t n = a->socket.write_some(asio::buffer(a->sending), ec);
   if (ec == asio::error::would_block || ec == asio::error::try_again) n = 0, ec = {};
-  if (ec) return drop("cannot send: " + ec.message());
-  if (n == a->sending.size()) return a->sending.clear();
-  a->writing = true;
+  if (ec) {
+    a->writing = false;
+    return drop("cannot send: " + ec.message());
+  }
+  if (n == a->sending.size()) {
+    a->writing = false;
+    return a->sending.clear();
+  }
   asio::async_write(a->socket, asio::buffer(a->sending.data() + n, a->sending.size() - n),
-                    [w = weak_from_this(), a](const boost::system::error_code& ec, std::size_t) {
-                      a->writing = false;
-                      auto self = w.lock();
-                      if (!self || a != self->attempt_) return;
-                      if (ec) return self->drop("cannot send: " + ec.message());
-                      a->sending.clear();
-                      self->write(a);  // what was queued meanwhile
-                    });
+                    std::move(done));
 }
 
 void Connection::drop(const std::string& why) {
@@ -236,6 +279,7 @@ void Connection::drop(const std::string& why) {
     a->socket.close(ignored);
     connect_timer_.cancel();
   }
+  if (!why.empty()) last_error_ = why;
   if (!why.empty() && !stopped_) log_.warn("redis {}:{}: {}", options_.host, options_.port, why);
   // Taken out first (a swap: no allocation, so nothing here can throw and leave the
   // connection without an attempt or a reconnect): a callback may issue commands (refused now)

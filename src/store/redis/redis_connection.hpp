@@ -1,6 +1,7 @@
 #pragma once
 // One connection to a Redis server, driven by a worker's Asio event loop: the socket is ours
-// (Asio), hiredis only parses the replies (its redisReader, bounded by reply_limits.hpp).
+// (Asio), plain TCP or TLS (an OpenSSL stream over it), and hiredis only parses the replies
+// (its redisReader, bounded by reply_limits.hpp).
 //
 // Deadlines are ours: every command carries one, a single steady_timer is always armed at the
 // earliest deadline still pending (a command with an earlier deadline than the armed one
@@ -25,7 +26,8 @@
 #include <string_view>
 #include <vector>
 
-struct redisReply;
+#include "floodgate/store/redis_reply.hpp"
+#include "floodgate/store/redis_store.hpp"
 
 namespace spdlog {
 class logger;
@@ -36,8 +38,7 @@ namespace floodgate::store::redis {
 struct ConnectionOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;
-  std::string username;  // ACL user (Redis 6+); empty: AUTH with the password alone
-  std::string password;  // empty: no AUTH
+  RedisAccess access;  // AUTH, and TLS when access.tls is set
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds max_backoff{1000};
 };
@@ -52,7 +53,7 @@ void append_command(std::string& out, const std::vector<std::string_view>& args)
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // Called exactly once per command: with the reply (ok) or with null (timeout, disconnected).
-  // The reply lives until the callback returns.
+  // The reply lives until the callback returns, unless the callback takes it (take_reply).
   using Callback = std::function<void(const redisReply* reply, CommandStatus status)>;
 
   Connection(boost::asio::io_context& ioc, ConnectionOptions options, spdlog::logger& log);
@@ -62,7 +63,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void start();  // connects, and reconnects with backoff whenever the connection drops
   void stop();   // disconnects for good; pending commands complete as disconnected
+  // Up and ready for commands: TCP connected, and the TLS handshake done when TLS is on.
   bool connected() const { return connected_.load(std::memory_order_relaxed); }
+  // Why the last attempt ended or failed ("" before any failure): for callers that report it.
+  const std::string& last_error() const { return last_error_; }
+  // Inside a Callback given a reply: keeps the reply beyond the callback (null elsewhere).
+  RedisReply take_reply() { return std::move(current_); }
 
   // Sends a command; false (and no callback) when not connected.
   bool command(const std::vector<std::string_view>& args,
@@ -82,6 +88,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void connect();
   void on_connected(const AttemptPtr& a);
+  void handshake(const AttemptPtr& a);  // TLS: then on_ready
+  void on_ready(const AttemptPtr& a);
   void read(const AttemptPtr& a);
   void on_read(const AttemptPtr& a, const boost::system::error_code& ec, std::size_t n);
   void write(const AttemptPtr& a);
@@ -108,6 +116,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::chrono::milliseconds backoff_{50};
   std::deque<Pending> pending_;  // Redis answers in order: front = next reply
   std::string out_;              // commands formatted and not yet handed to a write
+  RedisReply current_;           // the reply being delivered (take_reply)
+  std::string last_error_;
   boost::asio::steady_timer deadline_timer_;
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer connect_timer_;

@@ -53,8 +53,7 @@ class RedisStore final : public LimitStore {
     redis::ConnectionOptions c;
     c.host = options_.host;
     c.port = options_.port;
-    c.username = options_.username;
-    c.password = options_.password;
+    c.access = options_.access;
     conn_ = std::make_shared<redis::Connection>(ioc, c, log);
     breaker_ =
         std::make_shared<redis::Breaker>(ioc, conn_, breaker_options(options_), log,
