@@ -189,6 +189,12 @@ std::string redacted_config_json(const config::Config& c) {
     store["username"] = c.store.redis.username;
     store["password"] = secret(c.store.redis.password);
     store["timeout"] = config::format_duration(c.store.redis.timeout);
+    if (const auto& t = c.store.redis.tls) {
+      store["tls"] = json::object{{"ca_file", t->ca_file},
+                                  {"cert", t->cert},
+                                  {"key", t->key},
+                                  {"server_name", t->server_name}};
+    }
   }
   root["store"] = std::move(store);
   if (c.jwt) {

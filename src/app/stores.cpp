@@ -8,6 +8,10 @@ store::RedisAccess redis_access(const config::RedisSettings& redis) {
   store::RedisAccess a;
   a.username = redis.username;
   a.password = redis.password;
+  if (redis.tls) {
+    a.tls = redis.tls->context;
+    a.server_name = redis.tls->server_name;
+  }
   return a;
 }
 

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <string>
 
+#include "floodgate/tls/contexts.hpp"
 #include "sections.hpp"
 
 namespace floodgate::config {
@@ -170,6 +171,41 @@ void read_log(const Section& s, LogSettings& out) {
   }
 }
 
+namespace {
+
+void read_redis_tls(const Section& s, RedisSettings& out) {
+  auto& r = s.reader();
+  if (!r.map(s.node(), s.path(), {"ca_file", "cert", "key", "server_name"})) return;
+  RedisTls tls;
+  s.string("ca_file", tls.ca_file);
+  s.string("cert", tls.cert);
+  s.string("key", tls.key);
+  s.string("server_name", tls.server_name);
+  for (auto* path : {&tls.ca_file, &tls.cert, &tls.key})
+    if (!path->empty()) *path = r.resolve_path(*path);
+  if (s.has("cert") != s.has("key")) {
+    const char* given = s.has("cert") ? "cert" : "key";
+    r.error(s[given], s.at(given), "a client certificate needs both \"cert\" and \"key\"");
+  } else {
+    auto ctx = tls::make_client_context(tls.ca_file, tls.cert, tls.key, false);
+    if (auto* why = std::get_if<std::string>(&ctx)) {
+      // Point at the file named, when one is.
+      const char* at = "ca_file";
+      if (s.has("cert") && why->find(tls.cert) != std::string::npos) at = "cert";
+      if (s.has("key") && why->find(tls.key) != std::string::npos) at = "key";
+      if (s.has(at))
+        r.error(s[at], s.at(at), *why);
+      else
+        r.error(s.node(), s.path(), *why);
+    } else {
+      tls.context = std::get<std::shared_ptr<ssl_ctx_st>>(std::move(ctx));
+    }
+  }
+  out.tls = std::move(tls);
+}
+
+}  // namespace
+
 void read_store(const Section& s, StoreSettings& out) {
   auto& r = s.reader();
   if (!r.map(s.node(), s.path(),
@@ -188,7 +224,8 @@ void read_store(const Section& s, StoreSettings& out) {
   bool wants_redis = out.backend != StoreBackend::memory;
   if (s.has("redis")) {
     Section rs(r, s["redis"], s.at("redis"));
-    if (r.map(rs.node(), rs.path(), {"address", "nodes", "username", "password", "timeout"})) {
+    if (r.map(rs.node(), rs.path(),
+              {"address", "nodes", "username", "password", "timeout", "tls"})) {
       if (rs.has("address"))
         if (auto ep = read_endpoint(r, rs["address"], rs.at("address"))) out.redis.address = *ep;
       if (rs.has("nodes"))
@@ -197,6 +234,7 @@ void read_store(const Section& s, StoreSettings& out) {
       rs.string("username", out.redis.username);
       rs.string("password", out.redis.password);
       rs.duration("timeout", out.redis.timeout);
+      if (rs.has("tls")) read_redis_tls(Section(r, rs["tls"], rs.at("tls")), out.redis);
     }
   }
   if (wants_redis && !s.has("redis"))

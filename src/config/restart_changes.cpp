@@ -35,6 +35,13 @@ std::string store_text(const StoreSettings& s) {
     for (const auto& n : s.redis.nodes) out += " " + n.to_string();
   if (s.backend != StoreBackend::memory && !s.redis.username.empty())
     out += " as " + s.redis.username;
+  if (s.backend != StoreBackend::memory && s.redis.tls) {
+    const auto& t = *s.redis.tls;
+    out += " over TLS (ca_file " + (t.ca_file.empty() ? "system" : t.ca_file);
+    if (!t.cert.empty()) out += ", cert " + t.cert + ", key " + t.key;
+    if (!t.server_name.empty()) out += ", server_name " + t.server_name;
+    out += ")";
+  }
   return out;
 }
 
@@ -72,17 +79,18 @@ ConfigPtr as_running(const Config& started, const ConfigPtr& next) {
   if (started.server.threads == next->server.threads &&
       started.admin.listen == next->admin.listen && started.store.backend == next->store.backend &&
       a.address == b.address && a.nodes == b.nodes && a.username == b.username &&
-      a.password == b.password)
+      a.password == b.password && store_text(started.store) == store_text(next->store) &&
+      started.log.access_log_path == next->log.access_log_path &&
+      started.log.access_log_stdout == next->log.access_log_stdout)
     return next;
   auto running = std::make_shared<Config>(*next);
   running->server.threads = started.server.threads;
   running->admin.listen = started.admin.listen;
   running->store.backend = started.store.backend;
-  auto& r = running->store.redis;
-  r.address = a.address;
-  r.nodes = a.nodes;
-  r.username = a.username;
-  r.password = a.password;
+  // Every connection setting is the started one (the TLS context too); the per-decision
+  // timeout applies at once.
+  running->store.redis = a;
+  running->store.redis.timeout = b.timeout;
   running->log.access_log_path = started.log.access_log_path;
   running->log.access_log_stdout = started.log.access_log_stdout;
   return running;

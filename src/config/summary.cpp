@@ -139,8 +139,10 @@ std::string summarize(const Config& c) {
   }
   o << "  store: " << to_string(c.store.backend);
   if (c.store.backend == StoreBackend::redis) o << " at " << c.store.redis.address.to_string();
-  if (c.store.backend != StoreBackend::memory)
+  if (c.store.backend != StoreBackend::memory) {
     o << ", timeout " << format_duration(c.store.redis.timeout);
+    if (c.store.redis.tls) o << ", TLS";
+  }
   o << "\n  upstreams:";
   for (const auto& up : c.upstreams) {
     o << " " << up.name << "=";

@@ -204,15 +204,35 @@ int ServerContexts::on_server_name(SSL* ssl, int*, void* arg) {
 }
 
 std::variant<std::shared_ptr<ssl_ctx_st>, std::string> make_client_context(
-    const std::string& ca_file) {
+    const std::string& ca_file, const std::string& cert_file, const std::string& key_file,
+    bool http_alpn) {
   ERR_clear_error();
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_client_method()), &SSL_CTX_free);
   if (!ctx) return openssl_error_text("out of memory");
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
   SSL_CTX_set_cipher_list(ctx.get(), kTls12Ciphers);
-  SSL_CTX_set_alpn_protos(ctx.get(), kAlpnHttp11, sizeof kAlpnHttp11);
+  if (http_alpn) SSL_CTX_set_alpn_protos(ctx.get(), kAlpnHttp11, sizeof kAlpnHttp11);
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+  if (cert_file.empty() != key_file.empty()) return "a client certificate needs both cert and key";
+  if (!cert_file.empty()) {
+    if (auto why = unreadable(cert_file); !why.empty())
+      return "cannot read " + cert_file + ": " + why;
+    if (auto why = unreadable(key_file); !why.empty())
+      return "cannot read " + key_file + ": " + why;
+    if (SSL_CTX_use_certificate_chain_file(ctx.get(), cert_file.c_str()) != 1)
+      return "no certificate in " + cert_file + " (" + openssl_error_text("unreadable") + ")";
+    const bool key_read =
+        SSL_CTX_use_PrivateKey_file(ctx.get(), key_file.c_str(), SSL_FILETYPE_PEM) == 1;
+    // OpenSSL checks the pair as it loads the key: a mismatch is that error, not a bad file.
+    if ((!key_read && ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) ||
+        (key_read && SSL_CTX_check_private_key(ctx.get()) != 1)) {
+      ERR_clear_error();
+      return "the key in " + key_file + " does not match the certificate in " + cert_file;
+    }
+    if (!key_read)
+      return "no private key in " + key_file + " (" + openssl_error_text("unreadable") + ")";
+  }
   if (ca_file.empty()) {
     if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1)
       return "cannot load the system CA certificates (" + openssl_error_text("unknown") + ")";

@@ -9,6 +9,7 @@
 #include "delay_proxy.hpp"
 #include "floodgate_process.hpp"
 #include "redis_server.hpp"
+#include "test_pki.hpp"
 
 namespace floodgate::testing {
 namespace {
@@ -102,6 +103,54 @@ TEST(FarStore, AHotKeyThroughALeaseIsAnsweredLocallyWhileTheExactLimitPaysTheRou
       median(rest), *std::max_element(rest.begin(), rest.end()), leased.front(), median(exact));
   EXPECT_GE(metric(proxy, "floodgate_lease_local_decisions_total{route=\"leased\""), 39u);
   EXPECT_GE(metric(proxy, "floodgate_lease_grants_total{route=\"leased\""), 1u);
+}
+
+// The same across a WAN as operators run it (issue 39 item 4): Redis on its TLS port only,
+// 50 ms away (25 ms each way), a client certificate. TLS costs its handshake once per
+// connection, not a round trip per decision: an exact decision pays one round trip, a leased
+// one none. A cut connection comes back (a new handshake) and decides again.
+TEST(FarStore, ALeasedLimitThroughATlsRedis50msAwayPaysNoRoundTrip) {
+  TestPki pki;
+  auto server = pki.issue("redis", {"localhost"}, {"127.0.0.1"});
+  auto client = pki.issue("floodgate", {"floodgate"});
+  RedisServer redis(RedisTlsFiles{pki.ca_file(), server.chain, server.key, "yes"});
+  DelayProxy far(redis.port(), 25ms);
+  Origin origin;
+  const std::string bucket = "algorithm: token_bucket, capacity: 100000, refill_rate: 1000/s";
+  auto config = substitute(
+      redis_config(0, origin.port(), far.port(),
+                   lease_routes(bucket + ", lease: { size: 100, ttl: 10s }", bucket) + kProbeRoute,
+                   "500ms"),
+      "timeout: 500ms }",
+      "timeout: 500ms, tls: { ca_file: " + pki.ca_file() + ", cert: " + client.chain +
+          ", key: " + client.key + " } }");
+  Proxy proxy(config);
+  wait_enforced(proxy.port());
+  std::vector<int> statuses;
+  auto leased = timed(proxy.port(), "/leased/x", 40, &statuses);
+  auto exact = timed(proxy.port(), "/exact/x", 10, &statuses);
+  EXPECT_EQ(std::count(statuses.begin(), statuses.end(), 200), 50);
+  const auto rest = std::vector<double>(leased.begin() + 1, leased.end());
+  EXPECT_GE(leased.front(), 50.0);
+  EXPECT_LT(median(rest), 20.0) << "leased requests waited for the store";
+  EXPECT_LT(*std::max_element(rest.begin(), rest.end()), 50.0)
+      << "a leased request paid the round trip";
+  EXPECT_GE(median(exact), 50.0) << "exact requests did not pay the round trip";
+  EXPECT_LT(median(exact), 100.0) << "an exact decision over TLS paid more than one round trip";
+  std::printf(
+      "[ far store, TLS ] 50 ms away: leased median %.2f ms (max %.2f), first %.1f ms; "
+      "exact median %.1f ms\n",
+      median(rest), *std::max_element(rest.begin(), rest.end()), leased.front(), median(exact));
+  EXPECT_GE(metric(proxy, "floodgate_lease_local_decisions_total{route=\"leased\""), 39u);
+  // Cut: every connection drops; the next ones handshake again and decide.
+  const auto before = far.connections();
+  far.cut(false);
+  const auto cut_at = std::chrono::steady_clock::now();
+  wait_enforced(proxy.port());
+  EXPECT_GT(far.connections(), before);
+  std::printf(
+      "[ far store, TLS ] deciding again %.0f ms after the cut\n",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - cut_at).count());
 }
 
 // Three instances (each its own process state and lease book) on one store, a burst at all

@@ -13,6 +13,7 @@
 #include "fake_redis.hpp"
 #include "floodgate_process.hpp"
 #include "store/redis/script_calls.hpp"
+#include "test_pki.hpp"
 
 namespace floodgate::testing {
 namespace {
@@ -148,6 +149,29 @@ TEST(RedisHostile, AReplyToNoCommandDropsTheConnectionNotTheProcess) {
       << "the connection was not dropped";
   fake.script(FakeRedis::behave());
   expect_recovers(proxy.port(), "after replies to no command");
+}
+
+// TLS configured, and the peer is no TLS server (a plain RESP fake, which never answers the
+// ClientHello): an attempt costs at most the connect timeout, decisions meanwhile answer by
+// the policy at once (nothing is connected), and attempts are spaced by the backoff.
+TEST(RedisHostile, APeerThatNeverCompletesTheTlsHandshakeCostsOnlyItsAttempts) {
+  TestPki pki;
+  FakeRedis fake;
+  Origin origin;
+  auto yaml = substitute(substitute(single_config(fake, origin), "timeout: 100ms",
+                                    "timeout: 100ms, tls: { ca_file: " + pki.ca_file() + " }"),
+                         "threads: 2", "threads: 1");
+  Proxy proxy(yaml);
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < 3s) {
+    expect_policy(proxy.port(), "a peer that does not speak TLS");
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(fake.count("FCALL") + fake.count("EVALSHA"), 0u);
+  EXPECT_GE(fake.connections(), 2u);
+  EXPECT_LE(fake.connections(), 12u) << "attempts not spaced by the backoff";
+  std::cout << "[ hostile ] a peer that never completes TLS: " << fake.connections()
+            << " attempts in 3 s\n";
 }
 
 TEST(RedisHostile, AStallAfterAuthCostsTheConfiguredTimeoutNotTheConnectTimeout) {

@@ -39,7 +39,11 @@ std::uint16_t free_port() {
   return a.local_endpoint().port();
 }
 
-RedisServer::RedisServer() {
+RedisServer::RedisServer() : RedisServer(std::optional<RedisTlsFiles>()) {}
+
+RedisServer::RedisServer(RedisTlsFiles tls) : RedisServer(std::optional<RedisTlsFiles>(tls)) {}
+
+RedisServer::RedisServer(std::optional<RedisTlsFiles> tls) : tls_(std::move(tls)) {
   static int counter = 0;
   dir_ = fs::temp_directory_path() /
          ("floodgate-redis-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
@@ -55,10 +59,35 @@ RedisServer::~RedisServer() {
   fs::remove_all(dir_, ignored);
 }
 
+std::string RedisServer::cli(const std::string& args) const {
+  if (!tls_) return redis_cli(port_, args, 2);
+  // --insecure: the test's own look at the server, whichever certificate it was given.
+  return command_output("redis-cli --tls --insecure --cert " + tls_->chain + " --key " + tls_->key +
+                            " -p " + std::to_string(port_) + " " + args,
+                        2);
+}
+
 void RedisServer::start() {
-  process_ = std::make_unique<ChildProcess>(std::vector<std::string>{
-      "/usr/bin/redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "",
-      "--appendonly", "no", "--dir", dir_.string(), "--logfile", (dir_ / "redis.log").string()});
+  std::vector<std::string> argv{"/usr/bin/redis-server",
+                                "--bind",
+                                "127.0.0.1",
+                                "--save",
+                                "",
+                                "--appendonly",
+                                "no",
+                                "--dir",
+                                dir_.string(),
+                                "--logfile",
+                                (dir_ / "redis.log").string()};
+  if (tls_) {
+    for (const auto& a : {"--port", "0", "--tls-port"}) argv.emplace_back(a);
+    argv.insert(argv.end(),
+                {std::to_string(port_), "--tls-cert-file", tls_->chain, "--tls-key-file", tls_->key,
+                 "--tls-ca-cert-file", tls_->ca_file, "--tls-auth-clients", tls_->auth_clients});
+  } else {
+    argv.insert(argv.end(), {"--port", std::to_string(port_)});
+  }
+  process_ = std::make_unique<ChildProcess>(argv);
   for (int i = 0; i < 200; ++i) {
     if (cli("PING") == "PONG") return;
     std::this_thread::sleep_for(20ms);

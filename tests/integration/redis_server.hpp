@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "harness.hpp"
@@ -15,9 +16,20 @@ namespace floodgate::testing {
 // `redis-cli -p PORT ARGS` bounded by `timeout_seconds`; its output without trailing newlines.
 std::string redis_cli(std::uint16_t port, const std::string& args, int timeout_seconds);
 
+// A TLS-only server (`--port 0 --tls-port P`): its certificate chain and key, the CA its
+// clients' certificates are checked against, and whether it asks for one ("yes", "no",
+// "optional"). redis-cli talks to it with the same certificate as a client.
+struct RedisTlsFiles {
+  std::string ca_file;
+  std::string chain;
+  std::string key;
+  std::string auth_clients = "yes";
+};
+
 class RedisServer {
  public:
   RedisServer();
+  explicit RedisServer(RedisTlsFiles tls);
   ~RedisServer();
   std::uint16_t port() const { return port_; }
   void kill();     // SIGKILL: connections drop
@@ -25,12 +37,14 @@ class RedisServer {
   void thaw();     // SIGCONT
   void restart();  // kill (if running) and start again on the same port, empty
   // Runs a command through redis-cli and returns its output (trimmed).
-  std::string cli(const std::string& args) const { return redis_cli(port_, args, 2); }
+  std::string cli(const std::string& args) const;
 
  private:
+  explicit RedisServer(std::optional<RedisTlsFiles> tls);
   void start();
   std::filesystem::path dir_;
   std::uint16_t port_ = 0;
+  std::optional<RedisTlsFiles> tls_;
   std::unique_ptr<ChildProcess> process_;
 };
 

@@ -106,7 +106,8 @@ Cert make_cert(const Subject& s, EVP_PKEY* subject_key, X509* issuer_cert, EVP_P
   } else {
     add_extension(cert.get(), issuer, NID_basic_constraints, "critical,CA:FALSE");
     add_extension(cert.get(), issuer, NID_key_usage, "critical,digitalSignature");
-    add_extension(cert.get(), issuer, NID_ext_key_usage, "serverAuth");
+    // Both: a leaf serves TLS, and also proves a client (Redis checks its clients' purpose).
+    add_extension(cert.get(), issuer, NID_ext_key_usage, "serverAuth,clientAuth");
     if (issuer_cert)
       add_extension(cert.get(), issuer, NID_authority_key_identifier, "keyid:always");
   }

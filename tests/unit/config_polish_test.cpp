@@ -129,6 +129,40 @@ TEST(ConfigPolish, AReloadSaysWhatOnlyARestartApplies) {
   EXPECT_NE(changes[0].find("store: redis r:6379 (was memory)"), std::string::npos) << changes[0];
 }
 
+// Redis TLS is read at start like the address: a reload that adds it says so, and what runs
+// (and /config shows) keeps the started connection settings while the timeout applies. An
+// access log path changed alone is kept as started too.
+TEST(ConfigPolish, AReloadKeepsTheStartedRedisTlsAndAccessLogAndAppliesTheTimeout) {
+  auto load = [](const std::string& redis, const std::string& log) {
+    auto r = load_config_text(
+        "server:\n  listen: 127.0.0.1:8080\nupstreams:\n  origin: { url: "
+        "\"http://127.0.0.1:9000\" }\nstore: { backend: redis, redis: { address: r:6379" +
+            redis + " } }\n" + log + "routes:\n" + route("api", "{ path_prefix: / }"),
+        "f.yaml", polish_env({}));
+    EXPECT_TRUE(r.errors.empty()) << all_of(r.errors);
+    return r.config;
+  };
+  auto started = load("", "");
+  auto tls = load(", timeout: 80ms, tls: { server_name: redis.internal }", "");
+  ASSERT_TRUE(tls->store.redis.tls && tls->store.redis.tls->context);
+  auto changes = restart_only_changes(*started, *tls);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_NE(changes[0].find("store: redis r:6379 over TLS (ca_file system, server_name "
+                            "redis.internal) (was redis r:6379)"),
+            std::string::npos)
+      << changes[0];
+  auto running = as_running(*started, tls);
+  EXPECT_FALSE(running->store.redis.tls);
+  EXPECT_EQ(running->store.redis.timeout, std::chrono::milliseconds(80));
+  EXPECT_EQ(floodgate::admin::redacted_config_json(*running).find("\"tls\":{\"ca_file\""),
+            std::string::npos);
+  EXPECT_NE(floodgate::admin::redacted_config_json(*tls).find(
+                R"("tls":{"ca_file":"","cert":"","key":"","server_name":"redis.internal"})"),
+            std::string::npos);
+  auto logged = load("", "log: { access_log: { path: /var/log/fg-access.log } }\n");
+  EXPECT_EQ(as_running(*started, logged)->log.access_log_path, "");
+}
+
 TEST(ConfigPolish, ConfigJsonShowsClientIpTimeoutsAndJwtAndNoRedisForTheMemoryBackend) {
   auto r = load_config_text(
       "server:\n  listen: 127.0.0.1:8080\n"

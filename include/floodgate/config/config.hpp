@@ -171,12 +171,23 @@ struct Upstream {
 
 enum class StoreBackend { memory, redis, redis_cluster };
 
+// `store.redis.tls`: TLS to every node (rediss), the server verified against `ca_file` (the
+// system's CAs when empty), a client certificate when `cert` and `key` are given.
+struct RedisTls {
+  std::string ca_file;
+  std::string cert;
+  std::string key;
+  std::string server_name;              // the name certificates carry; empty: the node's address
+  std::shared_ptr<ssl_ctx_st> context;  // built at load time, so a bad file fails the check
+};
+
 struct RedisSettings {
   Endpoint address{"127.0.0.1", 6379};
   std::vector<Endpoint> nodes;
   std::string username;
   std::string password;
   Duration timeout = 45ms;
+  std::optional<RedisTls> tls;
 };
 
 struct StoreSettings {

@@ -62,10 +62,13 @@ class ServerContexts {
   std::vector<std::string> alpn_;
 };
 
-// The client side for one https upstream: peers verified against `ca_file` (PEM, may hold
-// several certificates) or, when empty, the system's CAs. The error names the problem.
+// The client side for one https upstream (or Redis): peers verified against `ca_file` (PEM,
+// may hold several certificates) or, when empty, the system's CAs; a client certificate
+// (`cert_file`, a PEM chain, with its `key_file`) when given; ALPN "http/1.1" offered only for
+// HTTP. The error names the file and the problem.
 std::variant<std::shared_ptr<ssl_ctx_st>, std::string> make_client_context(
-    const std::string& ca_file);
+    const std::string& ca_file, const std::string& cert_file = {}, const std::string& key_file = {},
+    bool http_alpn = true);
 
 // A new client connection to `host` (a DNS name or an IP literal): SNI set for names, and the
 // peer certificate checked against the name or the address during the handshake.
