@@ -183,6 +183,13 @@ std::string redacted_config_json(const config::Config& c) {
       json::array nodes;
       for (const auto& n : c.store.redis.nodes) nodes.emplace_back(n.to_string());
       store["nodes"] = std::move(nodes);
+    } else if (!c.store.redis.sentinels.empty()) {
+      json::array sentinels;
+      for (const auto& n : c.store.redis.sentinels) sentinels.emplace_back(n.to_string());
+      store["sentinels"] = std::move(sentinels);
+      store["master_name"] = c.store.redis.master_name;
+      store["sentinel_username"] = c.store.redis.sentinel_username;
+      store["sentinel_password"] = secret(c.store.redis.sentinel_password);
     } else {
       store["address"] = c.store.redis.address.to_string();
     }

@@ -41,7 +41,10 @@ RedisOverrides::RedisOverrides(const config::StoreSettings& store, limit::Overri
       hash_(store.key_prefix + ":{overrides}"),
       version_key_(store.key_prefix + ":{overrides}:version"),
       resets_(store.key_prefix + ":{overrides}:resets"),
-      client_(redis_access(store.redis), *log_, kConnectTimeout) {}
+      client_(redis_access(store.redis), *log_, kConnectTimeout) {
+  if (!store.redis.sentinels.empty())
+    sentinels_.emplace(sentinel_access(store.redis), *log_, kConnectTimeout);
+}
 
 RedisOverrides::~RedisOverrides() {
   {
@@ -79,8 +82,13 @@ RedisOverrides::Reply RedisOverrides::command(const std::vector<std::string>& ar
   std::vector<config::Endpoint> candidates;
   if (store_.backend == config::StoreBackend::redis_cluster)
     candidates = store_.redis.nodes;
-  else
+  else if (!sentinels_)
     candidates.push_back(store_.redis.address);
+  if (sentinels_ && !at_) {
+    auto m = master(why);
+    if (!m) return nullptr;
+    candidates.push_back(*m);
+  }
   for (int attempt = 0; attempt < 3; ++attempt) {
     Reply r;
     if (at_) r = client_.command(at_->host, at_->port, args, kCommandTimeout, why);
@@ -98,12 +106,33 @@ RedisOverrides::Reply RedisOverrides::command(const std::vector<std::string>& ar
     }
     if (r->type == REDIS_REPLY_ERROR) {
       why = std::string("the store refused: ") + std::string(r->str, r->len);
+      // A master demoted by a failover: the sentinels name the new one next time.
+      if (why.find("READONLY") != std::string::npos) at_.reset();
       return nullptr;
     }
     return r;
   }
   if (why.empty()) why = "too many redirections";
   return nullptr;
+}
+
+std::optional<config::Endpoint> RedisOverrides::master(std::string& why) {
+  for (const auto& s : store_.redis.sentinels) {
+    auto r = sentinels_->command(s.host, s.port,
+                                 {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", store_.redis.master_name},
+                                 kCommandTimeout, why);
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
+      continue;
+    std::string host(r->element[0]->str, r->element[0]->len);
+    if (host.find(':') != std::string::npos) host = "[" + host + "]";
+    auto parsed =
+        config::parse_endpoint(host + ":" + std::string(r->element[1]->str, r->element[1]->len));
+    if (auto* e = std::get_if<config::Endpoint>(&parsed)) return *e;
+  }
+  why = "no sentinel named the master " + store_.redis.master_name +
+        (why.empty() ? std::string() : " (" + why + ")");
+  return std::nullopt;
 }
 
 bool RedisOverrides::refresh(bool force, std::string& why) {

@@ -49,6 +49,8 @@ class RedisOverrides final : public limit::OverrideKeeper {
   // override (or a new reset) between the read and the delete is kept.
   void delete_unchanged(const std::string& hash,
                         const std::vector<std::pair<std::string, std::string>>& fields);
+  // With Sentinel: the master as the first sentinel that knows names it.
+  std::optional<config::Endpoint> master(std::string& why);
   // Reads the hash when the version moved (or `force`) and publishes it. Under mutex_.
   bool refresh(bool force, std::string& why);
   void poll(std::chrono::milliseconds every);
@@ -61,7 +63,8 @@ class RedisOverrides final : public limit::OverrideKeeper {
   std::string version_key_;
   std::string resets_;  // store key -> when it was reset (ms); kept 10 minutes
   std::mutex mutex_;
-  store::RedisBlockingClient client_;   // under mutex_
+  store::RedisBlockingClient client_;                    // under mutex_
+  std::optional<store::RedisBlockingClient> sentinels_;  // with Sentinel: asked for the master
   std::optional<config::Endpoint> at_;  // the node that answered last (a cluster's may move)
   std::string seen_;                    // the version last read ("" before any)
   bool failing_ = false;

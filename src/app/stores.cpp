@@ -15,6 +15,13 @@ store::RedisAccess redis_access(const config::RedisSettings& redis) {
   return a;
 }
 
+store::RedisAccess sentinel_access(const config::RedisSettings& redis) {
+  auto a = redis_access(redis);
+  a.username = redis.sentinel_username;
+  a.password = redis.sentinel_password;
+  return a;
+}
+
 http::StoreFactory memory_store_factory(store::MemoryState& memory) {
   return [&memory](boost::asio::io_context& ioc) {
     return std::make_unique<store::MemoryStore>(memory, ioc.get_executor());
@@ -32,6 +39,9 @@ http::StoreFactory configured_store_factory(const config::Config& config,
   options.host = rs.address.host;
   options.port = rs.address.port;
   options.access = redis_access(rs);
+  for (const auto& s : rs.sentinels) options.sentinels.push_back(s.to_string());
+  options.master_name = rs.master_name;
+  options.sentinel_access = sentinel_access(rs);
   options.timeout = rs.timeout;
   options.test_clock = test_clock;
   if (config.store.backend == config::StoreBackend::redis_cluster) {

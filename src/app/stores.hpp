@@ -16,6 +16,8 @@ http::StoreFactory memory_store_factory(store::MemoryState& memory);
 
 // How every connection to the store logs in (and speaks TLS): the workers' and the overrides'.
 store::RedisAccess redis_access(const config::RedisSettings& redis);
+// The same for the sentinels: their own user and password, the same TLS.
+store::RedisAccess sentinel_access(const config::RedisSettings& redis);
 
 // Per worker: the configured backend (its own Redis connection for `redis`), deciding leased
 // limits from `leases` (the instance's one book) by `clock`. `test_clock` is for the

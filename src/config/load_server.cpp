@@ -204,6 +204,32 @@ void read_redis_tls(const Section& s, RedisSettings& out) {
   out.tls = std::move(tls);
 }
 
+void read_sentinels(const Section& rs, StoreSettings& out) {
+  auto& r = rs.reader();
+  if (rs.has("sentinels"))
+    for (const auto& e : r.sequence(rs["sentinels"], rs.at("sentinels")))
+      if (auto ep = read_endpoint(r, e, rs.at("sentinels"))) out.redis.sentinels.push_back(*ep);
+  rs.string("master_name", out.redis.master_name);
+  rs.string("sentinel_username", out.redis.sentinel_username);
+  rs.string("sentinel_password", out.redis.sentinel_password);
+  if (!rs.has("sentinels")) {
+    for (const char* k : {"master_name", "sentinel_username", "sentinel_password"})
+      if (rs.has(k)) r.error(rs[k], rs.at(k), std::string(k) + " only applies with \"sentinels\"");
+    return;
+  }
+  if (out.backend != StoreBackend::redis)
+    r.error(rs["sentinels"], rs.at("sentinels"),
+            "sentinels need backend redis (a cluster finds its masters itself)");
+  else if (out.redis.sentinels.empty())
+    r.error(rs["sentinels"], rs.at("sentinels"), "needs at least one sentinel");
+  if (!rs.has("master_name") || out.redis.master_name.empty())
+    r.error(rs["sentinels"], rs.at("sentinels"),
+            "sentinels need \"master_name\" (the name the sentinels monitor)");
+  if (rs.has("address"))
+    r.error(rs["address"], rs.at("address"),
+            "give either address or sentinels: with sentinels, they name the master");
+}
+
 }  // namespace
 
 void read_store(const Section& s, StoreSettings& out) {
@@ -225,7 +251,8 @@ void read_store(const Section& s, StoreSettings& out) {
   if (s.has("redis")) {
     Section rs(r, s["redis"], s.at("redis"));
     if (r.map(rs.node(), rs.path(),
-              {"address", "nodes", "username", "password", "timeout", "tls"})) {
+              {"address", "nodes", "username", "password", "timeout", "tls", "sentinels",
+               "master_name", "sentinel_username", "sentinel_password"})) {
       if (rs.has("address"))
         if (auto ep = read_endpoint(r, rs["address"], rs.at("address"))) out.redis.address = *ep;
       if (rs.has("nodes"))
@@ -235,6 +262,7 @@ void read_store(const Section& s, StoreSettings& out) {
       rs.string("password", out.redis.password);
       rs.duration("timeout", out.redis.timeout);
       if (rs.has("tls")) read_redis_tls(Section(r, rs["tls"], rs.at("tls")), out.redis);
+      read_sentinels(rs, out);
     }
   }
   if (wants_redis && !s.has("redis"))

@@ -30,7 +30,13 @@ std::string access_log_text(const LogSettings& l) {
 
 std::string store_text(const StoreSettings& s) {
   std::string out = to_string(s.backend);
-  if (s.backend == StoreBackend::redis) out += " " + s.redis.address.to_string();
+  if (s.backend == StoreBackend::redis && s.redis.sentinels.empty())
+    out += " " + s.redis.address.to_string();
+  if (s.backend == StoreBackend::redis && !s.redis.sentinels.empty()) {
+    out += " master " + s.redis.master_name + " via sentinels";
+    for (const auto& n : s.redis.sentinels) out += " " + n.to_string();
+    if (!s.redis.sentinel_username.empty()) out += " as " + s.redis.sentinel_username;
+  }
   if (s.backend == StoreBackend::redis_cluster)
     for (const auto& n : s.redis.nodes) out += " " + n.to_string();
   if (s.backend != StoreBackend::memory && !s.redis.username.empty())
@@ -79,7 +85,8 @@ ConfigPtr as_running(const Config& started, const ConfigPtr& next) {
   if (started.server.threads == next->server.threads &&
       started.admin.listen == next->admin.listen && started.store.backend == next->store.backend &&
       a.address == b.address && a.nodes == b.nodes && a.username == b.username &&
-      a.password == b.password && store_text(started.store) == store_text(next->store) &&
+      a.password == b.password && a.sentinel_password == b.sentinel_password &&
+      store_text(started.store) == store_text(next->store) &&
       started.log.access_log_path == next->log.access_log_path &&
       started.log.access_log_stdout == next->log.access_log_stdout)
     return next;

@@ -138,7 +138,11 @@ std::string summarize(const Config& c) {
     o << ")\n";
   }
   o << "  store: " << to_string(c.store.backend);
-  if (c.store.backend == StoreBackend::redis) o << " at " << c.store.redis.address.to_string();
+  if (c.store.backend == StoreBackend::redis && c.store.redis.sentinels.empty())
+    o << " at " << c.store.redis.address.to_string();
+  if (c.store.backend == StoreBackend::redis && !c.store.redis.sentinels.empty())
+    o << ", master " << c.store.redis.master_name << " as " << c.store.redis.sentinels.size()
+      << " sentinel(s) name it";
   if (c.store.backend != StoreBackend::memory) {
     o << ", timeout " << format_duration(c.store.redis.timeout);
     if (c.store.redis.tls) o << ", TLS";

@@ -95,6 +95,27 @@ std::string wait_for_line(ChildProcess& p, const std::string& needle,
   return "";
 }
 
+namespace {
+constexpr const char* kTestToken = "oncall-token-0123456789abcdef";
+}
+
+std::string admin_with_test_token(std::uint16_t admin) {
+  return "admin: { listen: 127.0.0.1:" + std::to_string(admin) +
+         ", tokens: { oncall: " + kTestToken + " } }\n";
+}
+
+std::string put_exemption(std::uint16_t admin, const std::string& limit,
+                          const std::string& caller) {
+  std::string command = "curl -s -w ' %{http_code}' -X PUT -H 'Authorization: Bearer ";
+  command += kTestToken;
+  command += "' -d '{\"exempt\": true, \"ttl\": \"10m\"}' 'http://127.0.0.1:";
+  command += std::to_string(admin);
+  command += "/overrides/" + limit + "/" + caller + "'";
+  auto out = command_output(command, 20);
+  const auto space = out.rfind(' ');
+  return space == std::string::npos ? out : out.substr(space + 1) + " " + out.substr(0, space);
+}
+
 std::string redis_config(std::uint16_t listen_port, std::uint16_t origin_port,
                          std::uint16_t redis_port, const std::string& routes,
                          const std::string& timeout, const std::string& extra) {

@@ -44,6 +44,12 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
 // (`floodgate_requests_total{route="api",outcome="limited"}`); UINT64_MAX when absent.
 std::uint64_t metric(const std::string& text, const std::string& series);
 
+// The admin API with the test token: `admin: {listen, tokens}` YAML for `redis_config`'s
+// `extra`, and an exemption of `caller` from `limit` for 10 minutes PUT through it ("STATUS
+// BODY" of curl's answer).
+std::string admin_with_test_token(std::uint16_t admin);
+std::string put_exemption(std::uint16_t admin, const std::string& limit, const std::string& caller);
+
 // A proxy on 127.0.0.1:`listen_port` (0: any) with 2 workers and a 1 s drain, in front of the
 // origin on `origin_port`, deciding in the Redis on `redis_port` within `timeout`, as one of
 // 2 instances. `extra`: more top-level YAML (`admin:`, `log:`) put before `routes:`.

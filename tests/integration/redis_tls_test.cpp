@@ -159,24 +159,18 @@ TEST(RedisTls, TheAdminApisOverridesGoOverTlsToo) {
   RedisServer redis(RedisTlsFiles{pki.ca_file(), server.chain, server.key, "yes"});
   Origin origin;
   const auto port = free_port(), admin = free_port();
-  const auto path = write_temp_file(
-      "redis-tls-admin.yaml",
-      with_redis_tls(redis_config(port, origin.port(), redis.port(), kPerIpRoute, "500ms",
-                                  "admin: { listen: 127.0.0.1:" + std::to_string(admin) +
-                                      ", tokens: { oncall: oncall-token-0123456789abcdef } }\n"),
-                     tls_map(pki, &client)));
+  const auto path =
+      write_temp_file("redis-tls-admin.yaml",
+                      with_redis_tls(redis_config(port, origin.port(), redis.port(), kPerIpRoute,
+                                                  "500ms", admin_with_test_token(admin)),
+                                     tls_map(pki, &client)));
   auto fg = start_floodgate(path);
   wait_serving(admin, "/healthz");
   wait_listening(port);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(status(port, "/ip"), 200) << i;
   EXPECT_EQ(status(port, "/ip"), 429);
-  auto put = command_output(
-      "curl -s -w ' %{http_code}' -X PUT -H 'Authorization: Bearer "
-      "oncall-token-0123456789abcdef' -d '{\"exempt\": true, \"ttl\": \"10m\"}' "
-      "'http://127.0.0.1:" +
-          std::to_string(admin) + "/overrides/per-ip/ip=127.0.0.1'",
-      20);
-  EXPECT_EQ(put.substr(put.rfind(' ') + 1), "200") << put;
+  auto put = put_exemption(admin, "per-ip", "ip=127.0.0.1");
+  EXPECT_EQ(put.substr(0, 3), "200") << put;
   EXPECT_TRUE(eventually([&] { return status(port, "/ip") == 200; }, 2s));
   EXPECT_NE(redis.cli("HKEYS 'rl:{overrides}'").find("127.0.0.1"), std::string::npos);
 }

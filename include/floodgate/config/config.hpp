@@ -188,6 +188,12 @@ struct RedisSettings {
   std::string password;
   Duration timeout = 45ms;
   std::optional<RedisTls> tls;
+  // Redis Sentinel (backend redis): the master of `master_name` as these sentinels name it,
+  // instead of `address`. Sentinel has its own password (and ACL user), often not the master's.
+  std::vector<Endpoint> sentinels;
+  std::string master_name;
+  std::string sentinel_username;
+  std::string sentinel_password;
 };
 
 struct StoreSettings {

@@ -43,6 +43,11 @@ struct RedisStoreOptions {
   std::chrono::milliseconds probe_interval{250};
   std::string instance_id;         // prefix of concurrency lease ids
   std::vector<std::string> seeds;  // redis_cluster: "host:port" of seed nodes
+  // Sentinel (redis): "host:port" of the sentinels that name the master of `master_name`
+  // (host and port above are then unused), reached with `sentinel_access`.
+  std::vector<std::string> sentinels;
+  std::string master_name;
+  RedisAccess sentinel_access;
   // Tests only (the differential tests): pass this clock's time to the scripts instead of
   // letting them read Redis's TIME. Production leaves it null.
   const limit::Clock* test_clock = nullptr;

@@ -40,6 +40,7 @@ struct Connection::Attempt {
   std::array<char, 16384> in;
   std::string sending;  // what the write in flight sends
   bool writing = false;
+  bool up = false;  // connected (and TLS done): writes may go, even before connected_
 };
 
 }  // namespace floodgate::store::redis
@@ -79,12 +80,17 @@ void Connection::reset() {
   drop("");
 }
 
+std::string Connection::name() const {
+  auto at = options_.host + ":" + std::to_string(options_.port);
+  return options_.locate ? options_.master_name + " at " + at : at;
+}
+
 void Connection::connect() {
   if (stopped_ || attempt_) return;
   auto a = std::make_shared<Attempt>(ioc_, ++generation_);
   a->reader = redisReaderCreate();
   if (!a->reader) {
-    log_.warn("redis {}:{}: connect failed: out of memory", options_.host, options_.port);
+    log_.warn("redis {}: connect failed: out of memory", name());
     schedule_reconnect();
     return;
   }
@@ -96,17 +102,16 @@ void Connection::connect() {
     if (!options_.access.username.empty()) auth.push_back(options_.access.username);
     auth.push_back(options_.access.password);
     append_command(out_, auth);
-    pending_.push_back({[this, gen = generation_](const redisReply* r, CommandStatus s) {
-                          if (s == CommandStatus::ok && r && r->type == REDIS_REPLY_ERROR &&
-                              gen == generation_) {
-                            log_.error("redis {}:{}: AUTH refused: {}", options_.host,
-                                       options_.port, std::string(r->str, r->len));
-                            asio::post(ioc_, [w = weak_from_this()] {
-                              if (auto self = w.lock()) self->reset();
-                            });
-                          }
-                        },
-                        Clock::now() + options_.connect_timeout});
+    pending_.push_back(
+        {[this, gen = generation_](const redisReply* r, CommandStatus s) {
+           if (s == CommandStatus::ok && r && r->type == REDIS_REPLY_ERROR && gen == generation_) {
+             log_.error("redis {}: AUTH refused: {}", name(), std::string(r->str, r->len));
+             asio::post(ioc_, [w = weak_from_this()] {
+               if (auto self = w.lock()) self->reset();
+             });
+           }
+         },
+         Clock::now() + options_.connect_timeout});
     arm_timer_for(pending_.back().deadline);
   }
   attempt_ = a;  // from here on nothing throws before the connect is under way
@@ -118,6 +123,22 @@ void Connection::connect() {
           return;
         self->drop("connect timed out");
       });
+  if (!options_.locate) return dial(a);
+  options_.locate([w = weak_from_this(), a](std::optional<NodeAddress> at, const std::string& why) {
+    auto self = w.lock();
+    if (!self || a != self->attempt_) return;
+    if (!at) return self->drop("cannot locate the master: " + why);
+    auto& o = self->options_;
+    if (o.host != at->host || o.port != at->port)
+      self->log_.info("redis {}: the sentinels name {}:{} as the master", o.master_name, at->host,
+                      at->port);
+    o.host = at->host;
+    o.port = at->port;
+    self->dial(a);
+  });
+}
+
+void Connection::dial(const AttemptPtr& a) {
   auto on_connect = [w = weak_from_this(), a](const boost::system::error_code& ec, auto&&...) {
     auto self = w.lock();
     if (!self || a != self->attempt_) return;
@@ -175,11 +196,38 @@ void Connection::handshake(const AttemptPtr& a) {
 }
 
 void Connection::on_ready(const AttemptPtr& a) {
+  a->up = true;
+  read(a);
+  if (options_.locate) return verify_master(a);
+  mark_connected(a);
+  if (!out_.empty()) flush_soon();  // AUTH, queued with the attempt
+}
+
+void Connection::mark_connected(const AttemptPtr& a) {
   connected_ = true;
   connect_timer_.cancel();
-  log_.info("redis {}:{}: connected{}", options_.host, options_.port, a->tls ? " (TLS)" : "");
-  read(a);
-  if (!out_.empty()) flush_soon();  // AUTH, queued with the attempt
+  log_.info("redis {}: connected{}", name(), a->tls ? " (TLS)" : "");
+}
+
+// A sentinel may name a master that has since become a replica (or a client may reach one
+// during a failover): writes there would be refused, or worse, land on a node about to be
+// resynced. So the node must say it is the master before any command is taken; until then
+// the connection counts as not connected and decisions fail at once.
+void Connection::verify_master(const AttemptPtr& a) {
+  append_command(out_, {"ROLE"});  // behind AUTH, if any
+  pending_.push_back({[this, a](const redisReply* r, CommandStatus s) {
+                        if (s != CommandStatus::ok || a != attempt_) return;  // dropped anyway
+                        if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                            r->element[0]->type == REDIS_REPLY_STRING &&
+                            std::string_view(r->element[0]->str, r->element[0]->len) == "master")
+                          return mark_connected(a);
+                        drop(r->type == REDIS_REPLY_ERROR
+                                 ? "ROLE refused: " + std::string(r->str, r->len)
+                                 : std::string("not the master; asking the sentinels again"));
+                      },
+                      Clock::now() + options_.connect_timeout});
+  arm_timer_for(pending_.back().deadline);
+  flush_soon();
 }
 
 void Connection::read(const AttemptPtr& a) {
@@ -214,12 +262,17 @@ void Connection::on_read(const AttemptPtr& a, const boost::system::error_code& e
     // A server that answers well is healthy again: the next drop reconnects quickly. (Not at
     // the TCP connect, nor on an error reply: one that accepts and then breaks the protocol,
     // or refuses AUTH, is retried up to max_backoff apart.)
-    if (reply->type != REDIS_REPLY_ERROR) backoff_ = std::chrono::milliseconds(50);
-    if (p.finished) continue;  // timed out earlier: the late reply is dropped
-    current_ = std::move(reply);
-    deliver(p.done, current_.get(), CommandStatus::ok);
-    current_.reset();
-    if (a != attempt_) return;  // the callback reset or stopped the connection
+    if (connected_ && reply->type != REDIS_REPLY_ERROR) backoff_ = std::chrono::milliseconds(50);
+    // A master demoted under us (a failover) refuses writes: find the new one.
+    const bool demoted = options_.locate && reply->type == REDIS_REPLY_ERROR &&
+                         std::string_view(reply->str, reply->len).substr(0, 8) == "READONLY";
+    if (!p.finished) {  // else it timed out earlier: the late reply is dropped
+      current_ = std::move(reply);
+      deliver(p.done, current_.get(), CommandStatus::ok);
+      current_.reset();
+      if (a != attempt_) return;  // the callback reset or stopped the connection
+    }
+    if (demoted) return drop("the master became a replica (READONLY); asking the sentinels again");
   }
   if (a->reader->len - a->reader->pos > kMaxUnparsedBytes)
     return drop("protocol error: more than 1 MiB of a reply waiting to be parsed");
@@ -232,7 +285,7 @@ void Connection::flush_soon() {
     auto self = w.lock();
     if (!self) return;
     self->flush_posted_ = false;
-    if (auto a = self->attempt_; a && self->connected_) self->write(a);
+    if (auto a = self->attempt_; a && a->up) self->write(a);
   });
   flush_posted_ = true;  // after the post: a post that threw leaves no flag set for ever
 }
@@ -280,7 +333,7 @@ void Connection::drop(const std::string& why) {
     connect_timer_.cancel();
   }
   if (!why.empty()) last_error_ = why;
-  if (!why.empty() && !stopped_) log_.warn("redis {}:{}: {}", options_.host, options_.port, why);
+  if (!why.empty() && !stopped_) log_.warn("redis {}: {}", name(), why);
   // Taken out first (a swap: no allocation, so nothing here can throw and leave the
   // connection without an attempt or a reconnect): a callback may issue commands (refused now)
   // or reset again, which then schedules nothing more.

@@ -22,12 +22,14 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "floodgate/store/redis_reply.hpp"
 #include "floodgate/store/redis_store.hpp"
+#include "node_address.hpp"
 
 namespace spdlog {
 class logger;
@@ -35,10 +37,18 @@ class logger;
 
 namespace floodgate::store::redis {
 
+// Where a master is, or why not: the answer to a locate call (Sentinel).
+using Located = std::function<void(std::optional<NodeAddress> at, const std::string& why)>;
+
 struct ConnectionOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;
-  RedisAccess access;  // AUTH, and TLS when access.tls is set
+  // Sentinel: asked before every attempt where the master is (host and port above are then
+  // only the last answer), and ROLE must say "master" before the connection takes commands;
+  // a READONLY error (a master demoted under us) drops it, so the next attempt asks again.
+  std::function<void(Located)> locate;
+  std::string master_name;  // for the log, with locate
+  RedisAccess access;       // AUTH, and TLS when access.tls is set
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds max_backoff{1000};
 };
@@ -67,6 +77,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool connected() const { return connected_.load(std::memory_order_relaxed); }
   // Why the last attempt ended or failed ("" before any failure): for callers that report it.
   const std::string& last_error() const { return last_error_; }
+  std::string name() const;  // "host:port" (with locate: "NAME at host:port"), for logs
   // Inside a Callback given a reply: keeps the reply beyond the callback (null elsewhere).
   RedisReply take_reply() { return std::move(current_); }
 
@@ -89,7 +100,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void connect();
   void on_connected(const AttemptPtr& a);
   void handshake(const AttemptPtr& a);  // TLS: then on_ready
+  void dial(const AttemptPtr& a);       // resolve (a name) and connect to options_.host:port
   void on_ready(const AttemptPtr& a);
+  void verify_master(const AttemptPtr& a);  // ROLE, then mark_connected
+  void mark_connected(const AttemptPtr& a);
   void read(const AttemptPtr& a);
   void on_read(const AttemptPtr& a, const boost::system::error_code& ec, std::size_t n);
   void write(const AttemptPtr& a);

@@ -14,6 +14,7 @@
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/script_calls.hpp"
 #include "store/redis/scripts.hpp"
+#include "store/redis/sentinel.hpp"
 
 namespace floodgate::store {
 
@@ -54,10 +55,20 @@ class RedisStore final : public LimitStore {
     c.host = options_.host;
     c.port = options_.port;
     c.access = options_.access;
+    auto name = options_.host + ":" + std::to_string(options_.port);
+    if (!options_.sentinels.empty()) {
+      sentinels_ = redis::SentinelLocator::make(ioc, options_.sentinels, options_.master_name,
+                                                options_.sentinel_access, log);
+      c.locate = [w = std::weak_ptr(sentinels_)](redis::Located found) {
+        if (auto s = w.lock()) s->locate(std::move(found));
+      };
+      c.master_name = name = options_.master_name;
+      c.connect_timeout +=
+          redis::SentinelLocator::kAskTimeout * static_cast<int>(options_.sentinels.size());
+      sentinels_->start();
+    }
     conn_ = std::make_shared<redis::Connection>(ioc, c, log);
-    breaker_ =
-        std::make_shared<redis::Breaker>(ioc, conn_, breaker_options(options_), log,
-                                         options_.host + ":" + std::to_string(options_.port));
+    breaker_ = std::make_shared<redis::Breaker>(ioc, conn_, breaker_options(options_), log, name);
     conn_->start();
   }
 
@@ -65,6 +76,7 @@ class RedisStore final : public LimitStore {
     alive_.reset();
     breaker_->stop();
     conn_->stop();
+    if (sentinels_) sentinels_->stop();
     for (auto& call : queue_) finish(call, StoreError::unavailable);
   }
 
@@ -219,6 +231,7 @@ class RedisStore final : public LimitStore {
   spdlog::logger& log_;
   redis::Scripts scripts_;
   redis::ServerWay way_;
+  std::shared_ptr<redis::SentinelLocator> sentinels_;  // null without Sentinel
   std::shared_ptr<redis::Connection> conn_;
   std::shared_ptr<redis::Breaker> breaker_;
   std::deque<std::shared_ptr<Call>> queue_;  // waiting for this loop turn's flush
