@@ -39,7 +39,7 @@ const std::string kPerIpRoute = R"(
     limits: [{ name: per-ip, algorithm: token_bucket, capacity: 3, refill_rate: 1/h, key: [ip] }]
 )";
 
-int status(std::uint16_t port, const std::string& target) {
+int tls_status(std::uint16_t port, const std::string& target) {
   auto r = get(port, target);
   return r ? static_cast<int>(r->result_int()) : -1;
 }
@@ -76,8 +76,8 @@ TEST(RedisTls, DecidesOverTlsWithAClientCertificate) {
       redis_config(0, origin.port(), redis.port(), kOpenAndClosedRoutes + kProbeRoute, "500ms"),
       tls_map(pki, &client)));
   wait_enforced(p.port());
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(status(p.port(), "/closed"), 200) << i;
-  EXPECT_EQ(status(p.port(), "/closed"), 429);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(tls_status(p.port(), "/closed"), 200) << i;
+  EXPECT_EQ(tls_status(p.port(), "/closed"), 429);
   // The state is in this server (reached only over TLS), and the log says how it was reached.
   EXPECT_NE(redis.cli("--scan --pattern '*closed*'"), "");
   EXPECT_TRUE(p.logged("connected (TLS)", 1s)) << p.lines.str();
@@ -94,8 +94,8 @@ TEST(RedisTls, AServerTheCaDoesNotVouchForIsRefusedAndThePolicyApplies) {
       with_redis_tls(redis_config(0, origin.port(), redis.port(), kOpenAndClosedRoutes, "500ms"),
                      tls_map(pki, &client)));
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(status(p.port(), "/closed"), 503);
-  EXPECT_EQ(status(p.port(), "/open"), 200);
+  EXPECT_EQ(tls_status(p.port(), "/closed"), 503);
+  EXPECT_EQ(tls_status(p.port(), "/open"), 200);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);  // not connected: no waiting
   EXPECT_TRUE(p.logged("certificate verify failed", 5s)) << p.lines.str();
   EXPECT_EQ(redis.cli("--scan --pattern '*'"), "");  // nothing was ever written
@@ -112,13 +112,13 @@ TEST(RedisTls, TheCertificateMustNameTheServerAsAddressedOrAsServerName) {
   {
     // Addressed as 127.0.0.1, which the certificate does not list.
     LoggedProxy p(with_redis_tls(config, tls_map(pki, &client)));
-    EXPECT_EQ(status(p.port(), "/closed"), 503);
+    EXPECT_EQ(tls_status(p.port(), "/closed"), 503);
     EXPECT_TRUE(p.logged("certificate verify failed: IP address mismatch", 5s)) << p.lines.str();
   }
   // server_name says which name to expect (and sends it as SNI).
   LoggedProxy p(with_redis_tls(config, tls_map(pki, &client, ", server_name: redis.test")));
   wait_enforced(p.port());
-  EXPECT_EQ(status(p.port(), "/closed"), 200);
+  EXPECT_EQ(tls_status(p.port(), "/closed"), 200);
 }
 
 // TLS 1.3 tells a client its certificate was wanted only after the handshake, on the first
@@ -138,7 +138,7 @@ TEST(RedisTls, WithoutTheClientCertificateItWantsTheServerRefusesAndAttemptsBack
   const auto start = std::chrono::steady_clock::now();
   int refused = 0;
   while (std::chrono::steady_clock::now() - start < 3s) {
-    refused += status(p.port(), "/closed") == 503;
+    refused += tls_status(p.port(), "/closed") == 503;
     std::this_thread::sleep_for(50ms);
   }
   EXPECT_GT(refused, 40);  // every decision failed: nothing was ever decided
@@ -167,11 +167,11 @@ TEST(RedisTls, TheAdminApisOverridesGoOverTlsToo) {
   auto fg = start_floodgate(path);
   wait_serving(admin, "/healthz");
   wait_listening(port);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(status(port, "/ip"), 200) << i;
-  EXPECT_EQ(status(port, "/ip"), 429);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(tls_status(port, "/ip"), 200) << i;
+  EXPECT_EQ(tls_status(port, "/ip"), 429);
   auto put = put_exemption(admin, "per-ip", "ip=127.0.0.1");
   EXPECT_EQ(put.substr(0, 3), "200") << put;
-  EXPECT_TRUE(eventually([&] { return status(port, "/ip") == 200; }, 2s));
+  EXPECT_TRUE(eventually([&] { return tls_status(port, "/ip") == 200; }, 2s));
   EXPECT_NE(redis.cli("HKEYS 'rl:{overrides}'").find("127.0.0.1"), std::string::npos);
 }
 

@@ -20,7 +20,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace websocket = boost::beast::websocket;
 
-std::string random_bytes(std::size_t n) {
+std::string ws_random_bytes(std::size_t n) {
   std::mt19937_64 rng(11);
   std::string s(n, '\0');
   for (auto& c : s) c = static_cast<char>(rng());
@@ -37,7 +37,7 @@ void expect_echo_session(WsClient& ws) {
     EXPECT_EQ(ws.read(), m) << ws.last_error().message();
     EXPECT_TRUE(ws.last_was_text());
   }
-  auto blob = random_bytes(64 * 1024);
+  auto blob = ws_random_bytes(64 * 1024);
   ASSERT_TRUE(ws.send_binary(blob)) << ws.last_error().message();
   auto echoed = ws.read();
   ASSERT_TRUE(echoed) << ws.last_error().message();
