@@ -10,7 +10,9 @@
 # Environment: DISTANCES ("1 10 50": round trips in ms), DURATION (10 s per run), RATE (1000
 #   requests/s in all, spread over CONNS (8) keep-alive HTTP/1.1 connections), LEASE (200:
 #   units per lease), THREADS (2), FLOODGATE_BIN (build/floodgate), ORIGIN_BIN
-#   (build/floodgate-test-origin), DELAY_BIN (build/floodgate-delay-proxy).
+#   (build/floodgate-test-origin), DELAY_BIN (build/floodgate-delay-proxy), TLS (0; 1: Redis on
+#   its tls-port only, with a CA, a server and a client certificate made by openssl for the run,
+#   and floodgate with store.redis.tls; the delay proxy relays the TLS bytes as they are).
 #
 # For each distance: a private redis-server, floodgate-delay-proxy holding every chunk for
 # half the round trip each way between floodgate and it (the machine's loopback is not
@@ -34,7 +36,9 @@ threads=${THREADS:-2}
 fg_bin=${FLOODGATE_BIN:-build/floodgate} origin_bin=${ORIGIN_BIN:-build/floodgate-test-origin}
 delay_bin=${DELAY_BIN:-build/floodgate-delay-proxy}
 busy_pattern='' busy_wait=0
-need_tools h2load redis-server curl python3
+tls=${TLS:-0}
+need_tools h2load redis-server redis-cli curl python3
+[[ $tls != 1 ]] || need_tools openssl
 for b in "$fg_bin" "$origin_bin" "$delay_bin"; do
   [[ -x $b ]] || die "no $b: cmake --build build (the delay proxy is built with the tests)"
 done
@@ -45,6 +49,23 @@ meta host "$(uname -srm), $(nproc) cores"
 meta floodgate "$("$fg_bin" --version 2>/dev/null | head -n1)"
 meta load "h2load --h1 -c$conns --rps=$((rate / conns)) -D$duration per route, 1 s warm-up"
 meta lease "size $lease, ttl 2s"
+meta redis_tls "$tls"
+
+# TLS: a throwaway CA and one EC leaf for 127.0.0.1, good as server and as client.
+redis_tls_args=() cli_tls=() fg_tls=''
+if [[ $tls == 1 ]]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj '/CN=far-store bench CA' -keyout "$tmp/ca.key" -out "$tmp/ca.pem" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj '/CN=127.0.0.1' \
+    -keyout "$tmp/leaf.key" -out "$tmp/leaf.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >"$tmp/leaf.ext"
+  openssl x509 -req -in "$tmp/leaf.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -CAcreateserial \
+    -days 2 -extfile "$tmp/leaf.ext" -out "$tmp/leaf.pem" 2>/dev/null
+  redis_tls_args=(--tls-cert-file "$tmp/leaf.pem" --tls-key-file "$tmp/leaf.key"
+    --tls-ca-cert-file "$tmp/ca.pem" --tls-auth-clients yes)
+  cli_tls=(--tls --cacert "$tmp/ca.pem" --cert "$tmp/leaf.pem" --key "$tmp/leaf.key")
+  fg_tls=", tls: { ca_file: $tmp/ca.pem, cert: $tmp/leaf.pem, key: $tmp/leaf.key }"
+fi
 
 start_origin
 per_conn=$((rate / conns))
@@ -65,9 +86,10 @@ PY
 
 for distance in $distances; do
   redis_port=$(free_port)
-  redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+  if [[ $tls == 1 ]]; then ports=(--port 0 --tls-port "$redis_port"); else ports=(--port "$redis_port"); fi
+  redis-server "${ports[@]}" "${redis_tls_args[@]}" --bind 127.0.0.1 --save '' --appendonly no \
     --logfile "$out_dir/redis-$distance.log" & pids+=($!)
-  for _ in $(seq 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  for _ in $(seq 50); do redis-cli "${cli_tls[@]}" -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
   one_way=$((distance * 500))
   "$delay_bin" "$redis_port" "$one_way" >"$tmp/delay.port" 2>"$out_dir/delay-$distance.log" & pids+=($!)
   for _ in $(seq 50); do [[ -s $tmp/delay.port ]] && break; sleep 0.1; done
@@ -85,7 +107,7 @@ upstreams:
   origin: { url: "http://127.0.0.1:$origin_port" }
 store:
   backend: redis
-  redis: { address: "127.0.0.1:$far_port", timeout: ${timeout_ms}ms }
+  redis: { address: "127.0.0.1:$far_port", timeout: ${timeout_ms}ms$fg_tls }
   key_secret: far-store-bench-secret-0123456789
 routes:
   - { name: pass, match: { path_prefix: /pass }, upstream: origin }

@@ -84,12 +84,12 @@ RedisOverrides::Reply RedisOverrides::command(const std::vector<std::string>& ar
     candidates = store_.redis.nodes;
   else if (!sentinels_)
     candidates.push_back(store_.redis.address);
-  if (sentinels_ && !at_) {
-    auto m = master(why);
-    if (!m) return nullptr;
-    candidates.push_back(*m);
-  }
   for (int attempt = 0; attempt < 3; ++attempt) {
+    if (sentinels_ && !at_) {  // asked again after every failure: a failover moves the master
+      auto m = master(why);
+      if (!m) return nullptr;
+      candidates.assign(1, *m);
+    }
     Reply r;
     if (at_) r = client_.command(at_->host, at_->port, args, kCommandTimeout, why);
     // No node yet, or it did not answer: the configured ones in turn.

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "floodgate/config/loader.hpp"
+#include "floodgate/config/units.hpp"
 
 namespace floodgate::config {
 
@@ -41,6 +42,8 @@ std::string store_text(const StoreSettings& s) {
     for (const auto& n : s.redis.nodes) out += " " + n.to_string();
   if (s.backend != StoreBackend::memory && !s.redis.username.empty())
     out += " as " + s.redis.username;
+  // Each worker's store is built at start with its per-decision budget.
+  if (s.backend != StoreBackend::memory) out += ", timeout " + format_duration(s.redis.timeout);
   if (s.backend != StoreBackend::memory && s.redis.tls) {
     const auto& t = *s.redis.tls;
     out += " over TLS (ca_file " + (t.ca_file.empty() ? "system" : t.ca_file);
@@ -76,6 +79,9 @@ std::vector<std::string> restart_only_changes(const Config& before, const Config
     out.push_back(
         "store.redis.password: the new one takes effect only after a restart (connections "
         "already authenticated keep working)");
+  if (before.store.redis.sentinel_password != after.store.redis.sentinel_password &&
+      !after.store.redis.sentinels.empty())
+    out.push_back("store.redis.sentinel_password: the new one takes effect only after a restart");
   return out;
 }
 
@@ -94,10 +100,9 @@ ConfigPtr as_running(const Config& started, const ConfigPtr& next) {
   running->server.threads = started.server.threads;
   running->admin.listen = started.admin.listen;
   running->store.backend = started.store.backend;
-  // Every connection setting is the started one (the TLS context too); the per-decision
-  // timeout applies at once.
+  // Every connection setting is the started one (the TLS context too), and so is the
+  // per-decision timeout: each worker's store was built with it.
   running->store.redis = a;
-  running->store.redis.timeout = b.timeout;
   running->log.access_log_path = started.log.access_log_path;
   running->log.access_log_stdout = started.log.access_log_stdout;
   return running;

@@ -126,13 +126,14 @@ TEST(ConfigPolish, AReloadSaysWhatOnlyARestartApplies) {
   auto redis = load("127.0.0.1:8080", "store: { backend: redis, redis: { address: r:6379 } }\n");
   changes = restart_only_changes(*before, *redis);
   ASSERT_EQ(changes.size(), 1u);
-  EXPECT_NE(changes[0].find("store: redis r:6379 (was memory)"), std::string::npos) << changes[0];
+  EXPECT_NE(changes[0].find("store: redis r:6379, timeout 45ms (was memory)"), std::string::npos)
+      << changes[0];
 }
 
-// Redis TLS is read at start like the address: a reload that adds it says so, and what runs
-// (and /config shows) keeps the started connection settings while the timeout applies. An
-// access log path changed alone is kept as started too.
-TEST(ConfigPolish, AReloadKeepsTheStartedRedisTlsAndAccessLogAndAppliesTheTimeout) {
+// Redis TLS is read at start like the address, and so is the per-decision timeout (each
+// worker's store is built with it): a reload that changes them says so, and what runs (and
+// /config shows) keeps the started ones. An access log path changed alone is kept too.
+TEST(ConfigPolish, AReloadKeepsTheStartedRedisTlsTimeoutAndAccessLog) {
   auto load = [](const std::string& redis, const std::string& log) {
     auto r = load_config_text(
         "server:\n  listen: 127.0.0.1:8080\nupstreams:\n  origin: { url: "
@@ -147,13 +148,13 @@ TEST(ConfigPolish, AReloadKeepsTheStartedRedisTlsAndAccessLogAndAppliesTheTimeou
   ASSERT_TRUE(tls->store.redis.tls && tls->store.redis.tls->context);
   auto changes = restart_only_changes(*started, *tls);
   ASSERT_EQ(changes.size(), 1u);
-  EXPECT_NE(changes[0].find("store: redis r:6379 over TLS (ca_file system, server_name "
-                            "redis.internal) (was redis r:6379)"),
+  EXPECT_NE(changes[0].find("store: redis r:6379, timeout 80ms over TLS (ca_file system, "
+                            "server_name redis.internal) (was redis r:6379, timeout 45ms)"),
             std::string::npos)
       << changes[0];
   auto running = as_running(*started, tls);
   EXPECT_FALSE(running->store.redis.tls);
-  EXPECT_EQ(running->store.redis.timeout, std::chrono::milliseconds(80));
+  EXPECT_EQ(running->store.redis.timeout, std::chrono::milliseconds(45));
   EXPECT_EQ(floodgate::admin::redacted_config_json(*running).find("\"tls\":{\"ca_file\""),
             std::string::npos);
   EXPECT_NE(floodgate::admin::redacted_config_json(*tls).find(

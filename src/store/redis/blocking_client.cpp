@@ -40,6 +40,11 @@ struct RedisBlockingClient::Impl {
   std::shared_ptr<redis::Connection> connect(const std::string& host, std::uint16_t port,
                                              std::string& why) {
     const auto key = host + ":" + std::to_string(port);
+    // Others that are down (a master gone in a failover, a node that closed an idle
+    // connection) stop here, so they do not reconnect in the background whenever the loop
+    // runs; their next use starts afresh.
+    for (auto& [k, other] : connections)
+      if (k != key && other && !other->connected()) other->stop();
     auto& conn = connections[key];
     if (conn && conn->connected()) return conn;
     if (conn) {
@@ -100,13 +105,18 @@ RedisReply RedisBlockingClient::command(const std::string& host, std::uint16_t p
     return nullptr;
   }
   // The connection's own deadline ends the command; the bound here is a backstop.
-  impl_->run_until([&] { return done; }, deadline + std::chrono::seconds(1));
+  try {
+    impl_->run_until([&] { return done; }, deadline + std::chrono::seconds(1));
+  } catch (...) {
+    conn->stop();  // the callback refers to this frame: it runs now (disconnected), not later
+    throw;
+  }
   if (reply) return reply;
   why = host + ":" + std::to_string(port) + ": " +
         (status == redis::CommandStatus::timeout
              ? "no reply within " + std::to_string(timeout.count()) + " ms"
              : "the connection dropped (" + conn->last_error() + ")");
-  conn->reset();  // a late reply must not answer the next command
+  conn->stop();  // a late reply must not answer the next command; the next use reconnects
   return nullptr;
 }
 

@@ -212,7 +212,8 @@ void Connection::mark_connected(const AttemptPtr& a) {
 // A sentinel may name a master that has since become a replica (or a client may reach one
 // during a failover): writes there would be refused, or worse, land on a node about to be
 // resynced. So the node must say it is the master before any command is taken; until then
-// the connection counts as not connected and decisions fail at once.
+// the connection counts as not connected and decisions fail at once. An ACL user denied ROLE
+// (it is in @dangerous) is let through with a warning: READONLY still catches a replica.
 void Connection::verify_master(const AttemptPtr& a) {
   append_command(out_, {"ROLE"});  // behind AUTH, if any
   pending_.push_back({[this, a](const redisReply* r, CommandStatus s) {
@@ -221,6 +222,14 @@ void Connection::verify_master(const AttemptPtr& a) {
                             r->element[0]->type == REDIS_REPLY_STRING &&
                             std::string_view(r->element[0]->str, r->element[0]->len) == "master")
                           return mark_connected(a);
+                        if (r->type == REDIS_REPLY_ERROR &&
+                            std::string_view(r->str, r->len).substr(0, 6) == "NOPERM") {
+                          log_.warn(
+                              "redis {}: the ACL user may not run ROLE (allow +role): the node "
+                              "is taken as the master unverified",
+                              name());
+                          return mark_connected(a);
+                        }
                         drop(r->type == REDIS_REPLY_ERROR
                                  ? "ROLE refused: " + std::string(r->str, r->len)
                                  : std::string("not the master; asking the sentinels again"));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <charconv>
 
 namespace floodgate::store::redis {
@@ -49,7 +50,21 @@ void SentinelLocator::stop() {
 void SentinelLocator::locate(Found found) {
   auto shared = std::make_shared<Found>(std::move(found));
   asio::post(ioc_, [w = weak_from_this(), shared] {
-    if (auto self = w.lock()) self->ask(0, shared, "");
+    if (auto self = w.lock())
+      self->first_ask(shared, std::chrono::steady_clock::now() + self->timeout_);
+  });
+}
+
+// At start (and after every sentinel dropped) none is connected yet: wait for one, a little,
+// rather than fail the master's first attempt and start its backoff.
+void SentinelLocator::first_ask(std::shared_ptr<Found> found,
+                                std::chrono::steady_clock::time_point until) {
+  const bool any = std::any_of(sentinels_.begin(), sentinels_.end(),
+                               [](const auto& s) { return s->connected(); });
+  if (any || std::chrono::steady_clock::now() >= until) return ask(0, std::move(found), "");
+  auto timer = std::make_shared<asio::steady_timer>(ioc_, std::chrono::milliseconds(20));
+  timer->async_wait([w = weak_from_this(), found, until, timer](boost::system::error_code) {
+    if (auto self = w.lock()) self->first_ask(found, until);
   });
 }
 
@@ -81,16 +96,20 @@ void SentinelLocator::ask(std::size_t i, std::shared_ptr<Found> found, std::stri
     auto& s = sentinels_[i];
     if (!s->connected()) continue;
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
-    auto on_reply = [w = weak_from_this(), i, found](const redisReply* r, CommandStatus status) {
+    auto on_reply = [w = weak_from_this(), i, found, conn = std::weak_ptr(s)](
+                        const redisReply* r, CommandStatus status) {
       auto self = w.lock();
-      if (!self) return;
+      auto sentinel = conn.lock();
+      if (!self || !sentinel) return;
       std::string why;
       auto master = status == CommandStatus::ok ? address_in(r, why) : std::nullopt;
       if (status != CommandStatus::ok)
         why = status == CommandStatus::timeout ? "did not answer in time" : "dropped";
+      // A stalled sentinel is cut off (and reconnects), so it does not cost every later ask
+      // its whole timeout while it stays first.
+      if (status == CommandStatus::timeout) sentinel->reset();
       if (!master) {
-        const auto& s = self->sentinels_[i];
-        self->ask(i + 1, found, "sentinel " + s->name() + " " + why);
+        self->ask(i + 1, found, "sentinel " + sentinel->name() + " " + why);
         return;
       }
       // The one that knew is asked first next time.

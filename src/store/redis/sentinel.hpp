@@ -41,6 +41,7 @@ class SentinelLocator : public std::enable_shared_from_this<SentinelLocator> {
   void locate(Found found);
 
  private:
+  void first_ask(std::shared_ptr<Found> found, std::chrono::steady_clock::time_point until);
   void ask(std::size_t i, std::shared_ptr<Found> found, std::string why);
 
   boost::asio::io_context& ioc_;
