@@ -240,6 +240,15 @@ std::variant<std::shared_ptr<ssl_ctx_st>, std::string> make_client_context(
     if (auto why = unreadable(ca_file); !why.empty()) return "cannot read " + ca_file + ": " + why;
     if (SSL_CTX_load_verify_locations(ctx.get(), ca_file.c_str(), nullptr) != 1)
       return "no CA certificate in " + ca_file + " (" + openssl_error_text("unreadable") + ")";
+    // The workers share this context and verify concurrently. OpenSSL computes a trusted
+    // certificate's cached extensions (its key identifier, compared with the server's AKID)
+    // the first time one is checked, writing into the shared X509 under its lock while another
+    // handshake may read it without: ThreadSanitizer saw exactly that with two workers. Done
+    // here, once, before any worker runs, every handshake only reads them.
+    STACK_OF(X509_OBJECT)* objects = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx.get()));
+    for (int i = 0; i < sk_X509_OBJECT_num(objects); ++i)
+      if (X509* ca = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objects, i)))
+        X509_check_purpose(ca, -1, 0);
   }
   return ctx;
 }

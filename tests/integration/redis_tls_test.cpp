@@ -5,9 +5,8 @@
 // a client certificate and gets none is retried with backoff, not in a loop; --check-config
 // names a bad file. The far-store figures over TLS are in lease_test.cpp.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
 
-#include <sstream>
 #include <thread>
 
 #include "delay_proxy.hpp"
@@ -44,25 +43,26 @@ int tls_status(std::uint16_t port, const std::string& target) {
   return r ? static_cast<int>(r->result_int()) : -1;
 }
 
-// A Proxy whose log the test reads (everything at info and above).
+// A Proxy whose log the test reads (everything at info and above), through a sink that
+// the workers write and the test reads under one mutex.
 struct LoggedProxy {
-  std::ostringstream lines;
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink =
+      std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
   std::shared_ptr<spdlog::logger> log;
   std::unique_ptr<Proxy> proxy;
   explicit LoggedProxy(const std::string& yaml) {
-    log = std::make_shared<spdlog::logger>("tls-redis",
-                                           std::make_shared<spdlog::sinks::ostream_sink_mt>(lines));
+    log = std::make_shared<spdlog::logger>("tls-redis", sink);
     log->set_level(spdlog::level::info);
     proxy = std::make_unique<Proxy>(yaml, nullptr, nullptr, log);
   }
   std::uint16_t port() const { return proxy->port(); }
-  bool logged(const std::string& needle, std::chrono::milliseconds within) {
-    return eventually(
-        [&] {
-          log->flush();
-          return lines.str().find(needle) != std::string::npos;
-        },
-        within);
+  std::string lines() const {
+    std::string out;
+    for (const auto& line : sink->last_formatted()) out += line;
+    return out;
+  }
+  bool logged(const std::string& needle, std::chrono::milliseconds within) const {
+    return eventually([&] { return lines().find(needle) != std::string::npos; }, within);
   }
 };
 
@@ -80,7 +80,7 @@ TEST(RedisTls, DecidesOverTlsWithAClientCertificate) {
   EXPECT_EQ(tls_status(p.port(), "/closed"), 429);
   // The state is in this server (reached only over TLS), and the log says how it was reached.
   EXPECT_NE(redis.cli("--scan --pattern '*closed*'"), "");
-  EXPECT_TRUE(p.logged("connected (TLS)", 1s)) << p.lines.str();
+  EXPECT_TRUE(p.logged("connected (TLS)", 1s)) << p.lines();
 }
 
 TEST(RedisTls, AServerTheCaDoesNotVouchForIsRefusedAndThePolicyApplies) {
@@ -97,7 +97,7 @@ TEST(RedisTls, AServerTheCaDoesNotVouchForIsRefusedAndThePolicyApplies) {
   EXPECT_EQ(tls_status(p.port(), "/closed"), 503);
   EXPECT_EQ(tls_status(p.port(), "/open"), 200);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);  // not connected: no waiting
-  EXPECT_TRUE(p.logged("certificate verify failed", 5s)) << p.lines.str();
+  EXPECT_TRUE(p.logged("certificate verify failed", 5s)) << p.lines();
   EXPECT_EQ(redis.cli("--scan --pattern '*'"), "");  // nothing was ever written
 }
 
@@ -113,7 +113,7 @@ TEST(RedisTls, TheCertificateMustNameTheServerAsAddressedOrAsServerName) {
     // Addressed as 127.0.0.1, which the certificate does not list.
     LoggedProxy p(with_redis_tls(config, tls_map(pki, &client)));
     EXPECT_EQ(tls_status(p.port(), "/closed"), 503);
-    EXPECT_TRUE(p.logged("certificate verify failed: IP address mismatch", 5s)) << p.lines.str();
+    EXPECT_TRUE(p.logged("certificate verify failed: IP address mismatch", 5s)) << p.lines();
   }
   // server_name says which name to expect (and sends it as SNI).
   LoggedProxy p(with_redis_tls(config, tls_map(pki, &client, ", server_name: redis.test")));
