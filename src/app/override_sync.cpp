@@ -117,21 +117,16 @@ RedisOverrides::Reply RedisOverrides::command(const std::vector<std::string>& ar
 }
 
 std::optional<config::Endpoint> RedisOverrides::master(std::string& why) {
+  std::string refused;
   for (const auto& s : store_.redis.sentinels) {
     auto r = sentinels_->command(s.host, s.port,
                                  {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", store_.redis.master_name},
-                                 kCommandTimeout, why);
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
-      continue;
-    std::string host(r->element[0]->str, r->element[0]->len);
-    if (host.find(':') != std::string::npos) host = "[" + host + "]";
-    auto parsed =
-        config::parse_endpoint(host + ":" + std::string(r->element[1]->str, r->element[1]->len));
-    if (auto* e = std::get_if<config::Endpoint>(&parsed)) return *e;
+                                 kCommandTimeout, refused);
+    config::Endpoint master;
+    if (r && store::master_address_of(r.get(), master.host, master.port, refused)) return master;
   }
   why = "no sentinel named the master " + store_.redis.master_name +
-        (why.empty() ? std::string() : " (" + why + ")");
+        (refused.empty() ? std::string() : " (" + refused + ")");
   return std::nullopt;
 }
 

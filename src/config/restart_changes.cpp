@@ -88,11 +88,11 @@ std::vector<std::string> restart_only_changes(const Config& before, const Config
 ConfigPtr as_running(const Config& started, const ConfigPtr& next) {
   const auto& a = started.store.redis;
   const auto& b = next->store.redis;
+  // store_text names the backend and every connection setting in use but the secrets.
   if (started.server.threads == next->server.threads &&
-      started.admin.listen == next->admin.listen && started.store.backend == next->store.backend &&
-      a.address == b.address && a.nodes == b.nodes && a.username == b.username &&
-      a.password == b.password && a.sentinel_password == b.sentinel_password &&
-      store_text(started.store) == store_text(next->store) &&
+      started.admin.listen == next->admin.listen &&
+      store_text(started.store) == store_text(next->store) && a.password == b.password &&
+      a.sentinel_password == b.sentinel_password &&
       started.log.access_log_path == next->log.access_log_path &&
       started.log.access_log_stdout == next->log.access_log_stdout)
     return next;

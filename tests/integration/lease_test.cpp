@@ -9,7 +9,6 @@
 #include "delay_proxy.hpp"
 #include "floodgate_process.hpp"
 #include "redis_server.hpp"
-#include "test_pki.hpp"
 
 namespace floodgate::testing {
 namespace {
@@ -110,20 +109,15 @@ TEST(FarStore, AHotKeyThroughALeaseIsAnsweredLocallyWhileTheExactLimitPaysTheRou
 // connection, not a round trip per decision: an exact decision pays one round trip, a leased
 // one none. A cut connection comes back (a new handshake) and decides again.
 TEST(FarStore, ALeasedLimitThroughATlsRedis50msAwayPaysNoRoundTrip) {
-  TestPki pki;
-  auto server = pki.issue("redis", {"localhost"}, {"127.0.0.1"});
-  auto client = pki.issue("floodgate", {"floodgate"});
-  RedisServer redis(RedisTlsFiles{pki.ca_file(), server.chain, server.key, "yes"});
-  DelayProxy far(redis.port(), 25ms);
+  TlsRedis tls;
+  DelayProxy far(tls.redis.port(), 25ms);
   Origin origin;
   const std::string bucket = "algorithm: token_bucket, capacity: 100000, refill_rate: 1000/s";
   auto config = substitute(
       redis_config(0, origin.port(), far.port(),
                    lease_routes(bucket + ", lease: { size: 100, ttl: 10s }", bucket) + kProbeRoute,
                    "500ms"),
-      "timeout: 500ms }",
-      "timeout: 500ms, tls: { ca_file: " + pki.ca_file() + ", cert: " + client.chain +
-          ", key: " + client.key + " } }");
+      "timeout: 500ms }", "timeout: 500ms, tls: " + tls.tls_yaml() + " }");
   Proxy proxy(config);
   wait_enforced(proxy.port());
   std::vector<int> statuses;

@@ -115,6 +115,18 @@ void RedisServer::restart() {
   start();
 }
 
+TlsRedis::TlsRedis(const Options& o)
+    : server_files(o.self_signed ? pki.self_signed("redis", o.dns, o.ips)
+                                 : pki.issue("redis", o.dns, o.ips)),
+      client_files(pki.issue("floodgate", {"floodgate"})),
+      redis(RedisTlsFiles{pki.ca_file(), server_files.chain, server_files.key, o.auth_clients}) {}
+
+std::string TlsRedis::tls_yaml(bool client, const std::string& more) const {
+  std::string out = "{ ca_file: " + pki.ca_file();
+  if (client) out += ", cert: " + client_files.chain + ", key: " + client_files.key;
+  return out + more + " }";
+}
+
 std::string redis_cli(std::uint16_t port, const std::string& args, int timeout_seconds) {
   return command_output("redis-cli -p " + std::to_string(port) + " " + args, timeout_seconds);
 }

@@ -8,8 +8,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "harness.hpp"
+#include "test_pki.hpp"
 
 namespace floodgate::testing {
 
@@ -46,6 +48,28 @@ class RedisServer {
   std::uint16_t port_ = 0;
   std::optional<RedisTlsFiles> tls_;
   std::unique_ptr<ChildProcess> process_;
+};
+
+// A TLS-only redis-server with certificates of its own test PKI: by default its certificate
+// names localhost and 127.0.0.1 and it requires a client certificate, which `tls_yaml` gives
+// floodgate (`store.redis.tls`).
+struct TlsRedis {
+  struct Options {
+    std::vector<std::string> dns{"localhost"};  // the server certificate's names
+    std::vector<std::string> ips{"127.0.0.1"};
+    bool self_signed = false;  // a certificate the PKI's CA does not vouch for
+    std::string auth_clients = "yes";
+  };
+  TlsRedis() : TlsRedis(Options{}) {}
+  explicit TlsRedis(const Options& o);
+  // `{ ca_file: ..., cert: ..., key: ... }` (without the client certificate when `client` is
+  // false), with `more` (", server_name: x") inside the braces.
+  std::string tls_yaml(bool client = true, const std::string& more = "") const;
+
+  TestPki pki;
+  TestPki::Files server_files;
+  TestPki::Files client_files;
+  RedisServer redis;
 };
 
 // A redis-cli command printing the three numbers of a token_bucket, gcra, sliding_window or

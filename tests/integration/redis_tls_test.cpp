@@ -24,13 +24,6 @@ std::string with_redis_tls(const std::string& config, const std::string& tls) {
   return substitute(config, "timeout: 500ms }", "timeout: 500ms, tls: " + tls + " }");
 }
 
-std::string tls_map(const TestPki& pki, const TestPki::Files* client,
-                    const std::string& more = "") {
-  std::string out = "{ ca_file: " + pki.ca_file();
-  if (client) out += ", cert: " + client->chain + ", key: " + client->key;
-  return out + more + " }";
-}
-
 const std::string kPerIpRoute = R"(
   - name: ip
     match: { path_prefix: /ip }
@@ -67,14 +60,12 @@ struct LoggedProxy {
 };
 
 TEST(RedisTls, DecidesOverTlsWithAClientCertificate) {
-  TestPki pki;
-  auto server = pki.issue("redis", {"localhost"}, {"127.0.0.1"});
-  auto client = pki.issue("floodgate", {"floodgate"});
-  RedisServer redis(RedisTlsFiles{pki.ca_file(), server.chain, server.key, "yes"});
+  TlsRedis tls;
+  auto& redis = tls.redis;
   Origin origin;
   LoggedProxy p(with_redis_tls(
       redis_config(0, origin.port(), redis.port(), kOpenAndClosedRoutes + kProbeRoute, "500ms"),
-      tls_map(pki, &client)));
+      tls.tls_yaml()));
   wait_enforced(p.port());
   for (int i = 0; i < 3; ++i) EXPECT_EQ(tls_status(p.port(), "/closed"), 200) << i;
   EXPECT_EQ(tls_status(p.port(), "/closed"), 429);
@@ -84,15 +75,12 @@ TEST(RedisTls, DecidesOverTlsWithAClientCertificate) {
 }
 
 TEST(RedisTls, AServerTheCaDoesNotVouchForIsRefusedAndThePolicyApplies) {
-  TestPki pki;
-  auto self = pki.self_signed("redis", {"localhost"}, {"127.0.0.1"});
-  auto client = pki.issue("floodgate", {"floodgate"});
   // The server asks for no client certificate; the client does not trust the server.
-  RedisServer redis(RedisTlsFiles{pki.ca_file(), self.chain, self.key, "no"});
+  TlsRedis tls({.self_signed = true, .auth_clients = "no"});
+  auto& redis = tls.redis;
   Origin origin;
-  LoggedProxy p(
-      with_redis_tls(redis_config(0, origin.port(), redis.port(), kOpenAndClosedRoutes, "500ms"),
-                     tls_map(pki, &client)));
+  LoggedProxy p(with_redis_tls(
+      redis_config(0, origin.port(), redis.port(), kOpenAndClosedRoutes, "500ms"), tls.tls_yaml()));
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(tls_status(p.port(), "/closed"), 503);
   EXPECT_EQ(tls_status(p.port(), "/open"), 200);
@@ -102,21 +90,19 @@ TEST(RedisTls, AServerTheCaDoesNotVouchForIsRefusedAndThePolicyApplies) {
 }
 
 TEST(RedisTls, TheCertificateMustNameTheServerAsAddressedOrAsServerName) {
-  TestPki pki;
-  auto named = pki.issue("redis.test", {"redis.test"});  // no IP in it
-  auto client = pki.issue("floodgate", {"floodgate"});
-  RedisServer redis(RedisTlsFiles{pki.ca_file(), named.chain, named.key, "yes"});
+  TlsRedis tls({.dns = {"redis.test"}, .ips = {}});  // no IP in it
+  auto& redis = tls.redis;
   Origin origin;
   const auto config =
       redis_config(0, origin.port(), redis.port(), kOpenAndClosedRoutes + kProbeRoute, "500ms");
   {
     // Addressed as 127.0.0.1, which the certificate does not list.
-    LoggedProxy p(with_redis_tls(config, tls_map(pki, &client)));
+    LoggedProxy p(with_redis_tls(config, tls.tls_yaml()));
     EXPECT_EQ(tls_status(p.port(), "/closed"), 503);
     EXPECT_TRUE(p.logged("certificate verify failed: IP address mismatch", 5s)) << p.lines();
   }
   // server_name says which name to expect (and sends it as SNI).
-  LoggedProxy p(with_redis_tls(config, tls_map(pki, &client, ", server_name: redis.test")));
+  LoggedProxy p(with_redis_tls(config, tls.tls_yaml(true, ", server_name: redis.test")));
   wait_enforced(p.port());
   EXPECT_EQ(tls_status(p.port(), "/closed"), 200);
 }
@@ -125,14 +111,13 @@ TEST(RedisTls, TheCertificateMustNameTheServerAsAddressedOrAsServerName) {
 // read: the connection then drops like any other, and attempts back off (50 ms doubling to
 // 1 s) rather than repeating every 50 ms.
 TEST(RedisTls, WithoutTheClientCertificateItWantsTheServerRefusesAndAttemptsBackOff) {
-  TestPki pki;
-  auto server = pki.issue("redis", {"localhost"}, {"127.0.0.1"});
-  RedisServer redis(RedisTlsFiles{pki.ca_file(), server.chain, server.key, "yes"});
+  TlsRedis tls;
+  auto& redis = tls.redis;
   DelayProxy counter(redis.port(), 0ms);  // counts the connections
   Origin origin;
   auto config = substitute(
       with_redis_tls(redis_config(0, origin.port(), counter.port(), kOpenAndClosedRoutes, "500ms"),
-                     tls_map(pki, nullptr)),
+                     tls.tls_yaml(false)),
       "threads: 2", "threads: 1");
   LoggedProxy p(config);
   const auto start = std::chrono::steady_clock::now();
@@ -153,17 +138,15 @@ TEST(RedisTls, WithoutTheClientCertificateItWantsTheServerRefusesAndAttemptsBack
 // The overrides' own connection (the admin API's and the poller's) speaks TLS too: an
 // exemption PUT through the real binary's admin API lands in the TLS-only server and applies.
 TEST(RedisTls, TheAdminApisOverridesGoOverTlsToo) {
-  TestPki pki;
-  auto server = pki.issue("redis", {"localhost"}, {"127.0.0.1"});
-  auto client = pki.issue("floodgate", {"floodgate"});
-  RedisServer redis(RedisTlsFiles{pki.ca_file(), server.chain, server.key, "yes"});
+  TlsRedis tls;
+  auto& redis = tls.redis;
   Origin origin;
   const auto port = free_port(), admin = free_port();
   const auto path =
       write_temp_file("redis-tls-admin.yaml",
                       with_redis_tls(redis_config(port, origin.port(), redis.port(), kPerIpRoute,
                                                   "500ms", admin_with_test_token(admin)),
-                                     tls_map(pki, &client)));
+                                     tls.tls_yaml()));
   auto fg = start_floodgate(path);
   wait_serving(admin, "/healthz");
   wait_listening(port);
@@ -213,8 +196,10 @@ TEST(RedisTls, CheckConfigNamesAMissingFileAndAKeyThatIsNotTheCertificates) {
   EXPECT_NE(half.output.find("store.redis.tls.cert: a client certificate needs both"),
             std::string::npos)
       << half.output;
-  auto good = check_config("redis-tls-good.yaml",
-                           with_redis_tls(base, tls_map(pki, &a, ", server_name: redis.test")));
+  auto good =
+      check_config("redis-tls-good.yaml",
+                   with_redis_tls(base, "{ ca_file: " + pki.ca_file() + ", cert: " + a.cert +
+                                            ", key: " + a.key + ", server_name: redis.test }"));
   EXPECT_EQ(good.exit_code, 0) << good.output;
   EXPECT_NE(good.output.find("TLS"), std::string::npos) << good.output;
 }

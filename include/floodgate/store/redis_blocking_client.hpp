@@ -19,6 +19,12 @@ class logger;
 
 namespace floodgate::store {
 
+// A sentinel's answer to SENTINEL GET-MASTER-ADDR-BY-NAME ("*2 host port"), checked as a
+// cluster's node names are: false with `why` for nil (an unknown name), an error, or anything
+// that is not a host and a port. The workers' locator and the overrides' client share it.
+bool master_address_of(const redisReply* reply, std::string& host, std::uint16_t& port,
+                       std::string& why);
+
 class RedisBlockingClient {
  public:
   RedisBlockingClient(RedisAccess access, spdlog::logger& log,

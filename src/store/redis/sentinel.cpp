@@ -1,5 +1,7 @@
 #include "sentinel.hpp"
 
+#include "floodgate/store/redis_blocking_client.hpp"
+
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
@@ -90,6 +92,19 @@ std::optional<NodeAddress> address_in(const redisReply* r, std::string& why) {
 }
 
 }  // namespace
+
+}  // namespace floodgate::store::redis
+
+bool floodgate::store::master_address_of(const redisReply* reply, std::string& host,
+                                         std::uint16_t& port, std::string& why) {
+  auto at = redis::address_in(reply, why);
+  if (!at) return false;
+  host = std::move(at->host);
+  port = at->port;
+  return true;
+}
+
+namespace floodgate::store::redis {
 
 void SentinelLocator::ask(std::size_t i, std::shared_ptr<Found> found, std::string why) {
   for (; i < sentinels_.size(); ++i) {
