@@ -31,7 +31,7 @@ for _ in $(seq 50); do cli ping >/dev/null 2>&1 && break; sleep 0.1; done
 # name so that it never meets a real one.
 {
   echo "#!lua name=floodgate_bench"
-  cat lua/prelude.lua lua/acquire.lua lua/adjust.lua
+  cat lua/prelude.lua lua/clock.lua lua/acquire.lua lua/adjust.lua
   echo "redis.register_function('fg_acquire_bench', acquire)"
 } >"$dir/library.lua"
 cli function load replace "$(cat "$dir/library.lua")" >/dev/null

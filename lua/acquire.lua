@@ -5,7 +5,7 @@
 -- never refuses). Requests a proxy had waiting in one loop turn come as one call.
 --
 -- keys      per request, per item: its state key, then `<key>:leases` when it has a holder
--- args[1]   "" = TIME; a number of microseconds = that time (tests only)
+-- args[1]   ignored: decisions are at Redis's TIME (clock.lua; the tests' library reads a time here)
 -- args[2..] per request: its lease id (concurrency items), its item count n, then per item:
 --           algorithm, capacity, per_second, window_us, cost, enforce, holder (a leasing
 --           instance's id, "" otherwise), and only when it has a holder three more:
@@ -177,11 +177,21 @@ end
 local function period_of(now, bounds)
   local b0, b1, b2, b3 = match(bounds, '^(-?%d+) (-?%d+) (-?%d+) (-?%d+)$')
   b0, b1, b2, b3 = num(b0), num(b1), num(b2), num(b3)
-  -- Outside all three (clocks a whole period apart): the period of the same length next to
-  -- them, so that the count still builds up and expires after it.
-  if now < b0 then return b0 - (b1 - b0), b0 end
+  -- Outside all three (clocks more than a period apart): whole periods of the nearest one's
+  -- length counted on from it to the one holding now, so that the count still builds up and
+  -- expires at that period's end (a period in the past would keep nothing: every request
+  -- admitted; one in the future would be held too long).
+  if now < b0 then
+    local len = b1 - b0
+    local start = b0 - ceil((b0 - now) / len) * len
+    return start, start + len
+  end
   if now < b1 then return b0, b1 end
-  if now >= b3 then return b3, b3 + (b3 - b2) end
+  if now >= b3 then
+    local len = b3 - b2
+    local start = b3 + floor((now - b3) / len) * len
+    return start, start + len
+  end
   if now >= b2 then return b2, b3 end
   return b1, b2
 end

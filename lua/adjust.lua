@@ -1,7 +1,7 @@
 -- adjust: settle a true cost after the response (delta > 0 charges, < 0 refunds).
 -- Mirrors limit::adjust in src/limit/algorithm.cpp; debt is bounded by one capacity/limit.
 -- keys      the state key, then `<key>:leases` for a leased limit
--- args      now ("" = TIME), algorithm, capacity, per_second, window_us, delta, then for a
+-- args      (ignored: the time slot, clock.lua), algorithm, capacity, per_second, window_us, delta, then for a
 --           leased limit: holder (the instance's id), settled (units of its leases it spent
 --           since it last said so), returning ("1": the delta is unused leased units going
 --           back, no longer held)

@@ -1,5 +1,5 @@
--- floodgate's Redis library: CMake joins lua/prelude.lua, acquire.lua and adjust.lua into one
--- text. Redis 7 loads it once (FUNCTION LOAD, as library floodgate_<hash of the text>) and
+-- floodgate's Redis library: CMake joins lua/prelude.lua, clock.lua, acquire.lua and adjust.lua
+-- into one text. Redis 7 loads it once (FUNCTION LOAD, as library floodgate_<hash of the text>) and
 -- runs acquire and adjust with FCALL; on a Redis without functions the same text followed by
 -- `return acquire(KEYS, ARGV)` is the EVALSHA script (scripts.cpp). While a library loads,
 -- Redis lets its top level see no globals, so the top level only defines local functions and
@@ -45,14 +45,6 @@ local function write_state(now, key, a, b, c, ttl_us, exp)
     call('SET', key, spack('<Bdddd', 1, a, b, c, now + ttl_us),
                'PX', max(1, ceil(ttl_us / 1000)))
   end
-end
-
--- args[1]: "" = Redis's TIME (production); a number of microseconds = that time (tests only)
-local function clock(arg)
-  if not call then bind() end
-  if arg ~= '' then return num(arg) end
-  local t = call('TIME')
-  return num(t[1]) * US + num(t[2])
 end
 
 -- The units each leasing instance holds sit in a hash beside the state (`hk`, declared with

@@ -212,6 +212,11 @@ void render_upstreams(std::string& out, const Metrics& m, const Metrics::Tables&
        "Requests sent to another server after a connection to the first could not be made.");
   for (const auto& [name, u] : t.upstreams)
     line(out, "floodgate_upstream_retries_total", label("upstream", name), u->retries.load());
+  help(out, "floodgate_upstream_resent_total", "counter",
+       "Requests sent again to the same server on another connection: a reused keep-alive "
+       "connection found closed, or an HTTP/2 stream the origin refused unprocessed.");
+  for (const auto& [name, u] : t.upstreams)
+    line(out, "floodgate_upstream_resent_total", label("upstream", name), u->resent.load());
   help(out, "floodgate_upstream_latency_seconds", "histogram",
        "Request sent to response header, by upstream.");
   for (const auto& [name, u] : t.upstreams)

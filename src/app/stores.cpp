@@ -32,7 +32,7 @@ http::StoreFactory configured_store_factory(const config::Config& config,
                                             store::MemoryState& memory, store::LeaseBook& leases,
                                             const limit::Clock& clock,
                                             std::shared_ptr<spdlog::logger> log,
-                                            const limit::Clock* test_clock) {
+                                            store::RedisStoreOptions::TestTime test_time) {
   if (config.store.backend == config::StoreBackend::memory) return memory_store_factory(memory);
   const auto& rs = config.store.redis;
   store::RedisStoreOptions options;
@@ -43,7 +43,7 @@ http::StoreFactory configured_store_factory(const config::Config& config,
   options.master_name = rs.master_name;
   options.sentinel_access = sentinel_access(rs);
   options.timeout = rs.timeout;
-  options.test_clock = test_clock;
+  options.test_time = test_time;
   if (config.store.backend == config::StoreBackend::redis_cluster) {
     for (const auto& n : rs.nodes) options.seeds.push_back(n.to_string());
     return [options, log, &leases, &clock](boost::asio::io_context& ioc) {

@@ -20,12 +20,12 @@ store::RedisAccess redis_access(const config::RedisSettings& redis);
 store::RedisAccess sentinel_access(const config::RedisSettings& redis);
 
 // Per worker: the configured backend (its own Redis connection for `redis`), deciding leased
-// limits from `leases` (the instance's one book) by `clock`. `test_clock` is for the
-// differential tests only.
+// limits from `leases` (the instance's one book) by `clock`. `test_time` is for tests only
+// (store::RedisStoreOptions::TestTime): main never passes one.
 http::StoreFactory configured_store_factory(const config::Config& config,
                                             store::MemoryState& memory, store::LeaseBook& leases,
                                             const limit::Clock& clock,
                                             std::shared_ptr<spdlog::logger> log,
-                                            const limit::Clock* test_clock = nullptr);
+                                            store::RedisStoreOptions::TestTime test_time = {});
 
 }  // namespace floodgate::app

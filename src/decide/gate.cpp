@@ -265,9 +265,10 @@ boost::asio::awaitable<std::optional<Reply>> Gate::decide_plan(
     count_callers(callers, plan, nullptr, static_cast<int>(hit->item));
     a.decision = "limited";
     a.limit = plan.limits[hit->item]->name;
-    if (decided) *decided = cached_refusal(plan.items.size(), hit->item, hit->decision, now);
+    if (decided)
+      *decided = cached_refusal(plan.items.size(), hit->item, hit->decision, hit->store_now);
     co_return refused(route, *plan.limits[hit->item], plan.items[hit->item].params, hit->decision,
-                      now);
+                      hit->store_now);
   }
   HeldPlace place;
   // No place to wait: the answer is not this key's usual one, and not for the deny cache.
@@ -320,11 +321,11 @@ std::optional<Reply> Gate::concluded(const config::Route& route, limit::Micros n
     stats.count(metrics::Outcome::limited);
     plan.items[v.shown].refusals->refused.fetch_add(1, std::memory_order_relaxed);
     a.decision = "limited";
-    if (cacheable) deny().remember(plan.items[v.shown], v.decision, now);
+    if (cacheable) deny().remember(plan.items[v.shown], v.decision, now, decided_at);
     return refused(route, *plan.limits[v.shown], plan.items[v.shown].params, v.decision,
                    decided_at);
   }
-  if (cacheable) deny().admitted(plan.items, outcome.decisions, now);
+  if (cacheable) deny().admitted(plan.items, outcome.decisions, now, decided_at);
   // One outcome per request: a degraded admission is its policy's, one a shadow limit would
   // have refused is shadow_limited.
   if (a.degraded) {

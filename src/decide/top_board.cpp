@@ -34,8 +34,7 @@ limit::TopWindow& TopBoard::window(const config::Config& c, const config::Route&
     slot.names.key = key_text(limit);
     slot.names.k = c.admin.top.k;
     slot.names.window = c.admin.top.window.count() * 1000;
-    slot.window =
-        std::make_unique<limit::TopWindow>(kCountersPerShown * slot.names.k, slot.names.window);
+    slot.window = std::make_unique<limit::TopWindow>(counters(slot.names.k), slot.names.window);
     it = slots_.emplace(std::move(id), std::move(slot)).first;
   }
   return *it->second.window;

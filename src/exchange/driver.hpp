@@ -154,7 +154,10 @@ class Driver {
         ups_.answered(use_, x_.upstream_took, call.head().status);
         co_return std::nullopt;
       }
-      if (step.retry) continue;
+      if (step.retry) {
+        ups_.resent(use_);
+        continue;
+      }
       co_return failed(step);
     }
   }

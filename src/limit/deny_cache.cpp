@@ -39,7 +39,7 @@ std::optional<DenyCache::Hit> DenyCache::check(const std::vector<store::Item>& i
     }
     // Refused until `until`; or past it with a probe in flight: refuse a little early
     // rather than stampede the store.
-    Hit hit{i, e.decision};
+    Hit hit{i, e.decision, now + e.store_ahead};
     hit.decision.retry_after = std::max<Micros>(1, e.until - now);
     hit.decision.reset_after = std::max<Micros>(0, e.reset_at - now);
     ++hits_;
@@ -53,7 +53,7 @@ void DenyCache::forget(const std::string& key) {
   if (!map_.empty()) map_.erase(key);
 }
 
-void DenyCache::remember(const store::Item& item, const Decision& d, Micros now) {
+void DenyCache::remember(const store::Item& item, const Decision& d, Micros now, Micros store_now) {
   // Concurrency refusals end when any lease returns, a counting limit's when any response it
   // does not count ends (on whichever worker or instance served it): not at a time, never
   // cached.
@@ -64,11 +64,16 @@ void DenyCache::remember(const store::Item& item, const Decision& d, Micros now)
     std::erase_if(map_, [now](const auto& kv) { return kv.second.until <= now; });
     if (map_.size() >= max_entries_) map_.clear();
   }
-  map_[item.key] = Entry{now + d.retry_after, now + d.reset_after, d, fingerprint(item), 0};
+  map_[item.key] = Entry{now + d.retry_after,
+                         now + d.reset_after,
+                         d,
+                         fingerprint(item),
+                         0,
+                         store_now != 0 ? store_now - now : 0};
 }
 
 void DenyCache::admitted(const std::vector<store::Item>& items,
-                         const std::vector<Decision>& decisions, Micros now) {
+                         const std::vector<Decision>& decisions, Micros now, Micros store_now) {
   for (std::size_t i = 0; i < items.size() && i < decisions.size(); ++i) {
     const auto& d = decisions[i];
     if (items[i].enforce && d.admitted && d.retry_after > 0) {
@@ -76,7 +81,7 @@ void DenyCache::admitted(const std::vector<store::Item>& items,
       Decision next = d;
       next.admitted = false;
       next.remaining = 0;
-      remember(items[i], next, now);
+      remember(items[i], next, now, store_now);
     } else if (!map_.empty()) {
       map_.erase(items[i].key);
     }

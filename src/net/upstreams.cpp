@@ -18,6 +18,10 @@ bool Upstreams::retry(const config::ConfigPtr& c, ServerUse& use) {
   return true;
 }
 
+void Upstreams::resent(ServerUse& use) {
+  stats(use.server().name).resent.fetch_add(1, std::memory_order_relaxed);
+}
+
 void Upstreams::answered(ServerUse& use, std::chrono::steady_clock::duration took, int status) {
   auto& s = stats(use.server().name);
   s.latency.observe(std::chrono::duration<double>(took).count());

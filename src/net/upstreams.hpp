@@ -40,6 +40,8 @@ class Upstreams {
   // it was sent, so it cannot have been processed): true with `use` holding the new one.
   // Once per request, as a retry budget of one.
   bool retry(const config::ConfigPtr& c, ServerUse& use);
+  // The request goes again to `use`'s server on another connection (the call said it may).
+  void resent(ServerUse& use);
   // `use`'s server answered with `status` `took` after the request was sent: its latency and
   // status class; a 5xx counts toward its ejection.
   void answered(ServerUse& use, std::chrono::steady_clock::duration took, int status);

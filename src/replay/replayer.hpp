@@ -152,7 +152,7 @@ class Replayer {
   limit::OverrideIndex overrides_;  // points into override_list_
   limit::FakeClock clock_;          // the virtual clock: set to each request's time before deciding
   store::MemoryState state_;
-  decide::Decider decider_;  // offline keys (a fast hash), lease ids "replay:N"
+  decide::Decider decider_;  // offline keys (a fast hash) but for rollouts, lease ids "replay:N"
   std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_;
   ConfigReport report_;
   std::string query_;            // scratch: a query string rebuilt from logged query: fields

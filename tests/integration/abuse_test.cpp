@@ -1,7 +1,7 @@
 // Resource abuse against the default configuration: a thousand clients that start a request
-// header and stall, a thousand idle keep-alive connections (fewer where the descriptor limit
-// is lower), and a normal client that must still be served promptly while the proxy's memory
-// stays bounded.
+// header and stall, a thousand idle keep-alive connections (fewer on a developer's machine
+// whose descriptor limit is lower; CI requires the thousand), and a normal client that must still
+// be served promptly while the proxy's memory stays bounded.
 #include <sys/resource.h>
 
 #include <gtest/gtest.h>
@@ -24,7 +24,7 @@ using asio::use_awaitable;
 
 constexpr int kWanted = 1000;  // stalled connections, and as many idle ones
 constexpr int kWave = 100;     // idle connections opened at a time
-constexpr int kFewest = 100;   // below this many of each the test proves little: skipped
+constexpr int kFewest = 100;   // a developer's run below this many of each proves little: skipped
 
 long rss_kib() {
   std::ifstream in("/proc/self/status");
@@ -100,9 +100,13 @@ bool gauge_reaches(Proxy& proxy, Pred pred, std::chrono::milliseconds limit) {
 TEST(Abuse, StalledAndIdleConnectionsDoNotStarveANormalClientOrGrowMemory) {
   const int n_stalled = connections_per_kind();
   const int n_idle = n_stalled;
-  if (n_stalled < kFewest)
+  // CI proves the number the docs state (a thousand of each), not whatever fits: a shrunken
+  // run there is a failure. A developer's machine with a low limit still runs what fits.
+  const int needed = in_ci() ? kWanted : kFewest;
+  if (n_stalled < needed)
     FLOODGATE_CANNOT_RUN("the descriptor limit (RLIMIT_NOFILE) allows only "
-                         << n_stalled << " connections of each kind; " << kFewest << " are needed");
+                         << n_stalled << " connections of each kind; " << needed
+                         << " are needed (raise it with ulimit -n)");
   Origin origin;
   Proxy proxy(one_route_config(origin));
   const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), proxy.port());

@@ -10,6 +10,7 @@
 #include <future>
 #include <thread>
 
+#include "cannot_run.hpp"
 #include "fake_redis.hpp"
 #include "floodgate_process.hpp"
 #include "harness.hpp"
@@ -227,6 +228,14 @@ TEST(AdminApi, ACallerLookedUpResetAndExemptedOnOneInstanceIsSeenOnTheOther) {
 namespace floodgate::testing {
 namespace {
 
+// redis-cli on `port` with `args` as they are, no shell between (an override's field is
+// "LIMIT\nCALLER": a newline a shell command would split at): the first line it prints.
+std::string cli_line(std::uint16_t port, std::vector<std::string> args) {
+  args.insert(args.begin(), {find_tool("redis-cli"), "-p", std::to_string(port), "--raw"});
+  ChildProcess p(args);
+  return p.read_line(5s);
+}
+
 // A lapsed override is tidied out of Redis by compare-and-delete: gone once its time has
 // passed and an instance reads the hash again, while a field written anew in its place (the
 // value differs from the one read) would stay.
@@ -244,12 +253,97 @@ TEST(AdminApi, ALapsedOverrideIsTidiedOutOfTheStore) {
   ASSERT_FALSE(hash.empty());
   ASSERT_EQ(redis.cli("HLEN " + hash), "1");
   const auto field = redis.cli("--raw HKEYS " + hash);
+  ASSERT_EQ(field, "burst\nip=192.0.2.9");
+  ASSERT_EQ(cli_line(redis.port(), {"HEXISTS", hash, field}), "1");
   // A field of the same hash whose value is not what any instance read: never deleted.
   redis.cli("HSET " + hash + " other-field not-an-override");
   std::this_thread::sleep_for(1200ms);     // the override lapses
   redis.cli("INCR " + hash + ":version");  // the instance reads the hash again
-  EXPECT_TRUE(eventually([&] { return redis.cli("HEXISTS " + hash + " " + field) == "0"; }, 3s));
+  EXPECT_TRUE(eventually(
+      [&] {
+        return cli_line(redis.port(), {"HEXISTS", hash, field}) == "0";
+      },
+      3s));
   EXPECT_EQ(redis.cli("HEXISTS " + hash + " other-field"), "1");
+}
+
+// The arguments of one command as redis-cli prints it under MONITOR: `TIME [DB ADDR] "ARG"
+// "ARG"...`, each quoted with \\, \", \n, \r, \t, \a, \b and \xHH escapes.
+std::vector<std::string> monitored_args(const std::string& line) {
+  std::vector<std::string> out;
+  std::size_t i = line.find(']');
+  if (i == std::string::npos) return out;
+  while ((i = line.find('"', i)) != std::string::npos) {
+    std::string arg;
+    for (++i; i < line.size() && line[i] != '"'; ++i) {
+      if (line[i] != '\\' || i + 1 >= line.size()) {
+        arg += line[i];
+        continue;
+      }
+      const char e = line[++i];
+      if (e == 'x' && i + 2 < line.size()) {
+        arg += static_cast<char>(std::stoi(line.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        arg += e == 'n'   ? '\n'
+               : e == 'r' ? '\r'
+               : e == 't' ? '\t'
+               : e == 'a' ? '\a'
+               : e == 'b' ? '\b'
+                          : e;
+      }
+    }
+    out.push_back(std::move(arg));
+    ++i;
+  }
+  return out;
+}
+
+// The race the compare-and-delete exists for: an instance has read a lapsed override, and
+// before its delete lands another PUTs the same caller's override again. The very command the
+// binary sends to tidy (seen with MONITOR), sent again after the field was written anew,
+// deletes nothing.
+TEST(AdminApi, TheTidyingDeletesNothingWrittenAfterItsRead) {
+  RedisServer redis;
+  Origin origin;
+  const auto port = free_port(), admin = free_port();
+  Instance a(
+      "api-race.yaml", port, admin,
+      redis_config(port, origin.port(), redis.port(), kRoutes, "500ms", admin_yaml(admin, true)));
+  const auto redis_cli = find_tool("redis-cli");
+  ChildProcess monitor({redis_cli, "-p", std::to_string(redis.port()), "MONITOR"});
+  ASSERT_EQ(monitor.read_line(5s), "OK");
+  auto put = curl(kAuth + "-X PUT -d '{\"exempt\": true, \"ttl\": 1}' ",
+                  a.url("/overrides/burst/ip=192.0.2.9"));
+  ASSERT_EQ(status_of(put), 200) << put;
+  const auto hash = redis.cli("--raw KEYS *overrides}");
+  const auto field = redis.cli("--raw HKEYS " + hash);
+  std::this_thread::sleep_for(1200ms);     // the override lapses
+  redis.cli("INCR " + hash + ":version");  // the instance reads the hash again and tidies
+  std::vector<std::string> tidy;
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (tidy.empty() && std::chrono::steady_clock::now() < until) {
+    const auto line = monitor.read_line(1s);
+    if (line.find("\"EVAL\"") != std::string::npos) tidy = monitored_args(line);
+  }
+  ASSERT_EQ(tidy.size(), 6u) << "no EVAL seen";
+  EXPECT_EQ(tidy[3], hash);
+  EXPECT_EQ(tidy[4], field);
+  EXPECT_TRUE(  // it did tidy the lapsed one
+      eventually(
+          [&] {
+            return cli_line(redis.port(), {"HEXISTS", hash, field}) == "0";
+          },
+          3s));
+
+  // Now the race: the field holds a new override when the same tidying arrives.
+  const std::string fresh = R"({"exempt":true,"until_ms":9999999999999})";
+  ASSERT_EQ(cli_line(redis.port(), {"HSET", hash, field, fresh}), "1");
+  std::vector<std::string> again = {redis_cli, "-p", std::to_string(redis.port())};
+  again.insert(again.end(), tidy.begin(), tidy.end());
+  ChildProcess late(again);
+  EXPECT_EQ(late.read_line(5s), "0");
+  EXPECT_EQ(cli_line(redis.port(), {"HGET", hash, field}), fresh);
 }
 
 }  // namespace

@@ -1,16 +1,19 @@
 // One table of cases, two stores: the embedded store (C++ algorithms) and the Redis store
 // (lua/acquire.lua on a real redis-server) must give the same decisions, step by step. Both
-// read the same fake clock here: the Redis store passes it to the script, which is the only
-// use of an explicit time (tests/integration/redis_store_test proves production uses TIME).
+// read the same fake clock here: the Redis store passes it to the tests' function library
+// (test_library.hpp), whose clock honours it; the shipped library reads Redis's TIME whatever
+// it is sent (RedisClock.TheShippedLibraryDecidesAtRedisTimeWhateverItIsSent, below).
 #include <gtest/gtest.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <iostream>
 #include <random>
 
 #include "floodgate/limit/utc_time.hpp"
 #include "floodgate/store/memory_store.hpp"
 #include "floodgate/store/redis_store.hpp"
 #include "redis_server.hpp"
+#include "test_library.hpp"
 
 namespace floodgate::testing {
 namespace {
@@ -31,14 +34,16 @@ limit::Params params(Algorithm a, std::int64_t capacity, double rate, Micros win
 // Drives a LimitStore from a test thread: runs the io_context until the completion arrives.
 class Driver {
  public:
-  Driver(RedisServer& redis, const limit::Clock& clock)
+  // `injected`: the tests' library, deciding at `clock`'s time; else the shipped one, which is
+  // sent that time too and must ignore it.
+  Driver(RedisServer& redis, const limit::Clock& clock, bool injected = true)
       : log_(std::make_shared<spdlog::logger>("diff",
                                               std::make_shared<spdlog::sinks::stderr_sink_mt>())) {
     log_->set_level(spdlog::level::warn);
     store::RedisStoreOptions o;
     o.port = redis.port();
     o.timeout = std::chrono::milliseconds(2000);
-    o.test_clock = &clock;
+    o.test_time = {&clock, injected ? test_library_body() : std::string_view()};
     o.instance_id = "diff";
     redis_ = store::make_redis_store(ioc_, o, *log_);
   }
@@ -100,6 +105,42 @@ limit::Params delayed(limit::Params p, std::int64_t allowance) {
   p.max_delay =
       static_cast<Micros>(static_cast<double>(allowance) / p.per_second * kMicrosPerSecond);
   return p;
+}
+
+// The library the binary loads takes no time from its caller: sent a time twenty-six years
+// back (as the tests' library is), it decides at Redis's TIME all the same, and a fixed
+// window's state expires at the end of Redis's window, not that one's. The tests' library,
+// sent the same, decides then.
+TEST(RedisClock, TheShippedLibraryDecidesAtRedisTimeWhateverItIsSent) {
+  RedisServer redis;
+  const Micros back_then = 946'684'800 * kMicrosPerSecond;  // 2000-01-01T00:00:00Z
+  limit::FakeClock clock(back_then);
+  const auto fixed = params(Algorithm::fixed_window, 5, 0, 3600 * kMicrosPerSecond);
+  for (const bool injected : {false, true}) {
+    Driver driver(redis, clock, injected);
+    ASSERT_TRUE(driver.wait_connected());
+    const std::string key = injected ? "clock:injected" : "clock:shipped";
+    const Micros before = limit::SystemClock().now();
+    auto r = driver.acquire({{key, fixed, 1, true}});
+    const Micros after = limit::SystemClock().now();
+    ASSERT_TRUE(std::holds_alternative<store::Outcome>(r)) << injected;
+    const auto& o = std::get<store::Outcome>(r);
+    ASSERT_TRUE(o.admitted);
+    ASSERT_EQ(o.decisions.size(), 1u);
+    if (injected) {
+      EXPECT_EQ(o.now, back_then);
+      EXPECT_EQ(o.decisions[0].reset_after, 3600 * kMicrosPerSecond);  // a whole hour from :00
+    } else {
+      // Redis's clock and this process's are the same machine's: within the call's span.
+      EXPECT_GE(o.now, before - 1000);
+      EXPECT_LE(o.now, after + 1000);
+      const Micros hour = 3600 * kMicrosPerSecond;
+      EXPECT_EQ(o.decisions[0].reset_after, hour - o.now % hour);  // the end of Redis's hour
+    }
+    std::cout << "[ clock ] " << (injected ? "tests' library" : "shipped library")
+              << " sent 2000-01-01T00:00:00Z decided at " << o.now
+              << " us (this process: " << before << ")\n";
+  }
 }
 
 struct Case {

@@ -106,9 +106,14 @@ std::string admin_with_test_token(std::uint16_t admin) {
 
 std::string put_exemption(std::uint16_t admin, const std::string& limit,
                           const std::string& caller) {
+  return put_override(admin, limit, caller, R"({"exempt": true, "ttl": "10m"})");
+}
+
+std::string put_override(std::uint16_t admin, const std::string& limit, const std::string& caller,
+                         const std::string& body) {
   std::string command = "curl -s -w ' %{http_code}' -X PUT -H 'Authorization: Bearer ";
   command += kTestToken;
-  command += "' -d '{\"exempt\": true, \"ttl\": \"10m\"}' 'http://127.0.0.1:";
+  command += "' -d '" + body + "' 'http://127.0.0.1:";
   command += std::to_string(admin);
   command += "/overrides/" + limit + "/" + caller + "'";
   auto out = command_output(command, 20);

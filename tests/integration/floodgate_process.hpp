@@ -49,6 +49,9 @@ std::uint64_t metric(const std::string& text, const std::string& series);
 // BODY" of curl's answer).
 std::string admin_with_test_token(std::uint16_t admin);
 std::string put_exemption(std::uint16_t admin, const std::string& limit, const std::string& caller);
+// Any override (`body`: `{"limit": 5}`, `{"exempt": true, "ttl": "1m"}`), the same way.
+std::string put_override(std::uint16_t admin, const std::string& limit, const std::string& caller,
+                         const std::string& body);
 
 // A proxy on 127.0.0.1:`listen_port` (0: any) with 2 workers and a 1 s drain, in front of the
 // origin on `origin_port`, deciding in the Redis on `redis_port` within `timeout`, as one of

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "floodgate_process.hpp"
+#include "grpc_peer.hpp"
 #include "h2_upstream_config.hpp"
 #include "harness.hpp"
 #include "redis_server.hpp"
@@ -22,88 +23,40 @@ using namespace floodgate::testing;
 using namespace std::chrono_literals;
 namespace json = boost::json;
 
-const std::string kPeer =
-    "/usr/bin/python3 " FLOODGATE_SOURCE_DIR "/tests/integration/grpc/grpc_peer.py";
-
-// The Echo service on a free port of its own choosing.
-class GrpcServer {
- public:
-  GrpcServer()
-      : process_({"/usr/bin/python3", FLOODGATE_SOURCE_DIR "/tests/integration/grpc/grpc_peer.py",
-                  "server"}) {
-    auto line = process_.read_line(20s);
-    port_ = line.empty() ? 0 : static_cast<std::uint16_t>(std::stoi(line));
-    if (port_ == 0) ADD_FAILURE() << "the gRPC server did not start";
-  }
-  std::uint16_t port() const { return port_; }
-
- private:
-  ChildProcess process_;
-  std::uint16_t port_ = 0;
-};
-
-// One call of `kind` through floodgate on `port` (grpc_peer.py call): the status code's name,
-// the details, the replies and both metadata maps, as JSON.
-json::object call(std::uint16_t port, const std::string& kind, int n = 3,
-                  const std::string& metadata = "") {
-  auto out = command_output(kPeer + " call " + std::to_string(port) + " " + kind + " " +
-                                std::to_string(n) + " " + metadata,
-                            40);
-  boost::system::error_code ec;
-  auto v = json::parse(out, ec);
-  if (ec || !v.is_object()) {
-    ADD_FAILURE() << "grpc_peer.py printed: " << out;
-    return {};
-  }
-  return v.as_object();
-}
-
-std::string code_of(const json::object& r) {
-  auto* c = r.if_contains("code");
-  return c && c->is_string() ? std::string(c->as_string()) : "none";
-}
-
-std::string trailing(const json::object& r, const std::string& name) {
-  auto* t = r.if_contains("trailing");
-  if (!t || !t->is_object()) return "";
-  auto* v = t->as_object().if_contains(name);
-  return v && v->is_string() ? std::string(v->as_string()) : "";
-}
-
 const std::string kEcho = "/floodgate.test.Echo/";
 
 TEST(Grpc, CallsOfEveryKindPassWithTheirTrailers) {
   GrpcServer server;
   Proxy proxy(grpc_config(h2_upstream("grpc", server.port()),
                           "  - name: all\n    match: { path_prefix: / }\n    upstream: grpc\n"));
-  auto unary = call(proxy.port(), "unary", 7);
-  EXPECT_EQ(code_of(unary), "OK") << json::serialize(unary);
-  EXPECT_EQ(trailing(unary, "x-tokens-used"), "7") << json::serialize(unary);
+  auto unary = grpc_call(proxy.port(), "unary", 7);
+  EXPECT_EQ(grpc_code(unary), "OK") << json::serialize(unary);
+  EXPECT_EQ(grpc_trailing(unary, "x-tokens-used"), "7") << json::serialize(unary);
 
-  auto streamed = call(proxy.port(), "server", 50);
-  EXPECT_EQ(code_of(streamed), "OK") << json::serialize(streamed);
+  auto streamed = grpc_call(proxy.port(), "server", 50);
+  EXPECT_EQ(grpc_code(streamed), "OK") << json::serialize(streamed);
   ASSERT_TRUE(streamed.contains("replies"));
   EXPECT_EQ(streamed["replies"].as_array().size(), 50u);
-  EXPECT_EQ(trailing(streamed, "x-tokens-used"), "50");
+  EXPECT_EQ(grpc_trailing(streamed, "x-tokens-used"), "50");
 
-  auto client = call(proxy.port(), "client", 20);
-  EXPECT_EQ(code_of(client), "OK") << json::serialize(client);
+  auto client = grpc_call(proxy.port(), "client", 20);
+  EXPECT_EQ(grpc_code(client), "OK") << json::serialize(client);
   ASSERT_EQ(client["replies"].as_array().size(), 1u);
   EXPECT_EQ(client["replies"].as_array()[0].as_object()["n"].as_int64(), 20);
 
-  auto bidi = call(proxy.port(), "bidi", 30);
-  EXPECT_EQ(code_of(bidi), "OK") << json::serialize(bidi);
+  auto bidi = grpc_call(proxy.port(), "bidi", 30);
+  EXPECT_EQ(grpc_code(bidi), "OK") << json::serialize(bidi);
   ASSERT_EQ(bidi["replies"].as_array().size(), 30u);
   EXPECT_EQ(bidi["replies"].as_array()[29].as_object()["text"].as_string(), "echo:b29");
 
   // Full duplex: each message waits for the echo of the one before (both directions of the
   // stream move at once through floodgate).
-  auto pingpong = call(proxy.port(), "pingpong", 10);
-  EXPECT_EQ(code_of(pingpong), "OK") << json::serialize(pingpong);
+  auto pingpong = grpc_call(proxy.port(), "pingpong", 10);
+  EXPECT_EQ(grpc_code(pingpong), "OK") << json::serialize(pingpong);
   ASSERT_EQ(pingpong["replies"].as_array().size(), 10u) << json::serialize(pingpong);
   EXPECT_EQ(pingpong["replies"].as_array()[9].as_object()["text"].as_string(), "echo:p9");
 
-  auto count = call(proxy.port(), "count");
+  auto count = grpc_call(proxy.port(), "count");
   EXPECT_EQ(count["replies"].as_array()[0].as_object()["n"].as_int64(), 5);
 }
 
@@ -116,22 +69,22 @@ TEST(Grpc, ARefusedCallIsResourceExhaustedWithPushback) {
                       "    limits: [{ name: two, algorithm: fixed_window, limit: 2, "
                       "window: 1h, key: [ip] }]\n"
                       "  - name: all\n    match: { path_prefix: / }\n    upstream: grpc\n"));
-  EXPECT_EQ(code_of(call(proxy.port(), "unary")), "OK");
-  auto second = call(proxy.port(), "unary");
-  EXPECT_EQ(code_of(second), "OK");
-  auto third = call(proxy.port(), "unary");
-  EXPECT_EQ(code_of(third), "RESOURCE_EXHAUSTED") << json::serialize(third);
-  const auto pushback = trailing(third, "grpc-retry-pushback-ms");
+  EXPECT_EQ(grpc_code(grpc_call(proxy.port(), "unary")), "OK");
+  auto second = grpc_call(proxy.port(), "unary");
+  EXPECT_EQ(grpc_code(second), "OK");
+  auto third = grpc_call(proxy.port(), "unary");
+  EXPECT_EQ(grpc_code(third), "RESOURCE_EXHAUSTED") << json::serialize(third);
+  const auto pushback = grpc_trailing(third, "grpc-retry-pushback-ms");
   EXPECT_FALSE(pushback.empty()) << json::serialize(third);
   if (!pushback.empty()) {
     EXPECT_GT(std::stoll(pushback), 1000);
   }
-  EXPECT_FALSE(trailing(third, "retry-after").empty());
-  EXPECT_EQ(trailing(third, "x-ratelimit-limit"), "2");
-  EXPECT_EQ(trailing(third, "x-ratelimit-remaining"), "0");
+  EXPECT_FALSE(grpc_trailing(third, "retry-after").empty());
+  EXPECT_EQ(grpc_trailing(third, "x-ratelimit-limit"), "2");
+  EXPECT_EQ(grpc_trailing(third, "x-ratelimit-remaining"), "0");
   EXPECT_NE(third["details"].as_string().find("two"), json::string::npos);
   // The refused call never reached the server.
-  auto count = call(proxy.port(), "count");
+  auto count = grpc_call(proxy.port(), "count");
   EXPECT_EQ(count["replies"].as_array()[0].as_object()["n"].as_int64(), 2);
 }
 
@@ -144,12 +97,12 @@ TEST(Grpc, SettlementReadsTheTrueCostFromTheResponseTrailer) {
                           "refill_rate: 1/h, key: [route], settle: "
                           "\"response_trailer:x-tokens-used\" }]\n"));
   for (int i = 0; i < 3; ++i) {
-    auto r = call(proxy.port(), "unary", 40);
-    EXPECT_EQ(code_of(r), "OK") << "call " << i << ": " << json::serialize(r);
+    auto r = grpc_call(proxy.port(), "unary", 40);
+    EXPECT_EQ(grpc_code(r), "OK") << "call " << i << ": " << json::serialize(r);
   }
   // 120 units used by now: without the trailer's settlement 97 would remain.
-  auto r = call(proxy.port(), "unary", 40);
-  EXPECT_EQ(code_of(r), "RESOURCE_EXHAUSTED") << json::serialize(r);
+  auto r = grpc_call(proxy.port(), "unary", 40);
+  EXPECT_EQ(grpc_code(r), "RESOURCE_EXHAUSTED") << json::serialize(r);
 }
 
 TEST(Grpc, KeysAndCostsReadTheCallsMetadata) {
@@ -160,15 +113,15 @@ TEST(Grpc, KeysAndCostsReadTheCallsMetadata) {
                           "    limits: [{ name: units, algorithm: token_bucket, capacity: 10, "
                           "refill_rate: 1/h, key: [\"header:x-tenant\"], cost: { from: "
                           "\"header:x-cost\", default: 1 } }]\n"));
-  EXPECT_EQ(code_of(call(proxy.port(), "unary", 1, "x-tenant=acme x-cost=6")), "OK");
-  auto second = call(proxy.port(), "unary", 1, "x-tenant=acme x-cost=6");
-  EXPECT_EQ(code_of(second), "RESOURCE_EXHAUSTED") << json::serialize(second);
-  EXPECT_EQ(trailing(second, "x-ratelimit-remaining"), "0");
+  EXPECT_EQ(grpc_code(grpc_call(proxy.port(), "unary", 1, "x-tenant=acme x-cost=6")), "OK");
+  auto second = grpc_call(proxy.port(), "unary", 1, "x-tenant=acme x-cost=6");
+  EXPECT_EQ(grpc_code(second), "RESOURCE_EXHAUSTED") << json::serialize(second);
+  EXPECT_EQ(grpc_trailing(second, "x-ratelimit-remaining"), "0");
   // Another tenant has its own units; acme's last 4 still pass at cost 4.
-  EXPECT_EQ(code_of(call(proxy.port(), "unary", 1, "x-tenant=globex x-cost=6")), "OK");
-  EXPECT_EQ(code_of(call(proxy.port(), "unary", 1, "x-tenant=acme x-cost=4")), "OK");
+  EXPECT_EQ(grpc_code(grpc_call(proxy.port(), "unary", 1, "x-tenant=globex x-cost=6")), "OK");
+  EXPECT_EQ(grpc_code(grpc_call(proxy.port(), "unary", 1, "x-tenant=acme x-cost=4")), "OK");
   // No tenant: the key is missing, and on_missing_key's default (reject) is UNAUTHENTICATED.
-  EXPECT_EQ(code_of(call(proxy.port(), "unary", 1, "x-cost=1")), "UNAUTHENTICATED");
+  EXPECT_EQ(grpc_code(grpc_call(proxy.port(), "unary", 1, "x-cost=1")), "UNAUTHENTICATED");
 }
 
 TEST(Grpc, FloodgatesOwnAnswersAreGrpcStatuses) {
@@ -186,10 +139,10 @@ TEST(Grpc, FloodgatesOwnAnswersAreGrpcStatuses) {
           "  - name: slow\n    match: { path_prefix: " +
           kEcho + "Unary }\n    upstream: grpc\n",
       "jwt: { algorithms: [HS256], hs256_secret: \"0123456789abcdef0123456789abcdef\" }\n"));
-  EXPECT_EQ(code_of(call(proxy.port(), "count")), "UNAUTHENTICATED");
-  EXPECT_EQ(code_of(call(proxy.port(), "server")), "UNAVAILABLE");
-  EXPECT_EQ(code_of(call(proxy.port(), "sleep", 2)), "DEADLINE_EXCEEDED");
-  EXPECT_EQ(code_of(call(proxy.port(), "bidi")), "UNIMPLEMENTED");  // no route
+  EXPECT_EQ(grpc_code(grpc_call(proxy.port(), "count")), "UNAUTHENTICATED");
+  EXPECT_EQ(grpc_code(grpc_call(proxy.port(), "server")), "UNAVAILABLE");
+  EXPECT_EQ(grpc_code(grpc_call(proxy.port(), "sleep", 2)), "DEADLINE_EXCEEDED");
+  EXPECT_EQ(grpc_code(grpc_call(proxy.port(), "bidi")), "UNIMPLEMENTED");  // no route
 }
 
 TEST(Grpc, FailClosedIsUnavailable) {
@@ -203,8 +156,8 @@ TEST(Grpc, FailClosedIsUnavailable) {
       "[ip] }]\n",
       "store: { backend: redis, redis: { address: \"127.0.0.1:" + std::to_string(dead_redis) +
           "\", timeout: 100ms } }\n"));
-  auto r = call(proxy.port(), "unary");
-  EXPECT_EQ(code_of(r), "UNAVAILABLE") << json::serialize(r);
+  auto r = grpc_call(proxy.port(), "unary");
+  EXPECT_EQ(grpc_code(r), "UNAVAILABLE") << json::serialize(r);
 }
 
 }  // namespace

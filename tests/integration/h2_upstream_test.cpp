@@ -105,6 +105,10 @@ TEST(H2Upstream, AnOriginsStreamLimitIsKeptWithMoreConnections) {
       60);
   EXPECT_NE(out.find("400 succeeded"), std::string::npos) << out;
   EXPECT_NE(out.find("status codes: 400 2xx"), std::string::npos) << out;
+  // Kept, not recovered: no stream was refused by the origin and sent again (floodgate sends
+  // a connection no more streams than its SETTINGS allow, and opens more connections).
+  EXPECT_EQ(proxy.metrics().upstream("h2").resent.load(), 0u);
+  EXPECT_EQ(proxy.metrics().upstream("h2").retries.load(), 0u);
 }
 
 TEST(H2Upstream, AnHttpsH2UpstreamIsVerifiedAndAgreesOnH2ByAlpn) {

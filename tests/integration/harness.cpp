@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "app/stores.hpp"
+#include "test_library.hpp"
 #include "tls_client.hpp"
 
 namespace floodgate::testing {
@@ -204,11 +205,14 @@ Proxy::Proxy(const std::string& yaml, const limit::Clock* clock,
   jwks_->start();
   server_ = std::make_unique<http::Server>(
       *source_, log,
-      http::ServerDeps{*clock,
-                       app::configured_store_factory(*source_->get(), *memory_, leases_, *clock,
-                                                     log, clock_drives_redis ? clock : nullptr),
-                       app::memory_store_factory(*memory_), metrics_, access_log_.get(), nullptr,
-                       &jwks_->cell()});
+      http::ServerDeps{
+          *clock,
+          app::configured_store_factory(
+              *source_->get(), *memory_, leases_, *clock, log,
+              clock_drives_redis ? store::RedisStoreOptions::TestTime{clock, test_library_body()}
+                                 : store::RedisStoreOptions::TestTime{}),
+          app::memory_store_factory(*memory_), metrics_, access_log_.get(), nullptr,
+          &jwks_->cell()});
   server_->start();
   metrics_.store_health = [this] { return server_->store_health(); };
   metrics_.upstream_servers = [this] { return server_->upstream_servers(); };

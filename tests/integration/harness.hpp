@@ -92,8 +92,9 @@ class LogCapture {
 // goes to `access_log`, or is dropped; the server's own log to `log`, or errors to stderr.
 class Proxy {
  public:
-  // `clock_drives_redis`: a Redis store decides by `clock` too (the time is sent to its
-  // scripts, as in the differential tests) instead of by Redis's TIME.
+  // `clock_drives_redis`: a Redis store decides by `clock` too (the time is sent to the tests'
+  // function library, test_library.hpp, as in the differential tests) instead of by Redis's
+  // TIME, which the shipped library always reads.
   explicit Proxy(const std::string& yaml, const limit::Clock* clock = nullptr,
                  std::shared_ptr<spdlog::logger> access_log = nullptr,
                  std::shared_ptr<spdlog::logger> log = nullptr, bool clock_drives_redis = false);

@@ -22,6 +22,7 @@
 #include "floodgate/store/memory_store.hpp"
 #include "floodgate/store/redis_store.hpp"
 #include "redis_server.hpp"
+#include "test_library.hpp"
 
 namespace floodgate::testing {
 namespace {
@@ -68,7 +69,7 @@ TEST_P(LeaseProperty, NeverOverAdmitsAndRefusesEarlyAtMostTheBound) {
     store::RedisStoreOptions o;
     o.port = redis.port();
     o.timeout = std::chrono::milliseconds(2000);
-    o.test_clock = &clock;
+    o.test_time = {&clock, test_library_body()};
     auto in = std::make_unique<Instance>();
     in->store = store::make_leased_store(ioc, store::make_redis_store(ioc, o, *log), in->book,
                                          clock, o.timeout);

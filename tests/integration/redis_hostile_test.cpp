@@ -14,6 +14,7 @@
 #include "floodgate_process.hpp"
 #include "store/redis/script_calls.hpp"
 #include "test_pki.hpp"
+#include "timing.hpp"
 
 namespace floodgate::testing {
 namespace {
@@ -22,8 +23,9 @@ using namespace std::chrono_literals;
 using Ms = std::chrono::milliseconds;
 
 constexpr Ms kTimeout{100};  // store.redis.timeout in these tests
-// What a decision may take beyond its deadline here: a loaded 2-core machine, sanitizers.
-constexpr Ms kSlack{100};
+// What a decision may take beyond its deadline here: a loaded 2-core machine (100 ms), more
+// under a sanitizer (timing.hpp).
+constexpr Ms kSlack = slack(Ms(100));
 
 const std::string kRoutes = kOpenAndClosedRoutes + R"(  - name: busy
     match: { path_prefix: /busy }

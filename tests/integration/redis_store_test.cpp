@@ -96,6 +96,50 @@ TEST(RedisClock, InstancesWithSkewedClocksShareOneWindow) {
   EXPECT_LE(reset, now_s + 3600);  // the end of Redis's current hour, not a year off
 }
 
+// A quota's period is Redis's, whatever the proxy's clock: each proxy sends the periods around
+// its own time and Redis picks the one holding its TIME (acquire.lua's period_of). Proxies a
+// day and three days ahead and behind (every branch: inside the periods sent, and beyond them
+// on either side) all count one day's budget, and every one says it resets at Redis's
+// midnight.
+TEST(RedisClock, ProxiesDaysOffShareRedisDayOfAQuota) {
+  RedisServer redis;
+  Origin origin;
+  const std::string routes = R"(
+  - name: api
+    match: { path_prefix: / }
+    upstream: origin
+    limits: [{ name: day, algorithm: quota, period: day, timezone: UTC, limit: 8, key: [route] }]
+)";
+  const limit::Micros day = 24LL * 3600 * limit::kMicrosPerSecond;
+  limit::SystemClock real;
+  if (day - real.now() % day < 30 * limit::kMicrosPerSecond)  // UTC's day ends in the test
+    std::this_thread::sleep_for(std::chrono::microseconds(day - real.now() % day) + 2s);
+  const auto midnight = std::to_string((real.now() / day + 1) * day / limit::kMicrosPerSecond);
+  std::vector<std::unique_ptr<limit::FakeClock>> clocks;
+  std::vector<std::unique_ptr<Proxy>> proxies;
+  for (int off : {-3, -1, 1, 3}) {
+    clocks.push_back(std::make_unique<limit::FakeClock>(real.now() + off * day));
+    proxies.push_back(std::make_unique<Proxy>(
+        redis_config(0, origin.port(), redis.port(), routes, "1s"), clocks.back().get()));
+  }
+  int admitted = 0;
+  for (int round = 0; round < 3; ++round)
+    for (std::size_t p = 0; p < proxies.size(); ++p) {
+      auto r = get(proxies[p]->port(), "/x");
+      ASSERT_TRUE(r);
+      if (r->result_int() == 200) ++admitted;
+      EXPECT_EQ(std::string(r->base()["X-RateLimit-Reset"]), midnight)
+          << "proxy " << p << " round " << round << ": " << r->result_int() << " "
+          << r->base()["Retry-After"];
+    }
+  EXPECT_EQ(admitted, 8);  // one budget of 8, not four, and not one per clock's own day
+  // Redis keeps the count until its own midnight.
+  const auto keys = redis.cli("--scan --pattern 'rl:api:day:*'");
+  ASSERT_FALSE(keys.empty());
+  const auto pttl = std::stoll(redis.cli("PTTL '" + keys.substr(0, keys.find('\n')) + "'"));
+  EXPECT_NEAR(static_cast<double>(pttl) * 1000, static_cast<double>(day - real.now() % day), 3e6);
+}
+
 struct Policies : ::testing::Test {
   RedisServer redis;
   Origin origin;

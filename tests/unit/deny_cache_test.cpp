@@ -54,6 +54,23 @@ Decision refused(Micros retry_after, Micros reset_after, std::int64_t limit = 10
   return d;
 }
 
+// A refusal learnt from a store whose clock is ahead of (or behind) this PoP's is answered
+// on the store's clock: the reset headers of a remembered refusal point where the store's own
+// answer pointed (Redis's TIME, not a PoP clock days off).
+TEST(DenyCache, ARememberedRefusalKeepsTheStoresClock) {
+  DenyCache cache;
+  const Micros ahead = 3 * 24 * 3600 * kSec;
+  auto a = item("rl:r:l:{a}", sliding_window(100, 60 * kSec));
+  cache.remember(a, refused(5 * kSec, 40 * kSec), T0, T0 + ahead);
+  auto hit = cache.check({a}, T0 + 2 * kSec);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->store_now, T0 + 2 * kSec + ahead);
+  EXPECT_EQ(hit->store_now + hit->decision.reset_after, T0 + ahead + 40 * kSec);
+  // Without the store's clock (the embedded store): this PoP's.
+  cache.remember(a, refused(5 * kSec, 40 * kSec), T0);
+  EXPECT_EQ(cache.check({a}, T0 + 2 * kSec)->store_now, T0 + 2 * kSec);
+}
+
 TEST(DenyCache, RemembersARefusalUntilItsRetryAfter) {
   DenyCache cache;
   auto a = item("rl:r:l:{a}", sliding_window(100, 60 * kSec));

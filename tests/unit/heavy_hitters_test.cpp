@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "floodgate/decide/top_board.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -184,6 +186,79 @@ TEST(HeavyHitters, MergedWorkersAndSlicesKeepTheGuarantees) {
       "[ measured ] merged 2 workers x 6 slices, zipf 1.05, 600k requests: worst "
       "overstatement %.3f of total/m, worst stated error %.3f of total/m\n",
       c.worst_error, c.worst_stated);
+}
+
+// /top as a worker sizes it (decide::TopBoard), with the smallest k: a botnet's 100,000
+// distinct callers of one request each, and ten heavy callers of 0.5 % to 5 % of the requests,
+// over two workers and six slices of a window. Every caller above 1 % of the requests is
+// tracked with its true count to within 1 % of them, whatever k: k = 5 lists the five
+// heaviest in their true order, the whole merge lists every caller above 1 %.
+TEST(HeavyHitters, TopFindsEveryCallerAbove1PercentAmong100000WithinAnErrorOf1Percent) {
+  const std::size_t k = 5;
+  const std::size_t m = decide::TopBoard::counters(k);
+  const std::vector<double> shares = {0.05,  0.04,  0.03,  0.025, 0.02,
+                                      0.015, 0.012, 0.011, 0.008, 0.005};
+  double heavy = 0;
+  for (auto sh : shares) heavy += sh;
+  const std::size_t singles = 100'000;
+  const auto total = static_cast<std::size_t>(std::lround(singles / (1 - heavy)));
+  std::vector<std::uint64_t> s;
+  for (std::size_t i = 0; i < singles; ++i) s.push_back(key_id("bot-" + std::to_string(i)));
+  for (std::size_t h = 0; h < shares.size(); ++h)
+    for (long i = 0; i < std::lround(shares[h] * static_cast<double>(total)); ++i)
+      s.push_back(key_id("heavy-" + std::to_string(h)));
+  std::mt19937_64 rng(38);
+  std::shuffle(s.begin(), s.end(), rng);
+  std::vector<HeavyHitters> parts(12, HeavyHitters(m));  // 2 workers x 6 slices
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    bool fresh = false;
+    parts[(i * 6 / s.size()) * 2 + rng() % 2].add(s[i], 1, fresh);
+  }
+  std::vector<const HeavyHitters*> ptrs;
+  for (const auto& p : parts) ptrs.push_back(&p);
+  const auto truth = exact(s);
+  const double n = static_cast<double>(s.size());
+
+  auto shown = merge(ptrs, k);
+  ASSERT_EQ(shown.entries.size(), k);
+  for (std::size_t h = 0; h < k; ++h)
+    EXPECT_EQ(shown.entries[h].id, key_id("heavy-" + std::to_string(h))) << h;
+
+  auto all = merge(ptrs, ptrs.size() * m);
+  double worst = 0, worst_stated = 0;
+  for (std::size_t h = 0; h < shares.size(); ++h) {
+    const auto id = key_id("heavy-" + std::to_string(h));
+    const auto real = truth.at(id);
+    auto it = std::find_if(all.entries.begin(), all.entries.end(),
+                           [&](const HeavyEntry& e) { return e.id == id; });
+    if (static_cast<double>(real) <= n / 100) continue;  // not promised (and may be listed)
+    ASSERT_NE(it, all.entries.end()) << "heavy-" << h << " (" << real << ") is not listed";
+    EXPECT_GE(it->count, real);
+    EXPECT_LE(it->count - real, it->error);
+    EXPECT_LE(static_cast<double>(it->error), n / 100) << h;
+    worst = std::max(worst, static_cast<double>(it->count - real) / n);
+    worst_stated = std::max(worst_stated, static_cast<double>(it->error) / n);
+  }
+  // No one-request caller is mistaken for one above 1 %.
+  for (const auto& e : all.entries)
+    if (truth.at(e.id) == 1) EXPECT_LE(static_cast<double>(e.count), n / 100 + 1) << e.caller;
+  std::size_t bytes = 0;
+  for (std::size_t w = 0; w < 2; ++w) {
+    TopWindow window(m, 60 * kMicrosPerSecond);
+    bool fresh = false;
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (i % 2 == w) {
+        auto& e =
+            window.at(1'000 * kMicrosPerSecond + static_cast<Micros>(i) * 500).add(s[i], 1, fresh);
+        if (fresh) e.caller = "ip=203.0.113.255";  // an IPv4 caller's text
+      }
+    bytes = std::max(bytes, window.bytes());
+  }
+  std::printf(
+      "[ measured ] /top, k = %zu (%zu counters a slice): %zu requests from %zu callers over 2 "
+      "workers x 6 slices: worst overstatement %.4f %% of the requests, worst stated error "
+      "%.4f %% (bound 1 %%); memory per limit and worker %zu bytes\n",
+      k, m, s.size(), truth.size(), 100 * worst, 100 * worst_stated, bytes);
 }
 
 TEST(HeavyHitters, AMillionDistinctCallersDoNotGrowIt) {

@@ -3,6 +3,7 @@
 // (admin.top), written by the worker's requests without locks and copied out on the worker's
 // own loop when the admin listener asks.
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,9 +16,16 @@ namespace floodgate::decide {
 
 class TopBoard {
  public:
-  // Each slice keeps this many counters per k shown: callers above 1/(4k) of a slice's
-  // requests are never missed, and counts are off by at most 1/(4k) of the requests.
+  // How many counters each slice keeps: k sets how many callers /top shows, not how right it
+  // is. With m counters in every slice of every worker, a merged count overstates by at most
+  // 1/m of the requests the window counted, and every caller above that share is tracked
+  // (heavy_hitters.hpp); at least 100 makes that 1 % whatever k, and 4 per caller shown
+  // keeps a long list (k > 25) as sharp as it was.
+  static constexpr std::size_t kMinCounters = 100;
   static constexpr std::size_t kCountersPerShown = 4;
+  static std::size_t counters(std::size_t k) {
+    return std::max(kMinCounters, kCountersPerShown * k);
+  }
 
   // The window of `route`'s `limit` under `c` (made on first use). A limit keeps its window
   // across reloads while its route, name, key and top settings stay the same.

@@ -86,7 +86,10 @@ struct UpstreamMetrics {
   std::atomic<std::uint64_t> connect_errors{0};
   std::atomic<std::uint64_t> timeouts{0};
   std::atomic<std::uint64_t> retries{0};  // requests sent again to another server
-  Histogram latency;                      // request sent -> response header
+  // Requests sent again to the same server on another connection: a reused keep-alive
+  // connection found closed, or an h2 stream the origin refused unprocessed.
+  std::atomic<std::uint64_t> resent{0};
+  Histogram latency;  // request sent -> response header
   UpstreamMetrics();
 };
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "floodgate/limit/clock.hpp"
@@ -48,9 +49,15 @@ struct RedisStoreOptions {
   std::vector<std::string> sentinels;
   std::string master_name;
   RedisAccess sentinel_access;
-  // Tests only (the differential tests): pass this clock's time to the scripts instead of
-  // letting them read Redis's TIME. Production leaves it null.
-  const limit::Clock* test_clock = nullptr;
+  // Tests only, where a date is the point (a month's end, the differential tests' fake clock):
+  // `clock`'s time is sent with every call, and `library` (the tests' function library, whose
+  // clock honours it: tests/lua/clock_injected.lua) is loaded instead of the shipped one, which
+  // reads Redis's TIME whatever it is sent. Production leaves both empty.
+  struct TestTime {
+    const limit::Clock* clock = nullptr;
+    std::string_view library;
+  };
+  TestTime test_time;
 };
 
 // One connection per master per worker; routes each script by its keys' slot.

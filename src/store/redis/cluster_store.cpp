@@ -62,7 +62,7 @@ class ClusterStore final : public LimitStore {
       : ioc_(ioc),
         options_(std::move(options)),
         log_(log),
-        scripts_(redis::Scripts::compute()),
+        scripts_(redis::Scripts::compute(options_.test_time.library)),
         timer_(ioc) {
     owners_.fill(nullptr);
     for (const auto& seed : options_.seeds)
@@ -103,7 +103,7 @@ class ClusterStore final : public LimitStore {
   void adjust(const Item& item, std::int64_t delta) override {
     send_fire_and_forget(owner(redis::key_slot(item.key)),
                          redis::adjust_args(item, delta, scripts_, redis::Via::fcall,
-                                            redis::now_arg(options_.test_clock)),
+                                            redis::now_arg(options_.test_time.clock)),
                          true);
   }
 
@@ -182,8 +182,8 @@ class ClusterStore final : public LimitStore {
     const auto deadline = call->deadline;
     const auto how = via.value_or(n->way.via);
     prepare(n, how, asking, deadline);
-    auto args = redis::acquire_args(g.items, scripts_, how, redis::now_arg(options_.test_clock),
-                                    options_.instance_id);
+    auto args = redis::acquire_args(g.items, scripts_, how,
+                                    redis::now_arg(options_.test_time.clock), options_.instance_id);
     std::vector<std::string_view> views(args.begin(), args.end());
     bool sent = n->conn->command(
         views, deadline,
@@ -270,7 +270,7 @@ class ClusterStore final : public LimitStore {
             send_fire_and_forget(
                 n,
                 redis::adjust_args(item, -std::max(item.cost, d.granted), scripts_,
-                                   redis::Via::fcall, redis::now_arg(options_.test_clock)),
+                                   redis::Via::fcall, redis::now_arg(options_.test_time.clock)),
                 true);
         }
       }

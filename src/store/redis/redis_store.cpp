@@ -49,7 +49,7 @@ class RedisStore final : public LimitStore {
       : ioc_(ioc),
         options_(std::move(options)),
         log_(log),
-        scripts_(redis::Scripts::compute()),
+        scripts_(redis::Scripts::compute(options_.test_time.library)),
         alive_(std::make_shared<RedisStore*>(this)) {
     redis::ConnectionOptions c;
     c.host = options_.host;
@@ -97,8 +97,8 @@ class RedisStore final : public LimitStore {
   void adjust(const Item& item, std::int64_t delta) override {
     if (breaker_->open() || !conn_->connected())
       return;  // best effort: a lost settlement errs neither way for long
-    auto args = std::make_shared<std::vector<std::string>>(
-        redis::adjust_args(item, delta, scripts_, way_.via, redis::now_arg(options_.test_clock)));
+    auto args = std::make_shared<std::vector<std::string>>(redis::adjust_args(
+        item, delta, scripts_, way_.via, redis::now_arg(options_.test_time.clock)));
     send_adjust(args, way_.via);
   }
 
@@ -145,8 +145,9 @@ class RedisStore final : public LimitStore {
       }
       batch->deadline = batch->calls.front()->deadline;
       for (const auto& c : batch->calls) batch->requests.push_back(&c->items);
-      batch->args = redis::acquire_args(batch->requests, scripts_, way_.via,
-                                        redis::now_arg(options_.test_clock), options_.instance_id);
+      batch->args =
+          redis::acquire_args(batch->requests, scripts_, way_.via,
+                              redis::now_arg(options_.test_time.clock), options_.instance_id);
       send(batch, way_.via);
     }
   }

@@ -17,9 +17,9 @@ std::string number(double v) {
 }
 }  // namespace
 
-Scripts Scripts::compute() {
+Scripts Scripts::compute(std::string_view body) {
   Scripts s;
-  const auto body = library_body();
+  if (body.empty()) body = library_body();
   const auto tag = sha1_hex(body).substr(0, 16);
   s.acquire_fn = "fg_acquire_" + tag;
   s.adjust_fn = "fg_adjust_" + tag;

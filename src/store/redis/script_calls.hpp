@@ -32,7 +32,8 @@ struct Scripts {
   std::string acquire_fn, adjust_fn;      // FCALL names
   std::string acquire_text, adjust_text;  // the script forms (EVAL)
   std::string acquire_sha, adjust_sha;    // and their SHA1 (EVALSHA)
-  static Scripts compute();
+  // From `body` (a library's text without its name; empty: the shipped one, library_body()).
+  static Scripts compute(std::string_view body = {});
 };
 
 enum class Script { acquire, adjust };

@@ -1,6 +1,6 @@
 #pragma once
-// The Lua library of lua/ (prelude, acquire, adjust joined), embedded at build time, and SHA1
-// (what names the library and the EVALSHA scripts made from it: script_calls.hpp).
+// The Lua library of lua/ (prelude, clock, acquire, adjust joined), embedded at build time, and
+// SHA1 (what names the library and the EVALSHA scripts made from it: script_calls.hpp).
 
 #include <string>
 #include <string_view>
