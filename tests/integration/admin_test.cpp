@@ -130,14 +130,27 @@ TEST(Admin, DrainFinishesAnInFlightRequestWhileReadyzSays503) {
   Running r;
   r.start(r.config(5));
   auto slow = std::async(std::launch::async, [&] { return get(r.port, "/slow/1500"); });
-  std::this_thread::sleep_for(300ms);
+  // In flight: the origin has it (and holds it 1.5 s).
+  ASSERT_TRUE(eventually([&] { return r.origin.requests() == 1; }, 5s));
   auto started = std::chrono::steady_clock::now();
   kill(r.fg->pid(), SIGTERM);
-  std::this_thread::sleep_for(200ms);
-  auto ready = get(r.admin, "/readyz");  // the admin listener stays up during the drain
-  ASSERT_TRUE(ready);
-  EXPECT_EQ(ready->result_int(), 503);
-  EXPECT_THROW(get(r.port, "/other"), std::exception);  // traffic listeners are closed
+  // The admin listener stays up during the drain and says so; the traffic listeners close.
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto ready = get(r.admin, "/readyz");
+        return ready && ready->result_int() == 503;
+      },
+      1s));
+  EXPECT_TRUE(eventually(
+      [&] {
+        try {
+          get(r.port, "/other");
+          return false;
+        } catch (const std::exception&) {
+          return true;
+        }
+      },
+      1s));
   auto done = slow.get();
   ASSERT_TRUE(done);
   EXPECT_EQ(done->result_int(), 200);

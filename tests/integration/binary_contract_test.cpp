@@ -14,11 +14,13 @@
 #include <sstream>
 #include <thread>
 
+#include "../support/jwt_signing.hpp"
 #include "floodgate/limit/clock.hpp"
 #include "floodgate_process.hpp"
 #include "grpc_peer.hpp"
 #include "h2_upstream_config.hpp"
 #include "harness.hpp"
+#include "identity_provider.hpp"
 #include "redis_server.hpp"
 #include "test_pki.hpp"
 
@@ -297,6 +299,53 @@ TEST(Binary, ARefusalPageIsReadAgainOnSighup) {
   EXPECT_EQ(again->body(), "<h1>closed for shop</h1>");
   fg.reset();
   std::filesystem::remove_all(dir);
+}
+
+// jwt.jwks as main wires it: the binary fetches the issuer's keys before serving, verifies by
+// kid, fetches again for a kid it has not seen (the issuer rotated to an Ed25519 key), and a
+// SIGHUP naming another issuer's url (down) drops the keys it had: another issuer's keys are
+// never trusted for it.
+TEST(Binary, JwksKeysRotateByKidAndAReloadToAnotherIssuerDropsThem) {
+  TestPki pki;
+  IdentityProvider idp(pki);
+  const Key first = rsa_key(), second = ed25519_key();
+  idp.publish({jwk_of(first, "2026-11")});
+  Origin origin;
+  const auto port = free_port();
+  auto yaml = [&](const std::string& url) {
+    return "server:\n  threads: 2\n  listen: [127.0.0.1:" + port_text(port) +
+           "]\njwt:\n  algorithms: [RS256, EdDSA]\n  jwks: { url: \"" + url +
+           "\", refresh: 1h, ca_file: \"" + pki.ca_file() +
+           "\" }\nupstreams:\n  origin: { url: \"http://127.0.0.1:" + port_text(origin.port()) +
+           "\" }\nroutes:\n  - name: api\n    match: { path_prefix: / }\n    upstream: origin\n"
+           "    limits: [{ name: per-tenant, algorithm: fixed_window, limit: 100, window: 1h, "
+           "key: [\"jwt:tenant\"] }]\n";
+  };
+  Binary b("binary-jwks", yaml(idp.url()));
+  wait_listening(port);
+  auto bearer = [&](const Key& key, const std::string& kid) {
+    const auto alg = EVP_PKEY_is_a(key.get(), "RSA") ? "RS256" : "EdDSA";
+    auto r =
+        get(port, "/x",
+            "Authorization: Bearer " +
+                sign(alg, header_with_kid(alg, kid), R"({"tenant":"acme","exp":4102444800})", key) +
+                "\r\n");
+    return r ? r->result_int() : -1;
+  };
+  EXPECT_EQ(bearer(first, "2026-11"), 200);
+  EXPECT_EQ(bearer(second, "2026-11"), 401);  // not the issuer's key
+
+  idp.publish({jwk_of(first, "2026-11"), jwk_of(second, "2026-12")});
+  EXPECT_TRUE(eventually([&] { return bearer(second, "2026-12") == 200; }, 5s))
+      << "the new kid was never fetched";
+  EXPECT_EQ(bearer(first, "2026-11"), 200);
+
+  idp.down(true);
+  std::ofstream(b.path) << yaml(idp.url() + "?v=2");
+  kill(b.fg->pid(), SIGHUP);
+  std::string seen;
+  ASSERT_FALSE(wait_for_line(*b.fg, "is now serving", 10s, seen).empty()) << seen;
+  EXPECT_TRUE(eventually([&] { return bearer(first, "2026-11") == 401; }, 5s));
 }
 
 // Admin overrides through the binary's API on Redis reach every kind of limit they may meet:

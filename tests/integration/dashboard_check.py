@@ -5,7 +5,9 @@ Usage: dashboard_check.py DASHBOARD.json METRICS.txt RULES_OUT.yml
 
 - the file is JSON with a title, a uid, a `datasource` and an `instance` variable, and panels
   that each have a type, a title, a place on the grid (no two overlapping) and targets;
-- every metric a query reads is a series floodgate exported in METRICS.txt (a real scrape);
+- every metric a query reads is a series floodgate exported in METRICS.txt (a scrape of the
+  binary's /metrics), and every label a query selects on (`{label=...}`) or groups by
+  (`by (...)`) is one that series carries (or one Prometheus adds at scrape: instance, job);
 - every query, with Grafana's variables filled in, is written to RULES_OUT.yml as a recording
   rule, for `promtool check rules` to parse as PromQL.
 Prints what it checked; exits 1 with the reasons on the first failures.
@@ -21,10 +23,16 @@ def main():
     with open(dashboard_path) as f:
         dash = json.load(f)
     exported = set()
+    labels = {}  # series name -> the label names it was exported with
     with open(metrics_path) as f:
         for line in f:
-            if line and not line.startswith("#"):
-                exported.add(re.split(r"[{ ]", line, maxsplit=1)[0])
+            if line.strip() and not line.startswith("#"):
+                name = re.split(r"[{ ]", line, maxsplit=1)[0]
+                exported.add(name)
+                found = labels.setdefault(name, set())
+                body = re.match(r"[^{ ]+\{(.*)\}", line)
+                if body:
+                    found.update(re.findall(r'(\w+)="', body.group(1)))
     for key in ("title", "uid", "panels", "templating"):
         if key not in dash:
             errors.append(f"no {key}")
@@ -57,10 +65,25 @@ def main():
             for var in re.findall(r"\$\{?(\w+)", expr):
                 if var not in variables and not var.startswith("__"):
                     errors.append(f"{where}: ${var} is not a variable")
+            read_here = set()
             for name in re.findall(r"\b((?:floodgate|process)_[a-z0-9_]+)\b", expr):
                 metrics_read.add(name)
+                read_here.add(name)
                 if name not in exported:
                     errors.append(f"{where}: {name} is not exported")
+            # Labels Prometheus adds to every series it scrapes.
+            scraped = {"instance", "job"}
+            for name, selector in re.findall(r"\b((?:floodgate|process)_[a-z0-9_]+)\{([^}]*)\}", expr):
+                for label in re.findall(r"(\w+)\s*(?:=~|!~|!=|=)", selector):
+                    if name in exported and label not in labels.get(name, set()) | scraped:
+                        errors.append(f"{where}: {name} has no label {label}")
+            carried = set(scraped)
+            for name in read_here:
+                carried |= labels.get(name, set())
+            for group in re.findall(r"\b(?:by|without)\s*\(([^)]*)\)", expr):
+                for label in re.findall(r"\w+", group):
+                    if label not in carried:
+                        errors.append(f"{where}: groups by {label}, which no series it reads has")
             filled = expr.replace("$__rate_interval", "5m").replace("$instance", ".*")
             rules.append((f"dashboard:panel_{panel.get('id')}_{target.get('refId')}", filled))
     with open(rules_path, "w") as f:
@@ -71,7 +94,7 @@ def main():
         print("\n".join(errors[:20]))
         return 1
     print(f"{len(dash['panels'])} panels, {len(rules)} queries, "
-          f"{len(metrics_read)} metrics read, all exported")
+          f"{len(metrics_read)} metrics read, all exported with the labels the queries use")
     return 0
 
 

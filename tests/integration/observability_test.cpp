@@ -11,8 +11,10 @@
 #include <string_view>
 
 #include "cannot_run.hpp"
+#include "floodgate_process.hpp"
 #include "harness.hpp"
 #include "proxy_yaml.hpp"
+#include "redis_server.hpp"
 
 namespace floodgate::testing {
 namespace {
@@ -42,34 +44,48 @@ TEST(Observability, AlertRulesParseAndFireWhenTheyShould) {
 TEST(Observability, TheDashboardReadsOnlyExportedSeriesAndParses) {
   FLOODGATE_REQUIRE_TOOL("promtool", "prometheus");
   Origin a, b;
-  Proxy proxy(
-      "server:\n  listen: [127.0.0.1:0]\n  threads: 1\n"
-      "upstreams:\n  pool:\n    servers: [{ url: \"" +
-      http_url(a) + "\" }, { url: \"" + http_url(b) +
-      "\" }]\n"
-      "    health_check: { path: /__stats, interval: 1s }\n"
-      "store: { key_secret: observability-test-secret-0123 }\n"
-      "routes:\n"
-      "  - name: api\n    match: { path_prefix: / }\n    upstream: pool\n"
-      "    limits:\n"
-      "      - { name: burst, algorithm: fixed_window, limit: 3, window: 1h, key: [ip] }\n"
-      "      - { name: trial, algorithm: fixed_window, limit: 1, window: 1h, key: [ip], mode: "
-      "shadow }\n");
-  for (int i = 0; i < 6; ++i) get(proxy.port(), "/x");
+  const auto port = free_port(), admin = free_port();
+  const auto config = write_temp_file(
+      "observability",
+      "server:\n  listen: [127.0.0.1:" + std::to_string(port) +
+          "]\n  threads: 1\n"
+          "admin: { listen: 127.0.0.1:" +
+          std::to_string(admin) +
+          " }\n"
+          "upstreams:\n  pool:\n    servers: [{ url: \"" +
+          http_url(a) + "\" }, { url: \"" + http_url(b) +
+          "\" }]\n"
+          "    health_check: { path: /__stats, interval: 1s }\n"
+          "store: { key_secret: observability-test-secret-0123 }\n"
+          "routes:\n"
+          "  - name: api\n    match: { path_prefix: / }\n    upstream: pool\n"
+          "    limits:\n"
+          "      - { name: burst, algorithm: fixed_window, limit: 3, window: 1h, key: [ip] }\n"
+          "      - { name: trial, algorithm: fixed_window, limit: 1, window: 1h, key: [ip], mode: "
+          "shadow }\n");
+  auto fg = start_floodgate(config);
+  wait_listening(admin);
+  wait_serving(port, "/x");  // one of the six
+  for (int i = 0; i < 5; ++i) get(port, "/x");
   const auto dir =
       std::filesystem::temp_directory_path() / ("fg-observability-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "metrics.txt") << admin::render_prometheus(proxy.metrics());
+  // A real scrape: the binary's own /metrics, as Prometheus reads it.
+  auto scrape = get(admin, "/metrics");
+  ASSERT_TRUE(scrape && scrape->result_int() == 200);
+  std::ofstream(dir / "metrics.txt") << scrape->body();
   auto checked = run({"/usr/bin/python3", kSource + "/tests/integration/dashboard_check.py",
                       kSource + "/docs/grafana-dashboard.json", (dir / "metrics.txt").string(),
                       (dir / "rules.yml").string()});
-  EXPECT_NE(checked.find("all exported"), std::string::npos) << checked;
+  EXPECT_NE(checked.find("all exported with the labels the queries use"), std::string::npos)
+      << checked;
   EXPECT_NE(checked.find("exit=0"), std::string::npos) << checked;
   std::printf("[ dashboard] %s\n", checked.substr(0, checked.find('\n')).c_str());
   auto parsed = run({kPromtool, "check rules", (dir / "rules.yml").string()});
   EXPECT_NE(parsed.find("SUCCESS"), std::string::npos) << parsed;
   EXPECT_NE(parsed.find("exit=0"), std::string::npos) << parsed;
   std::filesystem::remove_all(dir);
+  std::filesystem::remove(config);
 }
 
 }  // namespace
