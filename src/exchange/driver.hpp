@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "floodgate/decide/gate.hpp"
 #include "forwarding.hpp"
@@ -121,6 +122,7 @@ class Driver {
                                                            const UpstreamCall::Shape& shape,
                                                            bool upgrade) {
     bool retried = false;  // on another server, after a connection could not be made
+    bool sent = false;     // a head left once: another one that leaves is a re-send
     bool body_sent = !shape.has_body;
     for (;;) {
       if (abandon_()) co_return Forwarded{};  // the client went away: nothing is sent
@@ -140,6 +142,7 @@ class Driver {
       front_.using_upstream(call.connection());
       const auto sent_at = std::chrono::steady_clock::now();
       auto step = call.send_head(req, shape);
+      if (step.ok && std::exchange(sent, true)) ups_.resent(use_);
       if (step.ok && !body_sent && duplex_) {  // fed beside the response, from now on
         start_pump(call);
         body_sent = true;
@@ -154,10 +157,7 @@ class Driver {
         ups_.answered(use_, x_.upstream_took, call.head().status);
         co_return std::nullopt;
       }
-      if (step.retry) {
-        ups_.resent(use_);
-        continue;
-      }
+      if (step.retry) continue;
       co_return failed(step);
     }
   }

@@ -131,6 +131,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
       return 2;
     }
   }
+  const auto key_hash = key_hash_for({candidate.get(), baseline.get()});
   if (o.lease) {
     // The same config twice: its leased limits by the simulated instances, and exactly.
     LeaseSimulation sim{o.instances, o.spread};
@@ -139,12 +140,16 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     if (!has_lease(*candidate))
       err << "floodgate replay: no limit in " << o.candidate_file
           << " has a lease: every limit is decided exactly\n";
-    s.candidate = std::make_unique<Replayer>(candidate, "leased", o.candidate_file, o.top, sim);
-    s.baseline = std::make_unique<Replayer>(candidate, "exact", o.candidate_file, o.top);
+    s.candidate =
+        std::make_unique<Replayer>(candidate, "leased", o.candidate_file, o.top, sim, key_hash);
+    s.baseline = std::make_unique<Replayer>(candidate, "exact", o.candidate_file, o.top,
+                                            LeaseSimulation{}, key_hash);
   } else {
-    s.candidate = std::make_unique<Replayer>(candidate, "candidate", o.candidate_file, o.top);
+    s.candidate = std::make_unique<Replayer>(candidate, "candidate", o.candidate_file, o.top,
+                                             LeaseSimulation{}, key_hash);
     if (baseline)
-      s.baseline = std::make_unique<Replayer>(baseline, "baseline", o.baseline_file, o.top);
+      s.baseline = std::make_unique<Replayer>(baseline, "baseline", o.baseline_file, o.top,
+                                              LeaseSimulation{}, key_hash);
   }
 
   if (!o.overrides_file.empty()) {

@@ -105,26 +105,20 @@ void bump(std::vector<std::uint32_t>& series, std::size_t minute, std::uint32_t 
   series[minute] += n;
 }
 
-namespace {
-
-// Store keys by a fast hash: the replay's keys never leave it. But a limit being rolled out
-// places a key by its store key (limit::rollout_bucket), which live holds the caller's HMAC
-// under store.key_secret: to pick the very callers the proxy picked, such a config is keyed
-// as the proxy keys it.
-keys::KeyHasher::Kind hash_kind_for(const config::Config& c) {
-  for (const auto& route : c.routes)
-    for (const auto& l : route.limits)
-      if (l.rollout_basis_points < 10000) return keys::KeyHasher::Kind::hmac;
+keys::KeyHasher::Kind key_hash_for(const std::vector<const config::Config*>& configs) {
+  for (const auto* c : configs)
+    if (c)
+      for (const auto& route : c->routes)
+        for (const auto& l : route.limits)
+          if (l.rollout_basis_points < 10000) return keys::KeyHasher::Kind::hmac;
   return keys::KeyHasher::Kind::offline;
 }
 
-}  // namespace
-
 Replayer::Replayer(config::ConfigPtr config, std::string label, std::string file, std::size_t top,
-                   LeaseSimulation lease)
+                   LeaseSimulation lease, keys::KeyHasher::Kind key_hash)
     : config_(std::move(config)),
       state_(clock_, config_->store.max_keys),
-      decider_(hash_kind_for(*config_), "replay:") {
+      decider_(key_hash, "replay:") {
   report_.label = std::move(label);
   report_.file = std::move(file);
   report_.simulation = lease;

@@ -14,6 +14,7 @@
 #include "floodgate/config/config.hpp"
 #include "floodgate/decide/decider.hpp"
 #include "floodgate/decide/descriptor_plan.hpp"
+#include "floodgate/decide/top_board.hpp"
 #include "floodgate/keys/key_builder.hpp"
 #include "floodgate/limit/caller_overrides.hpp"
 #include "floodgate/limit/clock.hpp"
@@ -80,7 +81,9 @@ struct LimitReport {
       n += refused_by_rollout_percent[static_cast<std::size_t>(i)];
     return n;
   }
-  explicit LimitReport(std::size_t top) : closest(top), callers(4 * top) {}
+  // The busiest callers' summary sized as /top's (decide::TopBoard): `top` sets how many are
+  // shown, not how right they are.
+  explicit LimitReport(std::size_t top) : closest(top), callers(decide::TopBoard::counters(top)) {}
 };
 
 struct ConfigReport {
@@ -108,12 +111,21 @@ struct Decision {
   std::string key;                       // its caller, as text (only when refused)
 };
 
+// Store keys by a fast hash: a replay's keys never leave it. But a limit being rolled out places
+// a key by its store key (limit::rollout_bucket), which live holds the caller's HMAC under
+// store.key_secret: to pick the very callers the proxy picked, a run with a rollout in any of
+// its configs keys them all as the proxy does.
+keys::KeyHasher::Kind key_hash_for(const std::vector<const config::Config*>& configs);
+
 class Replayer {
  public:
   // With `lease.instances` > 0, leased limits are decided by that many simulated instances
   // (lease_fleet.hpp); otherwise every limit exactly.
+  // `key_hash`: how store keys are hashed (key_hash_for: the same for every config of a run,
+  // so that a store's evictions follow the same keys).
   Replayer(config::ConfigPtr config, std::string label, std::string file, std::size_t top,
-           LeaseSimulation lease = {});
+           LeaseSimulation lease = {},
+           keys::KeyHasher::Kind key_hash = keys::KeyHasher::Kind::offline);
   ~Replayer();
 
   // Decides `r` at `now` (monotonic across calls). `minute` indexes the per-minute series.

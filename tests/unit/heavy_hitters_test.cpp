@@ -240,8 +240,11 @@ TEST(HeavyHitters, TopFindsEveryCallerAbove1PercentAmong100000WithinAnErrorOf1Pe
     worst_stated = std::max(worst_stated, static_cast<double>(it->error) / n);
   }
   // No one-request caller is mistaken for one above 1 %.
-  for (const auto& e : all.entries)
-    if (truth.at(e.id) == 1) EXPECT_LE(static_cast<double>(e.count), n / 100 + 1) << e.caller;
+  for (const auto& e : all.entries) {
+    if (truth.at(e.id) == 1) {
+      EXPECT_LE(static_cast<double>(e.count), n / 100 + 1) << e.caller;
+    }
+  }
   std::size_t bytes = 0;
   for (std::size_t w = 0; w < 2; ++w) {
     TopWindow window(m, 60 * kMicrosPerSecond);

@@ -99,7 +99,7 @@ struct ServerSettings {
 // The heaviest callers of each limit, kept for the admin listener's /top and page.
 struct TopSettings {
   bool enabled = true;  // `top: off` turns it off; without an admin listener nothing is kept
-  std::size_t k = 20;   // callers shown per limit (each worker keeps 4k counters per limit)
+  std::size_t k = 20;   // callers shown per limit (decide::TopBoard::counters: how many kept)
   Duration window{60'000};
 };
 
