@@ -17,7 +17,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::uint64_t metric(const std::string& text, const std::string& series) {
+std::uint64_t series_value(const std::string& text, const std::string& series) {
   auto at = text.find("\n" + series + " ");
   if (at == std::string::npos) return UINT64_MAX;
   return std::stoull(text.substr(at + series.size() + 2));
@@ -41,8 +41,8 @@ TEST(Abuse, MaxConnectionsHoldsTheExtraConnectionUntilOneCloses) {
   extra.send(kRequest);
   EXPECT_FALSE(extra.read_response(400ms)) << "served beyond max_connections";
   EXPECT_FALSE(extra.closed_by_peer(0ms)) << "refused instead of held";
-  auto paused = metric(admin::render_prometheus(proxy.metrics()),
-                       R"(floodgate_accept_pauses_total{reason="max_connections"})");
+  auto paused = series_value(admin::render_prometheus(proxy.metrics()),
+                             R"(floodgate_accept_pauses_total{reason="max_connections"})");
   EXPECT_TRUE(paused >= 1 && paused != UINT64_MAX) << paused;
 
   open.front().reset();  // one closes: the waiting one is served
@@ -97,8 +97,8 @@ TEST(Abuse, OutOfDescriptorsPausesAcceptingAndLogsOncePerSecond) {
   ASSERT_FALSE(ec) << ec.message();
 
   // Paused, not spinning: a few pauses a second, a line at most once a second.
-  auto pauses =
-      metric(admin::render_prometheus(proxy.metrics()), R"(floodgate_accept_pauses_total{reason="resources"})");
+  auto pauses = series_value(admin::render_prometheus(proxy.metrics()),
+                             R"(floodgate_accept_pauses_total{reason="resources"})");
   EXPECT_TRUE(pauses >= 1 && pauses <= 20) << pauses;
   auto lines = count_containing(log.lines(), "accept failed");
   EXPECT_GE(lines, 1u);

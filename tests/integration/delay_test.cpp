@@ -24,7 +24,7 @@ struct Answer {
 };
 
 // `n` requests at once, each on its own connection: status and time to its answer.
-std::vector<Answer> burst(std::uint16_t port, int n) {
+std::vector<Answer> delay_burst(std::uint16_t port, int n) {
   std::vector<std::future<Answer>> pending;
   const auto start = Clock::now();
   for (int i = 0; i < n; ++i)
@@ -59,7 +59,7 @@ TEST(Delay, ABurstIsForwardedInTurnUpToMaxDelayThenRefused) {
   Origin origin;
   Proxy proxy(config(origin));
   // 1 at once, 5 held 0.2 s apart (max_delay 1 s at 5/s: 5 units of queue), the 7th refused.
-  const auto answers = burst(proxy.port(), 7);
+  const auto answers = delay_burst(proxy.port(), 7);
   EXPECT_EQ(count(answers, 200), 6);
   EXPECT_EQ(count(answers, 429), 1);
   // The admitted ones, in time order: the first at once (what an unlimited request takes
@@ -90,7 +90,7 @@ TEST(Delay, ABurstIsForwardedInTurnUpToMaxDelayThenRefused) {
 TEST(Delay, NoMoreThanMaxDelayedAreHeldAtOnce) {
   Origin origin;
   Proxy proxy(config(origin, "  max_delayed: 2\n"));
-  const auto answers = burst(proxy.port(), 7);
+  const auto answers = delay_burst(proxy.port(), 7);
   EXPECT_EQ(count(answers, 200), 3);  // one at once, two held
   EXPECT_EQ(count(answers, 429), 4);
 }

@@ -34,7 +34,7 @@ int status(std::uint16_t port, const std::string& bearer) {
   return r ? r->result_int() : -1;
 }
 
-std::uint64_t metric(const std::string& text, const std::string& series) {
+std::uint64_t jwks_metric(const std::string& text, const std::string& series) {
   auto at = text.find("\n" + series + " ");
   return at == std::string::npos ? 0 : std::stoull(text.substr(at + series.size() + 2));
 }
@@ -87,15 +87,15 @@ TEST(Jwks, KeysAreFetchedChosenByKidRotatedAndKeptWhileTheProviderIsDown) {
   bool failed = false;
   for (int i = 0; i < 40 && !failed; ++i) {
     std::this_thread::sleep_for(100ms);
-    failed = metric(admin::render_prometheus(proxy.metrics()),
-                    R"(floodgate_jwks_fetches_total{result="error"})") == 1;
+    failed = jwks_metric(admin::render_prometheus(proxy.metrics()),
+                         R"(floodgate_jwks_fetches_total{result="error"})") == 1;
   }
   EXPECT_TRUE(failed);
   EXPECT_EQ(status(port, token(first, "2026-11", "acme")), 200);
   EXPECT_EQ(status(port, token(second, "2026-12", "globex")), 200);
   auto text = admin::render_prometheus(proxy.metrics());
-  EXPECT_EQ(metric(text, R"(floodgate_jwks_fetches_total{result="ok"})"), 2u);
-  EXPECT_EQ(metric(text, "floodgate_jwks_keys"), 2u);
+  EXPECT_EQ(jwks_metric(text, R"(floodgate_jwks_fetches_total{result="ok"})"), 2u);
+  EXPECT_EQ(jwks_metric(text, "floodgate_jwks_keys"), 2u);
   bool warned = false;
   for (const auto& line : log.lines())
     warned |= line.find("503; keeping the 2 key(s) fetched") != std::string::npos;

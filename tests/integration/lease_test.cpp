@@ -47,7 +47,7 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-std::uint64_t metric(Proxy& p, const std::string& line_start) {
+std::uint64_t proxy_metric(Proxy& p, const std::string& line_start) {
   auto text = admin::render_prometheus(p.metrics());
   auto at = text.find(line_start);
   if (at == std::string::npos) return 0;
@@ -100,8 +100,8 @@ TEST(FarStore, AHotKeyThroughALeaseIsAnsweredLocallyWhileTheExactLimitPaysTheRou
       "[ far store ] 80 ms away: leased median %.2f ms (max %.2f), first %.1f ms; "
       "exact median %.1f ms\n",
       median(rest), *std::max_element(rest.begin(), rest.end()), leased.front(), median(exact));
-  EXPECT_GE(metric(proxy, "floodgate_lease_local_decisions_total{route=\"leased\""), 39u);
-  EXPECT_GE(metric(proxy, "floodgate_lease_grants_total{route=\"leased\""), 1u);
+  EXPECT_GE(proxy_metric(proxy, "floodgate_lease_local_decisions_total{route=\"leased\""), 39u);
+  EXPECT_GE(proxy_metric(proxy, "floodgate_lease_grants_total{route=\"leased\""), 1u);
 }
 
 // The same across a WAN as operators run it (issue 39 item 4): Redis on its TLS port only,
@@ -135,7 +135,7 @@ TEST(FarStore, ALeasedLimitThroughATlsRedis50msAwayPaysNoRoundTrip) {
       "[ far store, TLS ] 50 ms away: leased median %.2f ms (max %.2f), first %.1f ms; "
       "exact median %.1f ms\n",
       median(rest), *std::max_element(rest.begin(), rest.end()), leased.front(), median(exact));
-  EXPECT_GE(metric(proxy, "floodgate_lease_local_decisions_total{route=\"leased\""), 39u);
+  EXPECT_GE(proxy_metric(proxy, "floodgate_lease_local_decisions_total{route=\"leased\""), 39u);
   // Cut: every connection drops; the next ones handshake again and decide.
   const auto before = far.connections();
   far.cut(false);

@@ -99,6 +99,18 @@ TEST(Top, HeavyAndLightCallersAcrossWorkers) {
     EXPECT_EQ(list[i].at("requests").as_int64(), 3);
     EXPECT_EQ(list[i].at("refused").as_int64(), 0);
   }
+  // Both workers counted (each request a connection of its own, spread by the kernel), and
+  // the answer above is their merge: each worker's own summaries add up to the whole.
+  std::uint64_t workers = 0, counted = 0;
+  for (const auto& t : proxy.server().top(std::chrono::seconds(1)))
+    if (t.limit == "per-key") {
+      std::uint64_t n = 0;
+      for (const auto& h : t.slices) n += h.total();
+      workers += n > 0;
+      counted += n;
+    }
+  EXPECT_EQ(workers, 2u);
+  EXPECT_EQ(counted, 60u + 12 * 3);
   // The shadow limit counts what it would have refused, and refuses nothing.
   const auto& trial = limit_named(top, "trial");
   EXPECT_GT(trial.at("top").as_array()[0].at("shadow_refused").as_int64(), 0) << trial;

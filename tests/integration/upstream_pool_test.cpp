@@ -42,7 +42,7 @@ std::string series(const char* name, std::uint16_t port) {
 
 // Waits until `ok` holds, for up to `limit`.
 template <typename F>
-bool eventually(F ok, std::chrono::milliseconds limit) {
+bool pool_eventually(F ok, std::chrono::milliseconds limit) {
   for (const auto until = std::chrono::steady_clock::now() + limit;
        std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(20ms))
     if (ok()) return true;
@@ -115,7 +115,7 @@ TEST(UpstreamPool, AServerLostIsRetriedAroundTakenOutAndBackWhenItServesAgain) {
   EXPECT_EQ(a1 - a0 + c1 - c0, 60u);
 
   // Two failed checks take it out; then no request goes its way (no retries either).
-  ASSERT_TRUE(eventually([&] { return m("floodgate_upstream_server_up", b_port) == 0; }, 3s));
+  ASSERT_TRUE(pool_eventually([&] { return m("floodgate_upstream_server_up", b_port) == 0; }, 3s));
   const auto retries = metric(admin::render_prometheus(proxy.metrics()),
                               "floodgate_upstream_retries_total{upstream=\"pool\"}");
   const auto b_requests = m("floodgate_upstream_server_requests_total", b_port);
@@ -132,7 +132,7 @@ TEST(UpstreamPool, AServerLostIsRetriedAroundTakenOutAndBackWhenItServesAgain) {
 
   // b serves again on its port: two passed checks bring it back, and it gets its share.
   b.emplace(b_port);
-  ASSERT_TRUE(eventually([&] { return m("floodgate_upstream_server_up", b_port) == 1; }, 3s));
+  ASSERT_TRUE(pool_eventually([&] { return m("floodgate_upstream_server_up", b_port) == 1; }, 3s));
   EXPECT_EQ(send(proxy.port(), 60), (std::map<int, int>{{200, 60}}));
   std::uint64_t a3, b3, c3;
   counts(a3, b3, c3);
@@ -195,7 +195,7 @@ TEST(UpstreamPool, ARequestThatReachedAServerIsNeverSentToAnother) {
                              : "POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc");
     ++statuses[r ? r->result_int() : -1];
   }
-  ASSERT_TRUE(eventually([&] { return swallower.requests() == statuses[502]; }, 2s));
+  ASSERT_TRUE(pool_eventually([&] { return swallower.requests() == statuses[502]; }, 2s));
   EXPECT_EQ(statuses[200] + statuses[502], 12);
   EXPECT_EQ(origin.requests(), static_cast<std::uint64_t>(statuses[200]));
   EXPECT_EQ(metric(admin::render_prometheus(proxy.metrics()),
@@ -227,7 +227,7 @@ TEST(UpstreamPool, ConsecutiveFailuresEjectAServerForItsCoolDown) {
               std::string::npos;
   EXPECT_TRUE(logged);
   // After the cool-down it is tried again (and ejected again after two more).
-  ASSERT_TRUE(eventually([&] { return m("floodgate_upstream_server_up") == 1; }, 3s));
+  ASSERT_TRUE(pool_eventually([&] { return m("floodgate_upstream_server_up") == 1; }, 3s));
   EXPECT_EQ(send(proxy.port(), 10), (std::map<int, int>{{200, 10}}));
   EXPECT_EQ(m("floodgate_upstream_server_requests_total"), 4u);
   EXPECT_EQ(m("floodgate_upstream_server_ejections_total"), 2u);
@@ -251,7 +251,7 @@ TEST(UpstreamPool, AnH2UpstreamsServersAreCheckedOverHttp2) {
   auto m = [&](const char* name, std::uint16_t p) {
     return metric(admin::render_prometheus(proxy.metrics()), series(name, p));
   };
-  ASSERT_TRUE(eventually([&] { return m("floodgate_upstream_server_up", dead) == 0; }, 3s));
+  ASSERT_TRUE(pool_eventually([&] { return m("floodgate_upstream_server_up", dead) == 0; }, 3s));
   EXPECT_EQ(m("floodgate_upstream_server_up", port), 1u);
   EXPECT_LT(m("floodgate_upstream_server_checks_failed_total", port), 2u);  // sanitizers are slow
   // Every request goes to the server that passes.
