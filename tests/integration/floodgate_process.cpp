@@ -8,6 +8,8 @@
 #include <fstream>
 #include <thread>
 
+#include "floodgate/limit/clock.hpp"
+
 namespace floodgate::testing {
 
 using namespace std::chrono_literals;
@@ -119,6 +121,19 @@ std::string put_override(std::uint16_t admin, const std::string& limit, const st
   auto out = command_output(command, 20);
   const auto space = out.rfind(' ');
   return space == std::string::npos ? out : out.substr(space + 1) + " " + out.substr(0, space);
+}
+
+std::int64_t next_local_midnight(const std::string& zone, std::chrono::seconds margin) {
+  auto ask = [&] {
+    return std::stoll(command_output("env TZ=" + zone + " date -d 'tomorrow 00:00' +%s", 10));
+  };
+  const auto now_s = [] { return limit::SystemClock().now() / limit::kMicrosPerSecond; };
+  auto midnight = ask();
+  if (midnight - now_s() < margin.count()) {
+    std::this_thread::sleep_for(std::chrono::seconds(midnight - now_s() + 2));
+    midnight = ask();
+  }
+  return midnight;
 }
 
 std::string redis_config(std::uint16_t listen_port, std::uint16_t origin_port,

@@ -36,6 +36,12 @@ void wait_serving(std::uint16_t port, const std::string& target = "/__up");
 // Until `port` accepts a connection (no request is sent): a test failure after 5 s.
 void wait_listening(std::uint16_t port);
 
+// The next local midnight in `zone` (Unix seconds), by the system's own zone database through
+// date(1): an oracle apart from src/calendar. When it is less than `margin` away it first waits
+// until it has passed (a day must not end under the test) and returns the one after.
+std::int64_t next_local_midnight(const std::string& zone,
+                                 std::chrono::seconds margin = std::chrono::seconds(30));
+
 // Polls `condition` every few milliseconds until it holds or `timeout` has passed; returns
 // its last value. For conditions a loaded machine reaches at its own pace.
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);

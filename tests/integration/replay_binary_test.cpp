@@ -136,17 +136,8 @@ std::string log_and_routes(std::uint16_t port, std::uint16_t origin, const std::
          "\" }\nroutes:\n" + routes;
 }
 
-// The next local midnight in Berlin is more than a minute away (else waits past it): the
-// quota's day does not end under the test.
-void away_from_berlin_midnight() {
-  const auto midnight =
-      std::stoll(command_output("env TZ=Europe/Berlin date -d 'tomorrow 00:00' +%s", 10));
-  const auto now = limit::SystemClock().now() / limit::kMicrosPerSecond;
-  if (midnight - now < 60) std::this_thread::sleep_for(std::chrono::seconds(midnight - now + 2));
-}
-
 TEST(ReplayBinary, EveryKindOfLimitIsDecidedAsTheBinaryDecidedIt) {
-  away_from_berlin_midnight();
+  next_local_midnight("Europe/Berlin", std::chrono::seconds(60));  // not ending under the test
   Origin origin;
   rs::ScratchDir dir;
   const auto port = free_port();
