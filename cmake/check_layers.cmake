@@ -22,6 +22,7 @@ set(RANK_net 10)       # sockets, deadlines, upstream pools, balancer, health
 set(RANK_exchange 11)  # the exchange, the pipeline, THE driver (driver.hpp)
 set(RANK_h1 12)        # HTTP/1.1 framing (fronts and upstream calls)
 set(RANK_h2 12)        # HTTP/2 framing: a peer of h1, neither includes the other
+set(RANK_h3 12)        # HTTP/3 over QUIC: a third peer of h1 and h2
 set(RANK_rls 12)       # Envoy's rate limit service over a Front: no framing of its own
 set(RANK_server 13)    # workers, acceptors, sessions (the protocol pick), the Proxy
 set(RANK_admin 14)
@@ -30,11 +31,14 @@ set(RANK_app 15)
 
 # Libraries a layer may not include at all, whatever its rank: the decision is protocol-free
 # (an RLS call reaches it with no HTTP), the exchange and its driver speak no protocol's types
-# (their Fields are filled by each front), and nghttp2 stays in h2/.
-set(FORBIDDEN_decide "boost/beast|nghttp2|boost/asio/ip")
-set(FORBIDDEN_exchange "nghttp2|boost/beast")
-set(FORBIDDEN_h1 "nghttp2")
-set(FORBIDDEN_rls "nghttp2|boost/beast")
+# (their Fields are filled by each front), nghttp2 stays in h2/, and ngtcp2 and nghttp3 in h3/
+# (GnuTLS in h3/ and tls/).
+set(FORBIDDEN_decide "boost/beast|nghttp2|ngtcp2|nghttp3|gnutls|boost/asio/ip")
+set(FORBIDDEN_exchange "nghttp2|ngtcp2|nghttp3|gnutls|boost/beast")
+set(FORBIDDEN_h1 "nghttp2|ngtcp2|nghttp3|gnutls")
+set(FORBIDDEN_h2 "ngtcp2|nghttp3|gnutls")
+set(FORBIDDEN_h3 "nghttp2|boost/beast")
+set(FORBIDDEN_rls "nghttp2|ngtcp2|nghttp3|gnutls|boost/beast")
 
 # The layer of a path relative to the source root ("" when it is in none).
 function(layer_of path out)

@@ -7,14 +7,7 @@
 set -euo pipefail
 root=${1:?usage: scripts/fresh-root.sh ROOT}
 [ "$(id -u)" = 0 ] || { echo "fresh-root: needs root (debootstrap)" >&2; exit 1; }
-# The first Debian mirror of this machine's sources (deb822 or one-line format).
-mirror=$(
-  { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources || true
-    grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list || true
-  } | sed 's/\[[^]]*\]//' | awk '$1 == "URIs:" || $1 == "deb" {print $2}' |
-    grep -v -- '-security' | head -n 1 || true
-)
-[ -n "$mirror" ] || { echo "fresh-root: no Debian mirror in /etc/apt sources" >&2; exit 1; }
+mirror=$("$(dirname "$0")/debian-mirror.sh")
 rm -rf "$root"
 mkdir -p "$(dirname "$root")"
 debootstrap --variant=minbase bookworm "$root" "$mirror" > "$root.log" 2>&1 || {

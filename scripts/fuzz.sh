@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 targets=(fuzz_request fuzz_config fuzz_jwt fuzz_redis_reply fuzz_cluster_reply fuzz_log_line fuzz_h2_frames
   fuzz_h2_upstream fuzz_tzif fuzz_client_hello fuzz_rls_request fuzz_jwks
-  fuzz_key_parts)
+  fuzz_key_parts fuzz_quic)
 
 scripts/install-deps.sh >/dev/null
 # Optimised but with line tables for the reports, and with assertions kept (no -DNDEBUG):

@@ -5,12 +5,14 @@
 #include <vector>
 
 #include "floodgate/tls/contexts.hpp"
+#include "floodgate/tls/quic_credentials.hpp"
 #include "sections.hpp"
 
 namespace floodgate::config {
 namespace {
 
-// A listener's `protocols`: h2 needs TLS (ALPN), h2c a plain listener (prior knowledge).
+// A listener's `protocols`: h2 needs TLS (ALPN), h2c a plain listener (prior knowledge), h3
+// TLS (QUIC has no plain form) and a TCP protocol beside it (Alt-Svc is how clients find it).
 std::vector<Protocol> protocols(YamlReader& r, const Section& s, bool tls) {
   std::vector<Protocol> out;
   if (!s.has("protocols")) {
@@ -23,14 +25,18 @@ std::vector<Protocol> protocols(YamlReader& r, const Section& s, bool tls) {
     if (name == "http1") p = Protocol::http1;
     if (name == "h2") p = Protocol::h2;
     if (name == "h2c") p = Protocol::h2c;
+    if (name == "h3") p = Protocol::h3;
     if (!p) {
-      r.error(item, s.at("protocols"), "expected http1, h2 or h2c, got \"" + name + "\"");
+      r.error(item, s.at("protocols"), "expected http1, h2, h2c or h3, got \"" + name + "\"");
       continue;
     }
     if (*p == Protocol::h2 && !tls)
       r.error(item, s.at("protocols"),
               "h2 is HTTP/2 over TLS (ALPN): this listener has no tls; h2c is HTTP/2 with prior "
               "knowledge on a plain listener");
+    else if (*p == Protocol::h3 && !tls)
+      r.error(item, s.at("protocols"),
+              "h3 is HTTP/3 over QUIC, which is always TLS 1.3: this listener has no tls");
     else if (*p == Protocol::h2c && tls)
       r.error(item, s.at("protocols"),
               "h2c is HTTP/2 with prior knowledge on a plain listener: with tls, use h2");
@@ -41,6 +47,11 @@ std::vector<Protocol> protocols(YamlReader& r, const Section& s, bool tls) {
   }
   if (out.empty() && s["protocols"].IsSequence() && s["protocols"].size() == 0)
     r.error(s["protocols"], s.at("protocols"), "at least one protocol is required");
+  if (!out.empty() &&
+      std::all_of(out.begin(), out.end(), [](Protocol p) { return p == Protocol::h3; }))
+    r.error(s["protocols"], s.at("protocols"),
+            "h3 needs http1 or h2 beside it: clients learn of HTTP/3 from the Alt-Svc of a TCP "
+            "answer");
   if (out.empty()) out.push_back(Protocol::http1);  // an error was reported: nothing is served
   return out;
 }
@@ -100,11 +111,22 @@ std::optional<Listener> read_listener(YamlReader& r, const YAML::Node& n, const 
         r.error(t["certificates"], t.at("certificates"), "at least one certificate is required");
     }
     l.protocols = grpc_only ? std::vector<Protocol>{Protocol::h2} : protocols(r, s, true);
-    std::vector<std::string> alpn;
-    for (auto p : l.protocols) alpn.emplace_back(p == Protocol::h2 ? "h2" : "http/1.1");
-    if (!loaded_certs.empty() && loaded_certs.size() == tls.certificates.size())
+    std::vector<std::string> alpn;  // TCP's: h3 is QUIC's own ALPN
+    for (auto p : l.protocols)
+      if (p != Protocol::h3) alpn.emplace_back(p == Protocol::h2 ? "h2" : "http/1.1");
+    if (!loaded_certs.empty() && loaded_certs.size() == tls.certificates.size()) {
       tls.contexts =
           std::make_shared<const tls::ServerContexts>(std::move(loaded_certs), std::move(alpn));
+      if (l.speaks(Protocol::h3)) {
+        std::vector<tls::QuicCredentials::Files> files;
+        for (const auto& c : tls.certificates) files.push_back({c.cert, c.key});
+        auto quic = tls::QuicCredentials::load(files, tls.contexts);
+        if (auto* e = std::get_if<tls::CertificateError>(&quic))
+          r.error(t["certificates"], t.at("certificates"), e->message);
+        else
+          tls.quic = std::get<std::shared_ptr<const tls::QuicCredentials>>(std::move(quic));
+      }
+    }
     l.tls = tls;
   } else {
     l.protocols = grpc_only ? std::vector<Protocol>{Protocol::h2c} : protocols(r, s, false);

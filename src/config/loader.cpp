@@ -296,6 +296,8 @@ const char* to_string(Protocol p) {
       return "http1";
     case Protocol::h2:
       return "h2";
+    case Protocol::h3:
+      return "h3";
     case Protocol::h2c:
       return "h2c";
   }

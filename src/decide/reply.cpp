@@ -43,6 +43,7 @@ Reply refused(const config::Route& route, const config::Limit& limit, const limi
 
 void reply_headers(const Reply& r, const limit::HeaderSink& emit) {
   if (!r.request_id.empty()) emit("X-Request-Id", r.request_id);
+  if (!r.alt_svc.empty()) emit("Alt-Svc", r.alt_svc);
   if (r.refusal)
     limit::rate_headers(*r.refusal->limit, r.refusal->params, r.refusal->decision, r.refusal->now,
                         emit);

@@ -49,8 +49,9 @@ struct Exchange {
   // The connection's ClientHello fingerprints (TLS listeners, when a limit keys on them).
   const tls::Fingerprints* tls_fingerprints = nullptr;
   keys::JwksCell* jwks = nullptr;       // the issuer's keys (jwt.jwks), when the app fetches them
-  std::string_view protocol = "http1";  // the front protocol: http1, h2
-  unsigned version = 11;                // the client's HTTP version: 10, 11
+  std::string_view protocol = "http1";  // the front protocol: http1, h2, h3
+  std::string_view alt_svc;   // a TCP listener's Alt-Svc when it lists h3: on every answer
+  unsigned version = 11;      // the client's HTTP version: 10, 11
   bool can_continue = true;   // may the connection carry another request after an answer of ours
   limit::Micros arrived = 0;  // the limit clock when the head had been read
   std::chrono::steady_clock::time_point started{};  // set only when the access log is on

@@ -109,6 +109,7 @@ void prepare_upstream_head(Exchange& x, RequestHead& req, const config::Upstream
 
 void add_rate_headers(const Exchange& x, Fields& response) {
   for (const auto& [name, value] : x.admission.headers) response.set(name, value);
+  if (!x.alt_svc.empty()) response.set("Alt-Svc", x.alt_svc);
 }
 
 void log_exchange(Exchange& x, spdlog::logger& access_log, keys::KeyHasher& hasher) {

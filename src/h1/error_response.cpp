@@ -3,7 +3,10 @@
 namespace floodgate::http {
 
 Answer render(Reply reply, unsigned version, bool keep_alive, const Exchange* x) {
-  if (x) reply.request_id = x->request_id;
+  if (x) {
+    reply.request_id = x->request_id;
+    reply.alt_svc = x->alt_svc;
+  }
   AnswerWriter w(static_cast<unsigned>(reply.status), version, keep_alive);
   reply_headers(reply,
                 [&w](std::string_view name, std::string_view value) { w.header(name, value); });

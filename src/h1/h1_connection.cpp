@@ -33,13 +33,14 @@ bhttp::status status_for_read_error(const beast::error_code& ec) {
 
 H1Connection::H1Connection(Transport& client, Watchdog& watch, beast::flat_buffer& buffer,
                            SessionRegistry::Entry& entry, std::string_view peer_ip,
-                           const config::IpAddress& peer, Services& w)
+                           const config::IpAddress& peer, Services& w, std::string_view alt_svc)
     : client_(client),
       watch_(watch),
       buffer_(buffer),
       entry_(entry),
       peer_ip_(peer_ip),
       peer_(peer),
+      alt_svc_(alt_svc),
       w_(w) {}
 
 asio::awaitable<H1Connection::End> H1Connection::run() {
@@ -131,6 +132,7 @@ void H1Connection::take_connection(Exchange& x, RequestParser& parser, bool whol
   x.peer = peer_;
   x.tls = client_.is_tls();
   x.tls_fingerprints = client_.fingerprints();
+  x.alt_svc = alt_svc_;
   w_.identify(x);
 }
 

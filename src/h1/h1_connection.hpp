@@ -26,7 +26,7 @@ class H1Connection {
   // References into the session, which outlives this.
   H1Connection(Transport& client, Watchdog& watch, boost::beast::flat_buffer& buffer,
                SessionRegistry::Entry& entry, std::string_view peer_ip,
-               const config::IpAddress& peer, Services& w);
+               const config::IpAddress& peer, Services& w, std::string_view alt_svc = {});
   H1Connection(const H1Connection&) = delete;
   H1Connection& operator=(const H1Connection&) = delete;
 
@@ -49,6 +49,7 @@ class H1Connection {
   SessionRegistry::Entry& entry_;  // its state: idle while waiting for the next request
   std::string_view peer_ip_;
   const config::IpAddress& peer_;
+  std::string_view alt_svc_;  // the listener's Alt-Svc (h3), for every answer
   Services& w_;
   RequestHead request_;             // the request being read (reused: its memory stays)
   std::string head_;                // the message head being relayed, serialized (reused)

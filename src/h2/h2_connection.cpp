@@ -31,7 +31,8 @@ constexpr std::size_t kMaxContinuations = 8;
 
 H2Connection::H2Connection(Services& w, Transport& client, Watchdog& watch,
                            std::string_view peer_ip, const config::IpAddress& peer,
-                           SessionRegistry::Entry& entry, StreamService* service)
+                           SessionRegistry::Entry& entry, StreamService* service,
+                           std::string_view alt_svc)
     : w_(w),
       service_(service),
       client_(client),
@@ -40,6 +41,7 @@ H2Connection::H2Connection(Services& w, Transport& client, Watchdog& watch,
       max_header_bytes_(w.snapshot()->server.max_header_bytes),
       peer_ip_(peer_ip),
       peer_(peer),
+      alt_svc_(alt_svc),
       entry_(entry),
       write_wake_(client.get_executor()),
       tasks_done_(client.get_executor()),
@@ -247,6 +249,7 @@ void H2Connection::submit_head(H2Stream& s, H2HeaderBlock& head, bool has_body) 
 
 void H2Connection::submit_reply(H2Stream& s, Reply reply) {
   reply.request_id = s.x.request_id;
+  reply.alt_svc = s.x.alt_svc;
   // A reset stream gets nothing: no status to log, count or charge a counting limit for.
   if (s.closed) return;
   s.x.status = reply.status;
@@ -312,18 +315,6 @@ void H2Connection::charge_reset() {
   goaway_sent_ = true;
   nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
   kick();
-}
-
-ResetBudget::ResetBudget(std::uint32_t per_second)
-    : per_second_(per_second), tokens_(per_second), last_(std::chrono::steady_clock::now()) {}
-
-bool ResetBudget::take(std::chrono::steady_clock::time_point now) {
-  const std::chrono::duration<double> elapsed = now - last_;
-  last_ = now;
-  tokens_ = std::min(per_second_, tokens_ + elapsed.count() * per_second_);
-  if (tokens_ < 1) return false;
-  tokens_ -= 1;
-  return true;
 }
 
 std::unique_ptr<H2Connection::Scratch> H2Connection::take_scratch() {

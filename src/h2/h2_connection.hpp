@@ -27,6 +27,7 @@
 #include "exchange/services.hpp"
 #include "exchange/stream_service.hpp"
 #include "h2_header_block.hpp"
+#include "net/reset_budget.hpp"
 #include "net/session_registry.hpp"
 #include "net/transport.hpp"
 #include "net/watchdog.hpp"
@@ -85,22 +86,6 @@ struct H2Stream {
 // max_concurrent_streams), and an upstream's failure is not the client's doing.
 enum class ResetCause { client_frames, stall, upstream };
 
-// Streams a client made end abnormally, per connection: its own RST_STREAMs and every reset
-// floodgate sends because of the client's frames or its stalling (a WINDOW_UPDATE past 2^31-1,
-// DATA past content-length: MadeYouReset, CVE-2025-8671), in one token bucket of
-// `per_second`, refilled at that rate. Past it the connection ends with GOAWAY.
-class ResetBudget {
- public:
-  explicit ResetBudget(std::uint32_t per_second);
-  // Takes one reset; false when the budget is spent.
-  bool take(std::chrono::steady_clock::time_point now);
-
- private:
-  double per_second_;
-  double tokens_;
-  std::chrono::steady_clock::time_point last_;
-};
-
 // Waits until the stream changes (a callback cancels `wake`) or `timeout` passes; false on
 // the timeout.
 boost::asio::awaitable<bool> changed(H2Stream& s, std::chrono::milliseconds timeout);
@@ -111,7 +96,7 @@ class H2Connection {
   // proxied; null: proxied.
   H2Connection(Services& w, Transport& client, Watchdog& watch, std::string_view peer_ip,
                const config::IpAddress& peer, SessionRegistry::Entry& entry,
-               StreamService* service = nullptr);
+               StreamService* service = nullptr, std::string_view alt_svc = {});
   ~H2Connection();
   H2Connection(const H2Connection&) = delete;
   H2Connection& operator=(const H2Connection&) = delete;
@@ -164,6 +149,7 @@ class H2Connection {
   std::size_t max_header_bytes_;
   std::string peer_ip_;
   config::IpAddress peer_;
+  std::string_view alt_svc_;  // the listener's Alt-Svc (h3), for every answer
   SessionRegistry::Entry& entry_;
   nghttp2_session* session_ = nullptr;
   std::map<std::int32_t, std::shared_ptr<H2Stream>> streams_;

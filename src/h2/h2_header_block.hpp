@@ -1,5 +1,5 @@
 #pragma once
-// Header blocks in the form nghttp2 takes and gives them.
+// Header blocks in the form nghttp2 takes them.
 
 #include <nghttp2/nghttp2.h>
 
@@ -12,28 +12,23 @@
 #include <string_view>
 
 #include "exchange/fields.hpp"
+#include "exchange/header_block.hpp"
 #include "floodgate/config/config.hpp"
 
 namespace floodgate::http {
 
-// A header block as nghttp2_submit_response, _request or _trailer takes it (names lower-case),
-// built without an allocation per field: every name and value is copied into one arena, and the
-// name-value pairs point into it once it is complete (nghttp2 copies them in turn).
-class H2HeaderBlock {
+// A header block as nghttp2_submit_response, _request or _trailer takes it (names lower-case;
+// nghttp2 copies the pairs in turn).
+class H2HeaderBlock : public HeaderBlock {
  public:
-  H2HeaderBlock() = default;           // nothing allocated until the first add
-  explicit H2HeaderBlock(int status);  // a response's, :status first
-  void add(std::string_view name, std::string_view value);
-  void add(std::string_view name, std::uint64_t number);  // the number in decimal
+  using HeaderBlock::HeaderBlock;
   // The pairs in the order added; valid until the next add.
-  std::span<const nghttp2_nv> pairs();
+  std::span<const nghttp2_nv> pairs() {
+    pairs_into<nghttp2_nv>(nva_, NGHTTP2_NV_FLAG_NONE);
+    return nva_;
+  }
 
  private:
-  struct Entry {
-    std::uint32_t name, name_len, value, value_len;  // offsets into arena_
-  };
-  std::string arena_;
-  boost::container::small_vector<Entry, 16> entries_;
   boost::container::small_vector<nghttp2_nv, 16> nva_;
 };
 

@@ -65,6 +65,7 @@ void H2Connection::take_head(H2Stream& s) {
   x.tls = client_.is_tls();
   x.tls_fingerprints = client_.fingerprints();
   x.protocol = "h2";
+  x.alt_svc = alt_svc_;
   w_.identify(x);
 }
 

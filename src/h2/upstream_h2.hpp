@@ -33,6 +33,7 @@
 
 #include "floodgate/config/config.hpp"
 #include "h2_header_block.hpp"
+#include "net/changed_on.hpp"
 #include "net/upstream_pool.hpp"
 #include "net/watchdog.hpp"
 
@@ -44,11 +45,6 @@ using H2Fields = Fields;
 // Queues `fields` as stream id's trailers (a HEADERS frame with END_STREAM); nghttp2 copies
 // them. From a data provider's callback, with NGHTTP2_DATA_FLAG_NO_END_STREAM on the last DATA.
 int submit_trailers(nghttp2_session* session, std::int32_t id, H2Fields& fields);
-
-// Waits on `timer` until whoever it belongs to changes (the timer is cancelled) or `timeout`
-// passes; false on the timeout. Every wait of an HTTP/2 stream and an h2 call is one of these.
-boost::asio::awaitable<bool> changed_on(boost::asio::steady_timer& timer,
-                                        std::chrono::milliseconds timeout);
 
 struct H2Call {
   // The request's body not yet handed to nghttp2, whether it ends after it, and the

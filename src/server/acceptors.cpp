@@ -34,7 +34,10 @@ std::uint16_t Acceptors::listen(tcp::endpoint ep, std::size_t index,
     auto text = ep.address().to_string() + ":" + std::to_string(ep.port());
     throw std::system_error(ec, "cannot listen on " + text);
   }
-  return acc.local_endpoint().port();
+  const auto port = acc.local_endpoint().port();
+  if (!rls && listener.tls && listener.speaks(config::Protocol::h3))
+    entry.protocols.alt_svc = "h3=\":" + std::to_string(port) + "\"; ma=86400";
+  return port;
 }
 
 // The certificates a new connection gets: the current snapshot's for this listener, so

@@ -24,6 +24,7 @@
 #include "health_checks.hpp"
 #include "net/connection_budget.hpp"
 #include "net/report_exception.hpp"
+#include "quic_listeners.hpp"
 #include "rls/rls_service.hpp"
 #include "upstream_proxy.hpp"
 
@@ -48,7 +49,8 @@ tcp::endpoint to_endpoint(const config::Endpoint& ep) {
 class Worker {
  public:
   Worker(config::ConfigSource& config, spdlog::logger& log, const ServerDeps& deps,
-         std::string lease_prefix, ConnectionBudget& connections, UpstreamHealth& health)
+         std::string lease_prefix, ConnectionBudget& connections, UpstreamHealth& health,
+         std::uint8_t index, const QuicSecret& secret)
       : store_(deps.make_store(ioc_)),
         local_(deps.make_local(ioc_)),
         clock_(deps.clock),
@@ -56,21 +58,27 @@ class Worker {
         upstreams_(ioc_.get_executor(), health, log, deps.metrics),
         services_(config, deps.clock, gate_, proxy_, log, deps.access_log ? *deps.access_log : log,
                   deps.jwks, deps.metrics),
-        acceptors_(ioc_, config, services_, connections) {
+        acceptors_(ioc_, config, services_, connections),
+        quic_(ioc_, services_, connections, index, secret) {
     services_.rls = &rls_;
   }
 
   ~Worker() { join(); }
 
-  // Opens this worker's acceptor for server.listen[index] (rls: rls.listen[index]).
+  // Opens this worker's acceptor for server.listen[index] (rls: rls.listen[index]), and its
+  // UDP socket on the same port when the listener lists h3.
   std::uint16_t listen(tcp::endpoint ep, std::size_t index, const config::Listener& listener,
                        bool rls) {
-    return acceptors_.listen(ep, index, listener, rls);
+    const auto port = acceptors_.listen(ep, index, listener, rls);
+    if (!rls && listener.speaks(config::Protocol::h3) && listener.tls && listener.tls->quic)
+      quic_.listen(asio::ip::udp::endpoint(ep.address(), port), index, listener);
+    return port;
   }
 
   // `checker`: this worker runs the process's active health checks.
   void start(bool checker) {
     acceptors_.start();
+    quic_.start();
     if (checker)
       asio::co_spawn(ioc_, run_health_checks(checks_),
                      log_exceptions(services_.log, services_.metrics, "health checks"));
@@ -81,6 +89,7 @@ class Worker {
   void drain(std::chrono::steady_clock::time_point deadline) {
     asio::post(ioc_, [this, deadline] {
       acceptors_.close();
+      quic_.close();
       services_.draining = true;
       // Keep-alive connections waiting for a request close now (they have nothing to lose);
       // stop_when_idle takes care of the rest.
@@ -167,7 +176,7 @@ class Worker {
     else
       services_.sessions.abort_busy();
     auto reported = clock::now();
-    while (services_.sessions.size() > 0 || acceptors_.looping()) {
+    while (services_.sessions.size() > 0 || acceptors_.looping() || quic_.looping()) {
       co_await sleep_for(5ms);
       const auto now = clock::now();
       if (!past && now >= deadline) {
@@ -209,6 +218,7 @@ class Worker {
   Services services_;           // what the fronts use
   HealthChecks checks_{upstreams_, h2_pool_, services_};
   Acceptors acceptors_;
+  QuicListeners quic_;  // h3 listeners' UDP sockets
   std::thread thread_;
 };
 
@@ -219,6 +229,7 @@ struct Server::Impl {
   std::shared_ptr<spdlog::logger> log;
   ServerDeps deps;
   ConnectionBudget connections;  // server.max_connections; outlives the workers
+  QuicSecret quic_secret{};      // Retry and stateless reset tokens: every worker's
   UpstreamHealth health;         // every upstream server's state; outlives the workers
   // The admin thread asks for store health while the main thread may be draining: the list
   // of workers changes only under this lock (found by ThreadSanitizer).
@@ -228,7 +239,7 @@ struct Server::Impl {
 };
 
 Server::Server(config::ConfigSource& config, std::shared_ptr<spdlog::logger> log, ServerDeps deps)
-    : impl_(new Impl{config, std::move(log), std::move(deps), {}, {}, {}, {}, {}}) {}
+    : impl_(new Impl{config, std::move(log), std::move(deps), {}, {}, {}, {}, {}, {}}) {}
 
 Server::~Server() {
   if (!impl_->workers.empty()) drain(std::chrono::milliseconds(0));
@@ -242,10 +253,12 @@ void Server::start() {
   std::random_device rd;
   char instance[17];
   std::snprintf(instance, sizeof instance, "%08x%08x", rd(), rd());
+  for (auto& b : impl_->quic_secret) b = static_cast<std::uint8_t>(rd());
   for (int i = 0; i < threads; ++i)
     impl_->workers.push_back(std::make_unique<Worker>(
         impl_->config, *impl_->log, impl_->deps,
-        std::string(instance) + ":" + std::to_string(i) + ":", impl_->connections, impl_->health));
+        std::string(instance) + ":" + std::to_string(i) + ":", impl_->connections, impl_->health,
+        static_cast<std::uint8_t>(i), impl_->quic_secret));
   // server.listen's ports, then rls.listen's.
   auto listen = [&](const std::vector<config::Listener>& list, bool rls) {
     for (std::size_t index = 0; index < list.size(); ++index) {

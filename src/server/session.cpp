@@ -71,7 +71,7 @@ class Session final : public SessionRegistry::Entry {
     if (tls_ && !co_await handshake()) co_return;
     if (co_await speaks_h2()) {
       H2Connection h2(w_, client_, watch_, peer_ip_, peer_, *this,
-                      protocols_.rls ? w_.rls : nullptr);
+                      protocols_.rls ? w_.rls : nullptr, protocols_.alt_svc);
       h2_ = &h2;
       co_await h2.run(buffer_);
       h2_ = nullptr;
@@ -80,7 +80,7 @@ class Session final : public SessionRegistry::Entry {
       co_return;
     }
     if (protocols_.rls || (!protocols_.http1 && !tls_)) co_return;
-    H1Connection h1(client_, watch_, buffer_, *this, peer_ip_, peer_, w_);
+    H1Connection h1(client_, watch_, buffer_, *this, peer_ip_, peer_, w_, protocols_.alt_svc);
     const auto end = co_await h1.run();
     if (end != H1Connection::End::gone) co_await close(end == H1Connection::End::close_idle);
   }

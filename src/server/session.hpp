@@ -19,6 +19,9 @@ struct FrontProtocols {
   // An rls.listen listener: every HTTP/2 stream is a call to Envoy's rate limit service
   // (Services::rls), and nothing but HTTP/2 is spoken.
   bool rls = false;
+  // `h3=":PORT"; ma=86400` on a TLS listener that lists h3 (set once its port is bound): every
+  // HTTP/1.1 and HTTP/2 answer says so, or clients never try HTTP/3.
+  std::string alt_svc;
 };
 
 // Serves one downstream connection until it closes, times out, or the worker drains; with

@@ -29,7 +29,8 @@ struct ssl_ctx_st;
 
 namespace floodgate::tls {
 class ServerContexts;
-}
+class QuicCredentials;
+}  // namespace floodgate::tls
 
 namespace floodgate::config {
 
@@ -45,11 +46,15 @@ struct TlsSettings {
   std::string min_version = "1.2";
   // Built from `certificates` at load time (see floodgate/tls/contexts.hpp).
   std::shared_ptr<const tls::ServerContexts> contexts;
+  // The same certificates for GnuTLS, which QUIC's TLS runs on
+  // (floodgate/tls/quic_credentials.hpp): built only for a listener that lists h3.
+  std::shared_ptr<const tls::QuicCredentials> quic;
 };
 
 // What a listener speaks. TLS listeners offer theirs by ALPN in the listed order; a plain
-// one that lists h2c tells an HTTP/2 connection preface (prior knowledge) from HTTP/1.1.
-enum class Protocol { http1, h2, h2c };
+// one that lists h2c tells an HTTP/2 connection preface (prior knowledge) from HTTP/1.1. h3
+// (TLS listeners only) is HTTP/3 over QUIC on a UDP socket of the same address and port.
+enum class Protocol { http1, h2, h2c, h3 };
 const char* to_string(Protocol p);
 
 struct Listener {

@@ -30,6 +30,8 @@ struct Reply {
   // The exchange's X-Request-Id: a header of the answer, and in its body (the line's end, or
   // the refusal's JSON), so that a user's report names the request in the logs.
   std::string_view request_id;
+  // The listener's Alt-Svc (a TCP listener that also serves HTTP/3): a header of the answer.
+  std::string_view alt_svc;
 };
 
 // A refusal by `limit` of a request on `route`: 429 with the built-in JSON, or the route's own

@@ -169,6 +169,14 @@ class Metrics {
   // took none of their response (or sent none of their body) for timeouts.idle.
   std::atomic<std::uint64_t> http2_flood_goaways{0};
   std::atomic<std::uint64_t> http2_stalled_streams{0};
+  // HTTP/3: Retry packets sent (a new connection asked to prove its address while many
+  // handshakes were under way), Initials whose Retry token failed, handshakes that timed out
+  // (timeouts.header_read), and streams reset for a stall as HTTP/2's.
+  std::atomic<std::uint64_t> http3_retries_sent{0};
+  std::atomic<std::uint64_t> http3_retries_failed{0};
+  std::atomic<std::uint64_t> http3_handshake_timeouts{0};
+  std::atomic<std::uint64_t> http3_stalled_streams{0};
+  std::atomic<std::uint64_t> http3_flood_closes{0};  // H3_EXCESSIVE_LOAD: resets past the budget
   // The admin API's changes (indexed by AdminChange), and its requests refused a token.
   enum class AdminChange : std::size_t { key_reset, override_set, override_removed, kCount };
   std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(AdminChange::kCount)>
