@@ -118,6 +118,16 @@ std::string joined_values(const Fields& fields, std::string_view name, std::stri
   return out;
 }
 
+int refused_stream_head(std::string_view method, bool extended_connect, std::string_view authority,
+                        const Fields& f, std::size_t header_bytes, std::size_t max_header_bytes) {
+  if (header_bytes > max_header_bytes) return 431;
+  if (method == "CONNECT" || extended_connect) return 400;
+  auto host = f.find("host");
+  if (!valid_host(authority) || f.count("host") > 1 || (host && !valid_host(*host))) return 400;
+  if (host && !authority.empty() && !iequals(*host, authority)) return 400;
+  return 0;
+}
+
 bool valid_host(std::string_view host) {
   if (host.empty()) return true;  // "Host:" with an empty value is allowed (RFC 9112 3.2)
   std::string_view name = host;

@@ -37,6 +37,14 @@ bool framing_is_safe(const RequestHead& req, bool chunked);
 // host [":" port], host a reg-name, an IPv4 address or an IP literal in brackets.
 bool valid_host(std::string_view host);
 
+// What a stream's head (HTTP/2, HTTP/3) cannot be forwarded with, checked before it is routed:
+// 431 past the header bound, 400 for CONNECT (floodgate forwards requests, not tunnels: also an
+// extended CONNECT's :protocol) and for a host HTTP/1.1 would refuse too, or a `host` field
+// that names another authority than :authority (RFC 9113 8.3.1, RFC 9114 4.3.1); 0: none.
+int refused_stream_head(std::string_view method, bool extended_connect, std::string_view authority,
+                        const Fields& fields, std::size_t header_bytes,
+                        std::size_t max_header_bytes);
+
 // A WebSocket opening handshake (RFC 6455 section 4.1): GET, HTTP/1.1, `Upgrade: websocket`
 // and `upgrade` among the Connection tokens. Other upgrades (h2c, ...) are not tunnelled.
 bool is_websocket_upgrade(const RequestHead& req);

@@ -317,15 +317,4 @@ void H2Connection::charge_reset() {
   kick();
 }
 
-std::unique_ptr<H2Connection::Scratch> H2Connection::take_scratch() {
-  if (spare_scratch_.empty()) return std::make_unique<Scratch>();
-  auto scratch = std::move(spare_scratch_.back());
-  spare_scratch_.pop_back();
-  return scratch;
-}
-
-void H2Connection::give_back(std::unique_ptr<Scratch> scratch) {
-  if (spare_scratch_.size() < kSpareScratch) spare_scratch_.push_back(std::move(scratch));
-}
-
 }  // namespace floodgate::http

@@ -28,6 +28,7 @@
 #include "exchange/stream_service.hpp"
 #include "h2_header_block.hpp"
 #include "net/reset_budget.hpp"
+#include "net/scratch_pool.hpp"
 #include "net/session_registry.hpp"
 #include "net/transport.hpp"
 #include "net/watchdog.hpp"
@@ -62,6 +63,8 @@ struct H2Stream {
   std::string out;
   std::size_t out_sent = 0;
   bool out_done = false;
+  std::size_t out_waiting() const { return out.size() - out_sent; }
+  void queue_out(std::span<const char> piece) { out.append(piece.data(), piece.size()); }
   H2Fields out_trailers;   // sent after the body, when out_done (an h2 upstream's trailers)
   bool responded = false;  // a response head was submitted
   bool closed = false;     // nghttp2 closed the stream (sent END_STREAM both ways, or reset)
@@ -117,15 +120,17 @@ class H2Connection {
   // The client took none of the stream's response (or sent none of its body) for the idle
   // timeout: the stream is reset (CANCEL) and counted.
   void stalled(H2Stream& s);
+  // For the stream front: DATA past content-length (the client's doing), and a response cut
+  // short by the upstream (not the client's).
+  void reset_malformed(H2Stream& s) { reset(s, NGHTTP2_PROTOCOL_ERROR); }
+  void reset_aborted(H2Stream& s) { reset(s, NGHTTP2_INTERNAL_ERROR, ResetCause::upstream); }
   void kick();  // something was submitted: the writer sends it
   std::string_view peer_ip() const { return peer_ip_; }
   const config::IpAddress& peer() const { return peer_; }
   bool tls() { return client_.is_tls(); }
-  // A stream's body buffer, kept for the connection's next stream when given back: a 16 KiB
-  // array in each stream's coroutine frame made every stream a malloc of 18 KB.
-  using Scratch = std::array<char, 16 * 1024>;
-  std::unique_ptr<Scratch> take_scratch();
-  void give_back(std::unique_ptr<Scratch> scratch);
+  // A stream's body buffer, kept for the connection's next stream when given back.
+  std::unique_ptr<ScratchPool::Scratch> take_scratch() { return scratch_.take(); }
+  void give_back(std::unique_ptr<ScratchPool::Scratch> s) { scratch_.give_back(std::move(s)); }
 
  private:
   friend struct H2Callbacks;
@@ -167,8 +172,7 @@ class H2Connection {
   // streams reset (by itself or by us) cannot stack up work beyond SETTINGS_MAX_CONCURRENT_STREAMS.
   int max_tasks_;
   std::string outbuf_;
-  std::vector<std::unique_ptr<Scratch>> spare_scratch_;  // at most kSpareScratch
-  static constexpr std::size_t kSpareScratch = 4;
+  ScratchPool scratch_;
 };
 
 }  // namespace floodgate::http

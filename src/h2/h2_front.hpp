@@ -1,75 +1,14 @@
 #pragma once
-// The client side of an HTTP/2 stream for the proxy driver (proxy.hpp): the request's body
-// taken from the stream's DATA as it arrives (its window reopened only as each piece has been
-// forwarded), the response's HEADERS submitted with the body's first piece, its DATA as the
-// client's window takes it (at most H2Stream::kMaxOut waiting), trailers after. A client that
-// takes none of it, or sends none of its body, for the idle timeout has the stream reset.
+// The client side of an HTTP/2 stream for the proxy driver: the shared stream front
+// (exchange/stream_front.hpp) over an H2Connection. nghttp2's data provider drains the
+// response from H2Stream::out as the client's window takes it.
 
-#include <array>
-
-#include "exchange/proxy.hpp"
+#include "exchange/stream_front.hpp"
 #include "h2_connection.hpp"
-#include "h2_upstream_call.hpp"
+#include "h2_header_block.hpp"
 
 namespace floodgate::http {
 
-class H2Front final : public Front {
- public:
-  // Makes the stream's fields the upstream's request head (method, target, :authority as
-  // Host), as an HTTP/1.1 request's head is, once what the client asked of trailers is read.
-  H2Front(H2Connection& conn, H2Stream& s);
-  ~H2Front() override;
-  H2Front(const H2Front&) = delete;
-  H2Front& operator=(const H2Front&) = delete;
-
-  RequestHead& request() override { return s_.head; }
-  UpstreamFraming framing() const override { return framing_; }
-  bool body_done() const override { return s_.body_done && s_.body.empty() && s_.trailers.empty(); }
-  bool takes_trailers() const override { return te_trailers_; }
-  boost::asio::awaitable<bool> send_continue() override { co_return true; }
-  boost::asio::awaitable<BodyRead> read_body(std::span<char> into) override;
-  const Trailers* request_trailers() const override {
-    return s_.trailers.empty() ? nullptr : &s_.trailers;
-  }
-  bool duplex() const override { return true; }
-  void watch(const Abandon& abandon) override { abandon_ = &abandon; }
-  Wakers wakers() override { return {&s_.wake, &s_.wake_out}; }
-  const bool* gone_flag() const override { return &s_.closed; }
-
-  void set_head(ResponseHead& head, const ResponseBody& body) override;
-  boost::asio::awaitable<bool> write_body(std::span<const char> piece, bool last,
-                                          const Trailers* trailers) override;
-  bool responded() const override { return s_.responded; }
-  bool eager_head() const override { return true; }
-  void abort() override;
-  void using_upstream(UpstreamConnection* c) override { s_.upstream = c; }
-  bool keeps_alive() const override { return true; }
-  std::span<char> scratch() override {
-    if (!scratch_) scratch_ = conn_.take_scratch();
-    return *scratch_;
-  }
-  std::string& head_buffer() override { return head_; }
-  ResponseHead& response_head() override { return response_; }
-  Watchdog* watchdog() override { return nullptr; }
-  boost::asio::awaitable<void> tunnel(ResponseHead&, UpstreamConnection&) override {
-    co_return;  // an HTTP/2 request never asks for an upgrade (CONNECT is refused)
-  }
-
- private:
-  bool abandoned() const { return s_.closed || (abandon_ && (*abandon_)()); }
-
-  H2Connection& conn_;
-  H2Stream& s_;
-  const Abandon* abandon_ = nullptr;
-  UpstreamFraming framing_;
-  bool te_trailers_ = false;
-  std::uint64_t forwarded_ = 0;  // of the request's body
-  std::size_t unconsumed_ = 0;   // bytes handed on whose window has not reopened yet
-  H2HeaderBlock head_block_;     // the response's, submitted with its body's first piece
-  bool has_body_ = false;
-  std::string head_;
-  ResponseHead response_;
-  std::unique_ptr<H2Connection::Scratch> scratch_;  // the connection's, taken when first used
-};
+using H2Front = StreamFront<H2Connection, H2Stream, H2HeaderBlock>;
 
 }  // namespace floodgate::http

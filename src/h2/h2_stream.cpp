@@ -13,7 +13,6 @@
 #include "exchange/forwarding.hpp"
 #include "exchange/pipeline.hpp"
 #include "exchange/proxy.hpp"
-#include "floodgate/ascii.hpp"
 #include "h2_connection.hpp"
 #include "h2_front.hpp"
 #include "net/coro_names.hpp"
@@ -31,26 +30,6 @@ namespace floodgate::http {
 asio::awaitable<bool> changed(H2Stream& s, std::chrono::milliseconds timeout) {
   return changed_on(s.wake, timeout);
 }
-
-namespace {
-
-// What a stream's head cannot be forwarded with, checked before it is routed: 431 past the
-// header bound, 400 for CONNECT (floodgate forwards requests, not tunnels) and for a host
-// HTTP/1.1 would refuse too.
-std::optional<Reply> refused_head(const H2Stream& s) {
-  const auto& f = s.head.fields;
-  auto host = f.find("host");
-  if (s.header_bytes > s.x.config->server.max_header_bytes) return Reply{431};
-  if (s.method == "CONNECT" || s.extended_connect) return Reply{400};
-  // As HTTP/1.1's Host (forwarding.hpp): no userinfo, path or spaces.
-  if (!valid_host(s.authority) || f.count("host") > 1 || (host && !valid_host(*host)))
-    return Reply{400};
-  // RFC 9113 8.3.1: they must name the same.
-  if (host && !s.authority.empty() && !iequals(*host, s.authority)) return Reply{400};
-  return std::nullopt;
-}
-
-}  // namespace
 
 void H2Connection::take_head(H2Stream& s) {
   auto& x = s.x;
@@ -79,7 +58,10 @@ asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
   } in_flight{w_.in_flight};
   take_head(s);
   const auto& config = *x.config;
-  std::optional<Reply> reply = refused_head(s);
+  std::optional<Reply> reply;
+  if (int status = refused_stream_head(s.method, s.extended_connect, s.authority, s.head.fields,
+                                       s.header_bytes, config.server.max_header_bytes))
+    reply = Reply{status};
   if (service_ && !reply) {
     H2Front front(*this, s);
     co_await service_->serve(front, x);

@@ -175,7 +175,8 @@ bool H3Connection::setup_tls() {
   conn_ref_.get_conn = &conn_of_ref;
   conn_ref_.user_data = conn_;
   gnutls_session_set_ptr(tls_, &conn_ref_);
-  if (!credentials_->configure(tls_)) return false;
+  if (config_->tls_fingerprints) handshake_.fingerprints = &fingerprints_;
+  if (!credentials_->configure(tls_, handshake_)) return false;
   gnutls_datum_t alpn{const_cast<unsigned char*>(reinterpret_cast<const unsigned char*>("h3")), 2};
   if (gnutls_alpn_set_protocols(tls_, &alpn, 1, GNUTLS_ALPN_MANDATORY) != 0) return false;
   ngtcp2_conn_set_tls_native_handle(conn_, tls_);
@@ -489,17 +490,6 @@ void H3Connection::stalled(H3Stream& s) {
   if (s.closed || s.reset_submitted) return;
   w_.metrics.http3_stalled_streams.fetch_add(1, std::memory_order_relaxed);
   reset(s, NGHTTP3_H3_REQUEST_CANCELLED);
-}
-
-std::unique_ptr<H3Connection::Scratch> H3Connection::take_scratch() {
-  if (spare_scratch_.empty()) return std::make_unique<Scratch>();
-  auto scratch = std::move(spare_scratch_.back());
-  spare_scratch_.pop_back();
-  return scratch;
-}
-
-void H3Connection::give_back(std::unique_ptr<Scratch> scratch) {
-  if (spare_scratch_.size() < kSpareScratch) spare_scratch_.push_back(std::move(scratch));
 }
 
 }  // namespace floodgate::http

@@ -30,13 +30,11 @@
 #include "exchange/exchange.hpp"
 #include "exchange/header_block.hpp"
 #include "exchange/services.hpp"
+#include "floodgate/tls/quic_credentials.hpp"
 #include "net/connection_budget.hpp"
 #include "net/reset_budget.hpp"
+#include "net/scratch_pool.hpp"
 #include "net/session_registry.hpp"
-
-namespace floodgate::tls {
-class QuicCredentials;
-}
 
 namespace floodgate::http {
 
@@ -69,6 +67,11 @@ struct H3Stream {
   std::size_t out_given = 0;  // pieces of `out` handed to nghttp3 (from its front)
   std::size_t out_acked = 0;  // bytes of out.front() acknowledged
   std::size_t out_bytes = 0;  // bytes in `out` not acknowledged
+  std::size_t out_waiting() const { return out_bytes; }
+  void queue_out(std::span<const char> piece) {
+    out.emplace_back(piece.data(), piece.size());
+    out_bytes += piece.size();
+  }
   bool out_done = false;
   bool out_blocked = false;  // nghttp3 was told there is nothing yet: resume it on more
   Fields out_trailers;       // sent after the body, when out_done
@@ -121,10 +124,12 @@ class H3Connection final : public SessionRegistry::Entry {
   // The client took none of the stream's response (or sent none of its body) for the idle
   // timeout: the stream is reset.
   void stalled(H3Stream& s);
+  // For the stream front: DATA past content-length, and a response cut short by the upstream.
+  void reset_malformed(H3Stream& s) { reset(s, NGHTTP3_H3_MESSAGE_ERROR); }
+  void reset_aborted(H3Stream& s) { reset(s, NGHTTP3_H3_INTERNAL_ERROR); }
   void kick();  // something changed: the writer runs
-  using Scratch = std::array<char, 16 * 1024>;
-  std::unique_ptr<Scratch> take_scratch();
-  void give_back(std::unique_ptr<Scratch> scratch);
+  std::unique_ptr<ScratchPool::Scratch> take_scratch() { return scratch_.take(); }
+  void give_back(std::unique_ptr<ScratchPool::Scratch> s) { scratch_.give_back(std::move(s)); }
 
  private:
   friend struct H3Callbacks;
@@ -158,6 +163,8 @@ class H3Connection final : public SessionRegistry::Entry {
   nghttp3_conn* h3_ = nullptr;
   gnutls_session_t tls_ = nullptr;
   ngtcp2_crypto_conn_ref conn_ref_{};
+  tls::Fingerprints fingerprints_;  // the ClientHello's, when the snapshot uses them
+  tls::QuicHandshake handshake_;    // what the session's TLS callbacks reach
   ngtcp2_ccerr last_error_{};
   std::vector<ngtcp2_cid> own_cids_;  // in the endpoint's map besides those ngtcp2 issued
   std::map<std::int64_t, std::shared_ptr<H3Stream>> streams_;
@@ -171,8 +178,7 @@ class H3Connection final : public SessionRegistry::Entry {
   bool close_pending_ = false;  // decided inside a callback: closed once it has returned
   std::size_t max_header_bytes_;
   ResetBudget resets_;
-  std::vector<std::unique_ptr<Scratch>> spare_scratch_;
-  static constexpr std::size_t kSpareScratch = 4;
+  ScratchPool scratch_;
 };
 
 }  // namespace floodgate::http

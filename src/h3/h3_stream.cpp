@@ -10,7 +10,6 @@
 #include "exchange/forwarding.hpp"
 #include "exchange/pipeline.hpp"
 #include "exchange/proxy.hpp"
-#include "floodgate/ascii.hpp"
 #include "h3_connection.hpp"
 #include "h3_front.hpp"
 #include "net/changed_on.hpp"
@@ -21,25 +20,6 @@
 #endif
 
 namespace floodgate::http {
-
-namespace {
-
-// What a stream's head cannot be forwarded with, checked before it is routed: 431 past the
-// header bound, 400 for CONNECT (floodgate forwards requests, not tunnels) and for a host
-// HTTP/1.1 would refuse too.
-std::optional<Reply> refused_head(const H3Stream& s, std::size_t max_header_bytes) {
-  const auto& f = s.head.fields;
-  auto host = f.find("host");
-  if (s.header_bytes > max_header_bytes) return Reply{431};
-  if (s.method == "CONNECT" || s.extended_connect) return Reply{400};
-  if (!valid_host(s.authority) || f.count("host") > 1 || (host && !valid_host(*host)))
-    return Reply{400};
-  // RFC 9114 4.3.1: they must name the same.
-  if (host && !s.authority.empty() && !iequals(*host, s.authority)) return Reply{400};
-  return std::nullopt;
-}
-
-}  // namespace
 
 void H3Connection::take_head(H3Stream& s) {
   auto& x = s.x;
@@ -52,6 +32,7 @@ void H3Connection::take_head(H3Stream& s) {
   x.peer_ip = peer_ip_;
   x.peer = peer_;
   x.tls = true;
+  if (!fingerprints_.ja4.empty()) x.tls_fingerprints = &fingerprints_;
   x.protocol = "h3";
   w_.identify(x);
 }
@@ -66,7 +47,10 @@ asio::awaitable<void> H3Connection::serve(std::shared_ptr<H3Stream> sp) {
   } in_flight{w_.in_flight};
   take_head(s);
   const auto& config = *x.config;
-  std::optional<Reply> reply = refused_head(s, max_header_bytes_);
+  std::optional<Reply> reply;
+  if (int status = refused_stream_head(s.method, s.extended_connect, s.authority, s.head.fields,
+                                       s.header_bytes, max_header_bytes_))
+    reply = Reply{status};
   if (!reply) {
     if (auto unrouted = route_exchange(x))
       reply = Reply{unrouted->status};

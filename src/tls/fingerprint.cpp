@@ -93,11 +93,11 @@ std::string two_digits(std::size_t n) {
   return std::string(1, static_cast<char>('0' + n / 10)) + static_cast<char>('0' + n % 10);
 }
 
-std::string ja4_of(const ClientHello& h) {
+std::string ja4_of(const ClientHello& h, bool quic) {
   const auto ciphers = without_grease(h.ciphers);
   const auto extensions = without_grease(h.extensions);
   const auto versions = without_grease(h.supported_versions);
-  std::string a = "t";
+  std::string a = quic ? "q" : "t";  // JA4's transport: QUIC or TCP
   a += version_code(versions.empty() ? h.legacy_version
                                      : *std::max_element(versions.begin(), versions.end()));
   a += std::find(extensions.begin(), extensions.end(), 0x0000) != extensions.end() ? 'd' : 'i';
@@ -202,8 +202,8 @@ void on_message(int write_p, int, int content_type, const void* buf, std::size_t
 
 }  // namespace
 
-Fingerprints fingerprints_of(const ClientHello& hello) {
-  return Fingerprints{ja4_of(hello), ja3_of(hello)};
+Fingerprints fingerprints_of(const ClientHello& hello, bool quic) {
+  return Fingerprints{ja4_of(hello, quic), ja3_of(hello)};
 }
 
 std::optional<ClientHello> parse_client_hello(std::string_view message) {

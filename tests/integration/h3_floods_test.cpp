@@ -152,6 +152,19 @@ TEST(Http3Floods, AnIdleConnectionEndsAtTheIdleTimeout) {
   EXPECT_GE(held, 1s);  // not at once: at the idle timeout
 }
 
+// A reader that takes nothing: a 1 MB response to a client whose 16 KiB stream window never
+// reopens waits at most timeouts.idle (2 s) without progress, then the stream is reset and its
+// upstream work ends.
+TEST(Http3Floods, AStalledReaderIsResetAfterTheIdleTimeout) {
+  QuicBinary b("  timeouts: { idle: 2s }\n");
+  auto r = flood(b.port, "stall 8");
+  std::cout << "stall: " << boost::json::serialize(r) << "\n";
+  EXPECT_TRUE(r.contains("stream_closed") && r.at("stream_closed").as_bool());
+  EXPECT_GE(field_of(r, "after_ms"), 1500);
+  EXPECT_LT(field_of(r, "after_ms"), 6000);
+  EXPECT_EQ(b.counter("floodgate_http3_stalled_streams_total"), 1u);
+}
+
 // Datagrams that need no connection: another QUIC version gets Version Negotiation naming v1;
 // a short-header packet for a connection ID of this worker's that no connection holds gets a
 // stateless reset smaller than itself; one for another worker's is left alone.

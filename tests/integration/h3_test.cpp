@@ -68,15 +68,15 @@ struct H3Binary {
   std::string path;
   std::unique_ptr<ChildProcess> fg;
 
-  explicit H3Binary(const std::string& routes, const std::string& server_extra = "") {
+  explicit H3Binary(const std::string& routes, const std::string& server_extra = "",
+                    const std::string& log = "{ access_log: true }") {
     path = write_temp_file(
         "h3-" + std::to_string(port) + ".yaml",
         "server:\n  threads: 2\n  listen:\n    - { address: \"127.0.0.1:" + std::to_string(port) +
             "\", protocols: [h3, h2, http1], tls: { certificates: [{ cert: \"" + cert.chain +
             "\", key: \"" + cert.key + "\" }] } }\n" + server_extra +
-            "admin: { listen: \"127.0.0.1:" + std::to_string(admin) +
-            "\" }\nlog: { access_log: true }\nupstreams:\n  origin: { url: \"" + http_url(origin) +
-            "\" }\nroutes:\n" + routes);
+            "admin: { listen: \"127.0.0.1:" + std::to_string(admin) + "\" }\nlog: " + log +
+            "\nupstreams:\n  origin: { url: \"" + http_url(origin) + "\" }\nroutes:\n" + routes);
     fg = start_floodgate(path);
     wait_serving(admin, "/healthz");
   }
@@ -172,6 +172,30 @@ TEST(Http3, AHeadPastMaxHeaderBytesIs431) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(h3_field(got["0x0"], ":status"), "431");
   EXPECT_EQ(b.origin.requests(), 0u);
+}
+
+// JA4 over QUIC: the ClientHello GnuTLS received is fingerprinted as over TCP, with JA4's `q`
+// for its transport. A limit keyed on it alone counts gtlsclient's streams together (a missing
+// part would skip the limit), and the access log records the value.
+TEST(Http3, Ja4IsTakenFromTheQuicClientHello) {
+  H3Binary b(
+      "  - name: api\n    match: { path_prefix: / }\n    upstream: origin\n"
+      "    limits: [{ name: per-stack, algorithm: fixed_window, limit: 2, window: 1h, "
+      "key: [\"tls:ja4\"] }]\n",
+      "", "{ access_log: true, replay_fields: auto }");
+  std::vector<std::string> urls(3, b.url("/stack"));
+  auto got = h3_fetch(b.port, urls);
+  ASSERT_EQ(got.size(), 3u);
+  int ok = 0, refused = 0;
+  for (auto& [id, r] : got) {
+    ok += h3_field(r, ":status") == "200";
+    refused += h3_field(r, ":status") == "429";
+  }
+  EXPECT_EQ(ok, 2);
+  EXPECT_EQ(refused, 1);
+  std::string seen;
+  const auto line = wait_for_line(*b.fg, "\"tls:ja4\":\"q13", 5s, seen);
+  EXPECT_NE(line, "") << seen;
 }
 
 }  // namespace

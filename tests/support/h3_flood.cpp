@@ -9,6 +9,10 @@
 //   floodgate-h3-flood PORT resets N       a handshake, then N request streams, each reset by
 //                                          the client right after its HEADERS
 //   floodgate-h3-flood PORT idle SECONDS   a handshake, then silence: when the server ends it
+//   floodgate-h3-flood PORT stall SECONDS  a handshake, a GET of 1 MB whose response is never
+//                                          taken (a 16 KiB window never reopened), the
+//                                          connection kept alive by PINGs: whether and when
+//                                          the server reset the stream
 //
 // Prints one JSON object: what was sent and received, and how the server ended the
 // connection (the error code of its CONNECTION_CLOSE, or none). The certificate is not
@@ -79,7 +83,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   QuicClient c(sock);
-  if (!c.init() || !c.handshake(5000)) {
+  if (!c.init(mode == "stall" ? 16 * 1024 : 1 << 20, mode == "stall") || !c.handshake(5000)) {
     std::printf("{\"handshake\":false}\n");
     return 1;
   }
@@ -95,6 +99,22 @@ int main(int argc, char** argv) {
     std::printf("{\"opened\":%ld,\"closed_by_server\":%s,\"close_code\":%llu}\n", opened,
                 c.closed_by_server() ? "true" : "false",
                 static_cast<unsigned long long>(c.close_code()));
+    return 0;
+  }
+  if (mode == "stall") {
+    // PINGs every 500 ms keep the connection itself alive (else QUIC's idle timeout would end
+    // it first): only the stream stalls.
+    c.keep_alive(500);
+    if (!c.request(authority, "/bytes/1000000")) return 1;
+    const auto start = std::chrono::steady_clock::now();
+    while (!c.over() && c.streams_closed() == 0 &&
+           std::chrono::steady_clock::now() - start < std::chrono::seconds(n))
+      c.pump(50);
+    std::printf("{\"stream_closed\":%s,\"after_ms\":%lld}\n",
+                c.streams_closed() > 0 ? "true" : "false",
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - start)
+                                           .count()));
     return 0;
   }
   if (mode == "idle") {

@@ -80,7 +80,11 @@ class QuicClient {
     if (cred_) gnutls_certificate_free_credentials(cred_);
   }
 
-  bool init() {
+  // `window`: the flow-control window each of our streams gives the server; `stall`: the bytes
+  // of a response are never consumed, so that window never reopens (a reader that takes
+  // nothing).
+  bool init(std::uint64_t window = 1 << 20, bool stall = false) {
+    stall_ = stall;
     ngtcp2_cid dcid;
     dcid.datalen = 18;
     scid_.datalen = 8;
@@ -92,7 +96,7 @@ class QuicClient {
     settings.initial_ts = now();
     ngtcp2_transport_params params;
     ngtcp2_transport_params_default(&params);
-    params.initial_max_stream_data_bidi_local = 1 << 20;
+    params.initial_max_stream_data_bidi_local = window;
     params.initial_max_stream_data_uni = 1 << 20;
     params.initial_max_data = 16 << 20;
     params.initial_max_streams_uni = 3;
@@ -293,8 +297,8 @@ class QuicClient {
     return handshake_done_;
   }
 
-  // A GET whose stream is then reset at once by the client; false when no stream may open.
-  bool reset_request(const std::string& authority) {
+  // A GET of `path`; false when no stream may open.
+  bool request(const std::string& authority, std::string_view path) {
     std::int64_t id = -1;
     if (ngtcp2_conn_open_bidi_stream(conn_, &id, nullptr) != 0) return false;
     const auto nv = [](std::string_view n, std::string_view v) {
@@ -303,11 +307,17 @@ class QuicClient {
                         NGHTTP3_NV_FLAG_NONE};
     };
     const nghttp3_nv head[] = {nv(":method", "GET"), nv(":scheme", "https"),
-                               nv(":authority", authority), nv(":path", "/slow/2000")};
+                               nv(":authority", authority), nv(":path", path)};
     if (nghttp3_conn_submit_request(h3_, id, head, std::size(head), nullptr, nullptr) != 0)
       return false;
-    write();  // the HEADERS leave
-    ngtcp2_conn_shutdown_stream(conn_, 0, id, NGHTTP3_H3_REQUEST_CANCELLED);
+    last_stream_ = id;
+    return write();
+  }
+
+  // A GET whose stream is then reset at once by the client; false when no stream may open.
+  bool reset_request(const std::string& authority) {
+    if (!request(authority, "/slow/2000")) return false;
+    ngtcp2_conn_shutdown_stream(conn_, 0, last_stream_, NGHTTP3_H3_REQUEST_CANCELLED);
     write();
     return true;
   }
@@ -338,6 +348,10 @@ class QuicClient {
   }
 
   bool handshake_done() const { return handshake_done_; }
+  void keep_alive(int ms) {
+    ngtcp2_conn_set_keep_alive_timeout(conn_,
+                                       static_cast<ngtcp2_duration>(ms) * NGTCP2_MILLISECONDS);
+  }
   // Whether a long-header datagram is addressed to this client (its DCID is our SCID).
   bool addressed_to(const std::uint8_t* p, std::size_t n) const {
     return n > 6 + scid_.datalen && (p[0] & 0x80) && p[5] == scid_.datalen &&
@@ -360,6 +374,7 @@ class QuicClient {
     cb.recv_data = [](nghttp3_conn*, std::int64_t id, const std::uint8_t*, std::size_t n,
                       void* user, void*) {
       auto* c = static_cast<QuicClient*>(user);
+      if (c->stall_) return 0;
       ngtcp2_conn_extend_max_stream_offset(c->conn_, id, n);
       ngtcp2_conn_extend_max_offset(c->conn_, n);
       return 0;
@@ -383,6 +398,8 @@ class QuicClient {
   gnutls_certificate_credentials_t cred_ = nullptr;
   ngtcp2_crypto_conn_ref ref_{};
   ngtcp2_cid scid_{};
+  bool stall_ = false;
+  std::int64_t last_stream_ = -1;
   bool handshake_done_ = false;
   bool over_ = false;
   bool closed_by_server_ = false;

@@ -16,7 +16,7 @@ struct ssl_st;
 namespace floodgate::tls {
 
 struct Fingerprints {
-  std::string ja4;  // "t13d1516h2_8daaf6152771_e5627efa2ab1" (FoxIO's JA4, TCP)
+  std::string ja4;  // "t13d1516h2_8daaf6152771_e5627efa2ab1" (FoxIO's JA4; "q..." over QUIC)
   std::string ja3;  // 32 hex digits: MD5 of "771,4865-4866-...,0-23-...,29-23-24,0"
 };
 
@@ -37,8 +37,9 @@ struct ClientHello {
 // extensions it does not know (GREASE, and ones browsers send), which both fingerprints count.
 std::optional<ClientHello> parse_client_hello(std::string_view message);
 
-// Pure: the two fingerprints of a ClientHello (GREASE values left out, as both define).
-Fingerprints fingerprints_of(const ClientHello& hello);
+// Pure: the two fingerprints of a ClientHello (GREASE values left out, as both define); JA4
+// starts with `q` for one that came over QUIC, `t` over TCP.
+Fingerprints fingerprints_of(const ClientHello& hello, bool quic = false);
 
 // Asks for `ssl`'s fingerprints: its first ClientHello, as OpenSSL reads it during the
 // handshake (a message callback on this connection only), fills `out` in. `out` must outlive

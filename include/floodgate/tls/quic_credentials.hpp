@@ -16,12 +16,23 @@
 #include <vector>
 
 #include "contexts.hpp"
+#include "fingerprint.hpp"
 
 // GnuTLS's types, opaque here so that users of the config need no GnuTLS headers.
 struct gnutls_certificate_credentials_st;
 struct gnutls_session_int;
 
 namespace floodgate::tls {
+
+class QuicCredentials;
+
+// What one QUIC handshake's TLS callbacks reach through its session: the credentials the SNI
+// chooses among, and where the client's fingerprints go (null: nothing asks for them). Owned
+// by the connection, for as long as its session.
+struct QuicHandshake {
+  const QuicCredentials* credentials = nullptr;
+  Fingerprints* fingerprints = nullptr;
+};
 
 class QuicCredentials {
  public:
@@ -38,9 +49,10 @@ class QuicCredentials {
   QuicCredentials& operator=(const QuicCredentials&) = delete;
 
   // Sets a new server session's credentials to the default (first) certificate, and has the
-  // client's SNI, once its ClientHello is read, select another. The session refers to this
-  // object: keep it alive as long as the session.
-  bool configure(gnutls_session_int* session) const;
+  // client's SNI, once its ClientHello is read, select another; fills in the client's
+  // fingerprints (JA4 over QUIC, JA3) from that ClientHello when `handshake` asks for them.
+  // The session refers to this object and to `handshake`: keep both alive as long as it.
+  bool configure(gnutls_session_int* session, QuicHandshake& handshake) const;
   // The certificate index an SNI name selects (the TCP side's rule).
   std::size_t select(std::string_view server_name) const { return names_->select(server_name); }
 
