@@ -25,7 +25,10 @@
 #include "forwarding.hpp"
 #include "net/changed_on.hpp"
 #include "net/scratch_pool.hpp"
+#include "pipeline.hpp"
 #include "proxy.hpp"
+#include "services.hpp"
+#include "stream_service.hpp"
 
 namespace floodgate::http {
 
@@ -169,5 +172,61 @@ class StreamFront final : public Front {
   ResponseHead response_;
   std::unique_ptr<ScratchPool::Scratch> scratch_;  // the connection's, taken when first used
 };
+
+// One stream through the pipeline, written once for both protocols: its head checked
+// (refused_stream_head), routed and decided, then a reply of ours or the request taken to its
+// upstream by the driver through the stream's Front_; with a `service` (rls.listen), every
+// stream is the service's instead. The exchange is logged once the stream has closed; a
+// client that takes none of the response for the idle timeout gets the stream reset. The
+// connection has filled the exchange from the head already (its take_head).
+template <class Front_, class Conn, class Stream>
+boost::asio::awaitable<void> serve_stream(Conn& conn, Services& w, Stream& s,
+                                          std::size_t max_header_bytes,
+                                          StreamService* service = nullptr) {
+  auto& x = s.x;
+  ++w.in_flight;
+  struct InFlight {
+    std::uint64_t& n;
+    ~InFlight() { --n; }
+  } in_flight{w.in_flight};
+  const auto& config = *x.config;
+  std::optional<Reply> reply;
+  if (int status = refused_stream_head(s.method, s.extended_connect, s.authority, s.head.fields,
+                                       s.header_bytes, max_header_bytes))
+    reply = Reply{status};
+  if (service && !reply) {
+    Front_ front(conn, s);
+    co_await service->serve(front, x);
+  } else if (!reply) {
+    if (auto unrouted = route_exchange(x))
+      reply = Reply{unrouted->status};
+    else if (s.closed)
+      co_return;  // reset before anything was decided: nothing is charged
+    else if (gated(x))
+      reply = co_await decide_exchange(w.gate, x, w.log);
+    else
+      count_ungated(w.gate, x);
+  }
+  if (reply) {
+    conn.submit_reply(s, *reply);
+  } else if (!service) {
+    // Held until the response ends: an open stream counts against a concurrency limit, and a
+    // counting limit charges by the status it ends with.
+    FinishGuard finish(w.gate, x);
+    Front_ front(conn, s);
+    const auto done = co_await w.proxy.forward(front, x, config.upstream_of(*x.route));
+    if (done.answer != 0 && !s.closed) {
+      if (s.responded)
+        conn.reset_aborted(s);
+      else
+        conn.submit_reply(s, Reply{done.answer});
+    }
+  }
+  // The library reads the rest of the body and sends the response until the stream closes; a
+  // client that takes none of it for the idle timeout gets the stream reset.
+  while (!s.closed)
+    if (!co_await changed_on(s.wake, config.server.timeouts.idle)) conn.stalled(s);
+  w.close(x);
+}
 
 }  // namespace floodgate::http

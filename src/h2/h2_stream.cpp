@@ -49,53 +49,8 @@ void H2Connection::take_head(H2Stream& s) {
 }
 
 asio::awaitable<void> H2Connection::serve(std::shared_ptr<H2Stream> sp) {
-  auto& s = *sp;
-  auto& x = s.x;
-  ++w_.in_flight;
-  struct InFlight {
-    std::uint64_t& n;
-    ~InFlight() { --n; }
-  } in_flight{w_.in_flight};
-  take_head(s);
-  const auto& config = *x.config;
-  std::optional<Reply> reply;
-  if (int status = refused_stream_head(s.method, s.extended_connect, s.authority, s.head.fields,
-                                       s.header_bytes, config.server.max_header_bytes))
-    reply = Reply{status};
-  if (service_ && !reply) {
-    H2Front front(*this, s);
-    co_await service_->serve(front, x);
-  } else if (!reply) {
-    if (auto unrouted = route_exchange(x))
-      reply = Reply{unrouted->status};
-    else if (s.closed)
-      co_return;  // reset before anything was decided: nothing is charged
-    else if (gated(x))
-      reply = co_await decide_exchange(w_.gate, x, w_.log);
-    else
-      count_ungated(w_.gate, x);
-  }
-
-  if (reply) {
-    submit_reply(s, *reply);
-  } else if (!service_) {
-    // Held until the response ends: an open stream counts against a concurrency limit, and
-    // a counting limit charges by the status it ends with.
-    FinishGuard finish(w_.gate, x);
-    H2Front front(*this, s);
-    const auto done = co_await w_.proxy.forward(front, x, config.upstream_of(*x.route));
-    if (done.answer != 0 && !s.closed) {
-      if (s.responded)
-        reset(s, NGHTTP2_INTERNAL_ERROR, ResetCause::upstream);
-      else
-        submit_reply(s, Reply{done.answer});
-    }
-  }
-  // nghttp2 reads the body through `s` until the stream closes; a client that takes none of
-  // it for the idle timeout gets the stream reset.
-  while (!s.closed)
-    if (!co_await changed(s, config.server.timeouts.idle)) stalled(s);
-  w_.close(x);
+  take_head(*sp);
+  co_await serve_stream<H2Front>(*this, w_, *sp, sp->x.config->server.max_header_bytes, service_);
 }
 
 }  // namespace floodgate::http

@@ -15,6 +15,7 @@
 #include "net/coro_names.hpp"
 #include "net/report_exception.hpp"
 #include "quic_endpoint.hpp"
+#include "quic_time.hpp"
 
 namespace floodgate::http {
 
@@ -44,11 +45,6 @@ std::string peer_text(const udp::endpoint& ep) {
   if (a.is_v6() && a.to_v6().is_v4_mapped())
     a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
   return a.to_string();
-}
-
-ngtcp2_addr addr_of(const udp::endpoint& ep) {
-  return {const_cast<ngtcp2_sockaddr*>(reinterpret_cast<const ngtcp2_sockaddr*>(ep.data())),
-          static_cast<ngtcp2_socklen>(ep.size())};
 }
 
 ngtcp2_conn* conn_of_ref(ngtcp2_crypto_conn_ref* ref);
@@ -90,14 +86,8 @@ H3Connection::~H3Connection() {
   w_.metrics.active_connections.fetch_sub(1, std::memory_order_relaxed);
 }
 
-ngtcp2_tstamp H3Connection::now() {
-  return static_cast<ngtcp2_tstamp>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
-}
-
 ngtcp2_path H3Connection::path_to(const udp::endpoint& remote) {
-  return {addr_of(local_), addr_of(remote), nullptr};
+  return {quic_addr(local_), quic_addr(remote), nullptr};
 }
 
 bool H3Connection::init(const ngtcp2_pkt_hd& hd, const ngtcp2_cid* original_dcid) {
@@ -105,7 +95,7 @@ bool H3Connection::init(const ngtcp2_pkt_hd& hd, const ngtcp2_cid* original_dcid
   const auto& server = config_->server;
   ngtcp2_settings settings;
   ngtcp2_settings_default(&settings);
-  settings.initial_ts = now();
+  settings.initial_ts = quic_now();
   settings.max_tx_udp_payload_size = kMaxPacket;
   settings.max_window = kMaxConnectionWindow;
   settings.max_stream_window = kMaxStreamWindow;
@@ -212,7 +202,7 @@ void H3Connection::feed(const udp::endpoint& from, std::span<const std::uint8_t>
   if (done_) return;
   const auto path = path_to(from);
   ngtcp2_pkt_info pi{};
-  const int rv = ngtcp2_conn_read_pkt(conn_, &path, &pi, packet.data(), packet.size(), now());
+  const int rv = ngtcp2_conn_read_pkt(conn_, &path, &pi, packet.data(), packet.size(), quic_now());
   if (close_pending_) {
     send_close();
   } else if (rv != 0) {
@@ -261,14 +251,14 @@ asio::awaitable<void> H3Connection::run() {
     if (done_) break;
     state = tasks_ > 0 || handshaking_ ? State::busy : State::idle;
     const auto expiry = ngtcp2_conn_get_expiry(conn_);
-    const auto t = now();
+    const auto t = quic_now();
     if (expiry == UINT64_MAX)
       timer_.expires_after(std::chrono::hours(24));
     else
       timer_.expires_after(std::chrono::nanoseconds(expiry > t ? expiry - t : 0));
     auto [ec] = co_await timer_.async_wait(as_tuple(use_awaitable));
     if (ec || done_) continue;  // a kick: write what changed
-    const int rv = ngtcp2_conn_handle_expiry(conn_, now());
+    const int rv = ngtcp2_conn_handle_expiry(conn_, quic_now());
     if (rv == NGTCP2_ERR_IDLE_CLOSE || rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT) {
       if (rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT)
         w_.metrics.http3_handshake_timeouts.fetch_add(1, std::memory_order_relaxed);
@@ -299,7 +289,7 @@ void H3Connection::write() {
   ngtcp2_path_storage ps;
   ngtcp2_path_storage_zero(&ps);
   ngtcp2_pkt_info pi{};
-  const auto ts = now();
+  const auto ts = quic_now();
   const auto quantum = ngtcp2_conn_get_send_quantum(conn_);
   const auto max_packets = std::clamp<std::size_t>(quantum / kMaxPacket, 1, kMaxBurst);
   for (std::size_t sent = 0; sent < max_packets;) {
@@ -367,7 +357,7 @@ void H3Connection::send_close() {
   ngtcp2_path_storage_zero(&ps);
   ngtcp2_pkt_info pi{};
   const auto n = ngtcp2_conn_write_connection_close(conn_, &ps.path, &pi, buf.data(), buf.size(),
-                                                    &last_error_, now());
+                                                    &last_error_, quic_now());
   if (n > 0) ep_.send(ps.path.remote, {buf.data(), static_cast<std::size_t>(n)});
 }
 

@@ -147,7 +147,6 @@ class H3Connection final : public SessionRegistry::Entry {
   // the reset budget, and past it the connection ends (H3_EXCESSIVE_LOAD).
   void charge_reset();
   std::size_t active_streams() const { return streams_.size(); }
-  static ngtcp2_tstamp now();
   ngtcp2_path path_to(const boost::asio::ip::udp::endpoint& remote);
 
   QuicEndpoint& ep_;

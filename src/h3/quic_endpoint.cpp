@@ -12,6 +12,7 @@
 #include "h3_connection.hpp"
 #include "net/coro_names.hpp"
 #include "net/report_exception.hpp"
+#include "quic_time.hpp"
 
 namespace floodgate::http {
 
@@ -27,17 +28,6 @@ constexpr std::size_t kRetryAbove = 256;
 constexpr std::uint64_t kRetryTokenLife = 10 * NGTCP2_SECONDS;
 // The largest datagram floodgate receives (QUIC's own limit is 65527).
 constexpr std::size_t kMaxDatagram = 65536;
-
-ngtcp2_tstamp tstamp_now() {
-  return static_cast<ngtcp2_tstamp>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
-}
-
-ngtcp2_addr addr_of(const udp::endpoint& ep) {
-  return {const_cast<ngtcp2_sockaddr*>(reinterpret_cast<const ngtcp2_sockaddr*>(ep.data())),
-          static_cast<ngtcp2_socklen>(ep.size())};
-}
 
 }  // namespace
 
@@ -104,9 +94,9 @@ void QuicEndpoint::accept(const udp::endpoint& from, std::span<const std::uint8_
   if (hd.type == NGTCP2_PKT_0RTT) return;
   ngtcp2_cid original{};
   const ngtcp2_cid* original_dcid = nullptr;
-  const auto ts = tstamp_now();
+  const auto ts = quic_now();
   if (hd.tokenlen > 0 && hd.token[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY2) {
-    const auto remote = addr_of(from);
+    const auto remote = quic_addr(from);
     if (ngtcp2_crypto_verify_retry_token2(&original, hd.token, hd.tokenlen, secret_.data(),
                                           secret_.size(), hd.version, remote.addr, remote.addrlen,
                                           &hd.dcid, kRetryTokenLife, ts) != 0) {
@@ -177,16 +167,16 @@ void QuicEndpoint::send_version_negotiation(const ngtcp2_version_cid& vc, const 
   const auto n =
       ngtcp2_pkt_write_version_negotiation(out.data(), out.size(), unused, vc.scid, vc.scidlen,
                                            vc.dcid, vc.dcidlen, versions, std::size(versions));
-  if (n > 0) send(addr_of(to), {out.data(), static_cast<std::size_t>(n)});
+  if (n > 0) send(quic_addr(to), {out.data(), static_cast<std::size_t>(n)});
 }
 
 void QuicEndpoint::send_retry(const ngtcp2_pkt_hd& hd, const udp::endpoint& to) {
   const auto scid = new_cid();
   std::array<std::uint8_t, NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN2> token;
-  const auto remote = addr_of(to);
-  const auto tokenlen = ngtcp2_crypto_generate_retry_token2(
-      token.data(), secret_.data(), secret_.size(), hd.version, remote.addr, remote.addrlen, &scid,
-      &hd.dcid, tstamp_now());
+  const auto remote = quic_addr(to);
+  const auto tokenlen =
+      ngtcp2_crypto_generate_retry_token2(token.data(), secret_.data(), secret_.size(), hd.version,
+                                          remote.addr, remote.addrlen, &scid, &hd.dcid, quic_now());
   if (tokenlen < 0) return;
   std::array<std::uint8_t, 1280> out;
   const auto n =
@@ -219,7 +209,7 @@ void QuicEndpoint::send_stateless_reset(const ngtcp2_version_cid& vc, std::size_
   std::array<std::uint8_t, 64> out;
   const auto n = ngtcp2_pkt_write_stateless_reset(out.data(), out.size(), token.data(),
                                                   random.data(), randlen);
-  if (n > 0) send(addr_of(to), {out.data(), static_cast<std::size_t>(n)});
+  if (n > 0) send(quic_addr(to), {out.data(), static_cast<std::size_t>(n)});
 }
 
 void QuicEndpoint::close() {

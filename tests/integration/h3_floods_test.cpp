@@ -56,7 +56,7 @@ struct QuicBinary {
   }
 };
 
-boost::json::object flood(std::uint16_t port, const std::string& args) {
+boost::json::object quic_flood(std::uint16_t port, const std::string& args) {
   // Appended piece by piece: GCC 12's -Warray-bounds misreads a chain of + on temporaries.
   std::string command = FLOODGATE_H3_FLOOD_BINARY;
   command += ' ';
@@ -102,7 +102,7 @@ std::string udp_exchange(std::uint16_t port, const std::string& datagram) {
 // started ends at timeouts.header_read (5 s: longer than the flood takes), its slot given back.
 TEST(Http3Floods, HandshakesPastTheBoundAreAskedToRetryAndTheRestTimeOut) {
   QuicBinary b("  timeouts: { header_read: 5s }\n");
-  auto r = flood(b.port, "handshakes 400");
+  auto r = quic_flood(b.port, "handshakes 400");
   std::cout << "handshakes: " << boost::json::serialize(r)
             << "; open after it: " << b.counter("floodgate_active_connections")
             << ", timed out: " << b.counter("floodgate_http3_handshake_timeouts_total") << "\n";
@@ -118,7 +118,7 @@ TEST(Http3Floods, HandshakesPastTheBoundAreAskedToRetryAndTheRestTimeOut) {
 // received (RFC 9000 8.1), however long the client stays silent.
 TEST(Http3Floods, AnUnvalidatedClientGetsAtMostThreeTimesWhatItSent) {
   QuicBinary b;
-  auto r = flood(b.port, "amplify");
+  auto r = quic_flood(b.port, "amplify");
   std::cout << "amplify: " << boost::json::serialize(r) << "\n";
   ASSERT_GT(field_of(r, "bytes_out"), 0);
   EXPECT_GT(field_of(r, "bytes_in"), 0);  // the server did answer
@@ -131,7 +131,7 @@ TEST(Http3Floods, AnUnvalidatedClientGetsAtMostThreeTimesWhatItSent) {
 TEST(Http3Floods, RapidResetsEndTheConnectionWithExcessiveLoad) {
   QuicBinary b("  http2: { max_resets_per_second: 20 }\n");
   get(b.origin.port(), "/__reset");
-  auto r = flood(b.port, "resets 2000");
+  auto r = quic_flood(b.port, "resets 2000");
   std::cout << "resets: " << boost::json::serialize(r) << "\n";
   EXPECT_TRUE(r.contains("closed_by_server") && r.at("closed_by_server").as_bool());
   EXPECT_EQ(field_of(r, "close_code"), 0x0107);  // H3_EXCESSIVE_LOAD
@@ -157,7 +157,7 @@ TEST(Http3Floods, AnIdleConnectionEndsAtTheIdleTimeout) {
 // upstream work ends.
 TEST(Http3Floods, AStalledReaderIsResetAfterTheIdleTimeout) {
   QuicBinary b("  timeouts: { idle: 2s }\n");
-  auto r = flood(b.port, "stall 8");
+  auto r = quic_flood(b.port, "stall 8");
   std::cout << "stall: " << boost::json::serialize(r) << "\n";
   EXPECT_TRUE(r.contains("stream_closed") && r.at("stream_closed").as_bool());
   EXPECT_GE(field_of(r, "after_ms"), 1500);
