@@ -69,6 +69,9 @@ asio::awaitable<void> QuicEndpoint::run() {
 }
 
 void QuicEndpoint::on_datagram(const udp::endpoint& from, std::span<const std::uint8_t> data) {
+  // An empty datagram is no packet: ngtcp2 asserts on one (Debian builds it with assertions),
+  // which would end the process. Found by fuzz_quic.
+  if (data.empty()) return;
   ngtcp2_version_cid vc;
   const int rv = ngtcp2_pkt_decode_version_cid(&vc, data.data(), data.size(), kQuicCidLength);
   if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {

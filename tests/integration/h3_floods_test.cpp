@@ -165,11 +165,15 @@ TEST(Http3Floods, AStalledReaderIsResetAfterTheIdleTimeout) {
   EXPECT_EQ(b.counter("floodgate_http3_stalled_streams_total"), 1u);
 }
 
-// Datagrams that need no connection: another QUIC version gets Version Negotiation naming v1;
+// Datagrams that need no connection: an empty one is dropped; another QUIC version gets
+// Version Negotiation naming v1;
 // a short-header packet for a connection ID of this worker's that no connection holds gets a
 // stateless reset smaller than itself; one for another worker's is left alone.
 TEST(Http3Floods, VersionNegotiationAndStatelessResets) {
   QuicBinary b;
+  // An empty datagram first: ngtcp2 asserts on one (fuzz_quic found it aborting the process);
+  // it is dropped, and everything below is answered by the same process.
+  EXPECT_TRUE(udp_exchange(b.port, "").empty());
   // A long header, a version no one speaks (0x?a?a?a?a is reserved for that), DCID and SCID.
   std::string initial(1200, '\0');
   initial[0] = static_cast<char>(0xc0);
