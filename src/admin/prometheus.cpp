@@ -118,6 +118,11 @@ void render_routes(std::string& out, const Metrics& m, const Metrics::Tables& t)
       line(out, "floodgate_requests_total",
            label("route", name) + "," + label("outcome", to_string(static_cast<Outcome>(i))),
            r->outcomes[i].load(std::memory_order_relaxed));
+  help(out, "floodgate_protocol_requests_total", "counter",
+       "Requests by the protocol the client spoke (http1, h2, h3; rls: Envoy's RLS calls).");
+  for (std::size_t i = 0; i < Metrics::kProtocols.size(); ++i)
+    line(out, "floodgate_protocol_requests_total", label("protocol", Metrics::kProtocols[i]),
+         m.protocol_requests[i].load(std::memory_order_relaxed));
   help(out, "floodgate_limit_refusals_total", "counter",
        "Requests a limit refused (mode enforced: answered 429) or would have (shadow).");
   for (const auto& [names, c] : t.limits) {

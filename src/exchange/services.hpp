@@ -55,6 +55,7 @@ class Services {
   }
   // However it ended: its line in the access log, when that is on.
   void close(Exchange& x) {
+    metrics.count_protocol(x.protocol);
     if (x.config->log.access_log) log_exchange(x, access_log_, gate.hasher(*x.config));
   }
 

@@ -126,6 +126,11 @@ TEST(Http3, AGetAndAPostWithABodyReachTheOrigin) {
   // The access log says which protocol the request came by.
   std::string seen;
   EXPECT_NE(wait_for_line(*b.fg, "\"protocol\":\"h3\",\"method\":\"POST\"", 5s, seen), "") << seen;
+  // So do the metrics.
+  auto scrape = get(b.admin, "/metrics");
+  ASSERT_TRUE(scrape);
+  EXPECT_EQ(metric(scrape->body(), "floodgate_protocol_requests_total{protocol=\"h3\"}"), 2u);
+  EXPECT_EQ(metric(scrape->body(), "floodgate_protocol_requests_total{protocol=\"h2\"}"), 0u);
 }
 
 TEST(Http3, ALimitCountsEveryStreamAndARefusedOneHasRetryAfter) {

@@ -164,6 +164,17 @@ class Metrics {
     accept_pauses[static_cast<std::size_t>(p)].fetch_add(1, std::memory_order_relaxed);
   }
   std::atomic<std::uint64_t> unexpected_exceptions{0};  // caught at a worker's boundary
+  // Requests by the protocol the client spoke (the access log's `protocol`), however they
+  // ended: HTTP/1.x, HTTP/2, HTTP/3, Envoy's RLS calls.
+  static constexpr std::array<std::string_view, 4> kProtocols{"http1", "h2", "h3", "rls"};
+  std::array<std::atomic<std::uint64_t>, kProtocols.size()> protocol_requests{};
+  void count_protocol(std::string_view protocol) {
+    for (std::size_t i = 0; i < kProtocols.size(); ++i)
+      if (kProtocols[i] == protocol) {
+        protocol_requests[i].fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+  }
   // HTTP/2 client connections ended for a flood (GOAWAY ENHANCE_YOUR_CALM: resets past
   // server.http2.max_resets_per_second, empty frames), and streams reset because the client
   // took none of their response (or sent none of their body) for timeouts.idle.
