@@ -89,10 +89,6 @@ struct H2Stream {
 // max_concurrent_streams), and an upstream's failure is not the client's doing.
 enum class ResetCause { client_frames, stall, upstream };
 
-// Waits until the stream changes (a callback cancels `wake`) or `timeout` passes; false on
-// the timeout.
-boost::asio::awaitable<bool> changed(H2Stream& s, std::chrono::milliseconds timeout);
-
 class H2Connection {
  public:
   // `service`: every stream is answered by it (rls.listen) instead of being routed and

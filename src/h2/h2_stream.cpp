@@ -26,11 +26,6 @@
 
 namespace floodgate::http {
 
-// Not a coroutine of its own: the caller awaits changed_on's.
-asio::awaitable<bool> changed(H2Stream& s, std::chrono::milliseconds timeout) {
-  return changed_on(s.wake, timeout);
-}
-
 void H2Connection::take_head(H2Stream& s) {
   auto& x = s.x;
   w_.open(x, w_.snapshot());  // a reload applies to the streams that start after it

@@ -95,7 +95,7 @@ int H3Callbacks::stream_close(ngtcp2_conn*, std::uint32_t flags, std::int64_t id
       if (!s.task_done) return 0;
       c.streams_.erase(it);
     }
-    if (client_bidi(id)) c.extend_streams(id);
+    if (client_bidi(id)) c.extend_streams();
     return 0;
   });
 }

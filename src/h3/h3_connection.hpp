@@ -142,11 +142,10 @@ class H3Connection final : public SessionRegistry::Entry {
   boost::asio::awaitable<void> serve(std::shared_ptr<H3Stream> s);
   void take_head(H3Stream& s);
   void stream_task_ended(H3Stream& s);
-  void extend_streams(std::int64_t id);  // a client stream is over: one more may be opened
+  void extend_streams();  // a client stream is over: one more may be opened
   // A stream the client reset, or made floodgate reset with a malformed message: charged to
   // the reset budget, and past it the connection ends (H3_EXCESSIVE_LOAD).
   void charge_reset();
-  std::size_t active_streams() const { return streams_.size(); }
   ngtcp2_path path_to(const boost::asio::ip::udp::endpoint& remote);
 
   QuicEndpoint& ep_;

@@ -44,7 +44,6 @@ QuicEndpoint::QuicEndpoint(udp::socket socket, std::uint8_t worker, const QuicSe
       connections_(connections) {
   boost::system::error_code ec;
   local_ = socket_.local_endpoint(ec);
-  address_ = local_.address().to_string();
   // Sends never wait: a datagram the kernel has no room for is lost, and QUIC sends it again.
   socket_.non_blocking(true, ec);
 }

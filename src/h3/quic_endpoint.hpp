@@ -93,7 +93,6 @@ class QuicEndpoint {
   std::uint8_t worker_;
   const QuicSecret& secret_;
   std::size_t index_;  // into server.listen
-  std::string address_;
   std::shared_ptr<const tls::QuicCredentials> started_with_;
   Services& w_;
   ConnectionBudget& connections_;

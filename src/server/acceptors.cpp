@@ -35,8 +35,10 @@ std::uint16_t Acceptors::listen(tcp::endpoint ep, std::size_t index,
     throw std::system_error(ec, "cannot listen on " + text);
   }
   const auto port = acc.local_endpoint().port();
-  if (!rls && listener.tls && listener.speaks(config::Protocol::h3))
-    entry.protocols.alt_svc = "h3=\":" + std::to_string(port) + "\"; ma=86400";
+  if (!rls && listener.tls && listener.speaks(config::Protocol::h3)) {
+    entry.alt_svc = "h3=\":" + std::to_string(port) + "\"; ma=86400";
+    entry.protocols.alt_svc = entry.alt_svc;
+  }
   return port;
 }
 

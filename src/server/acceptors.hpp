@@ -61,6 +61,7 @@ class Acceptors {
     bool tls;
     FrontProtocols protocols;  // as started: a reload that changes listeners needs a restart
     std::shared_ptr<const tls::ServerContexts> started_with;
+    std::string alt_svc;  // what protocols.alt_svc views (a copy per connection was a malloc)
   };
 
   // At server.max_connections a paused accept loop looks again soon: a session may end in any

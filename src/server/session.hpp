@@ -21,7 +21,7 @@ struct FrontProtocols {
   bool rls = false;
   // `h3=":PORT"; ma=86400` on a TLS listener that lists h3 (set once its port is bound): every
   // HTTP/1.1 and HTTP/2 answer says so, or clients never try HTTP/3.
-  std::string alt_svc;
+  std::string_view alt_svc;  // a view of the acceptor's text, which outlives every session
 };
 
 // Serves one downstream connection until it closes, times out, or the worker drains; with
